@@ -1,0 +1,101 @@
+/* coil.h — the public API of the coil core.
+ *
+ * coil reads a tensor graph (.coil text, docs/graph-format.md), checks it, and runs it on the
+ * reference interpreter ("ref", f64 op by op) or, in later stages, compiles it for a backend.
+ * Every fallible function returns 0 on success and -1 on error, with the reason written into a
+ * coil_diag the caller owns. Nothing here exits or aborts the process, except on out-of-memory. */
+#ifndef COIL_H
+#define COIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define COIL_VERSION_STRING "0.1.0"
+#define COIL_MAX_RANK 8
+
+/* ---- diagnostics: errors are values ---- */
+typedef struct coil_diag {
+  char msg[2048]; /* "FILE:LINE:COL: error: what, expected what"; empty when no error */
+} coil_diag;
+
+int coil_diag_set(coil_diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int coil_diag_at(coil_diag *d, const char *file, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* ---- element types ---- */
+typedef enum coil_dtype {
+#define X(e, name, st, size, kind) COIL_##e,
+#include "coil/dtypes.def"
+#undef X
+  COIL_DTYPE_COUNT
+} coil_dtype;
+
+const char *coil_dtype_name(coil_dtype t);          /* "f32" */
+const char *coil_dtype_st_name(coil_dtype t);       /* "F32" (safetensors) */
+int coil_dtype_from_name(const char *s, size_t n);   /* -1 if unknown */
+int coil_dtype_from_st_name(const char *s);          /* -1 if unknown */
+size_t coil_dtype_size(coil_dtype t);
+bool coil_dtype_is_float(coil_dtype t);
+bool coil_dtype_is_int(coil_dtype t);                /* signed or unsigned, not bool */
+coil_dtype coil_dtype_promote(coil_dtype a, coil_dtype b); /* torch.promote_types */
+
+/* f64 <-> storage conversions, rounding to nearest even as PyTorch does. */
+uint16_t coil_f32_to_f16(float f);
+float coil_f16_to_f32(uint16_t h);
+uint16_t coil_f32_to_bf16(float f);
+float coil_bf16_to_f32(uint16_t h);
+
+/* ---- host tensors: dense, contiguous, row-major, owned by whoever holds them ---- */
+typedef struct coil_tensor {
+  coil_dtype dtype;
+  int rank;
+  int64_t shape[COIL_MAX_RANK];
+  void *data;    /* malloc'd, numel*dtype size bytes (at least 1 byte); freed by coil_tensor_free */
+} coil_tensor;
+
+int coil_tensor_init(coil_tensor *t, coil_dtype dt, int rank, const int64_t *shape, coil_diag *d);
+void coil_tensor_free(coil_tensor *t);
+int64_t coil_tensor_numel(const coil_tensor *t);
+size_t coil_tensor_nbytes(const coil_tensor *t);
+double coil_tensor_get_f64(const coil_tensor *t, int64_t i);   /* element i as f64 */
+int64_t coil_tensor_get_i64(const coil_tensor *t, int64_t i);  /* element i as i64 (ints, bool) */
+void coil_tensor_set_f64(coil_tensor *t, int64_t i, double v); /* rounds/casts as torch does */
+void coil_tensor_set_i64(coil_tensor *t, int64_t i, int64_t v);
+
+/* A list of named tensors: the contents of a safetensors file, a set of inputs or outputs. */
+typedef struct coil_tensor_list {
+  int n, cap;
+  char **names;          /* owned */
+  coil_tensor *tensors;  /* owned */
+} coil_tensor_list;
+
+void coil_tensor_list_free(coil_tensor_list *l);
+/* Takes ownership of *t (its data moves into the list; *t is zeroed). */
+void coil_tensor_list_add(coil_tensor_list *l, const char *name, coil_tensor *t);
+coil_tensor *coil_tensor_list_find(const coil_tensor_list *l, const char *name);
+
+/* ---- safetensors (https://github.com/huggingface/safetensors format) ---- */
+int coil_safetensors_read(const char *path, coil_tensor_list *out, coil_diag *d);
+int coil_safetensors_read_mem(const char *what, const uint8_t *buf, size_t n,
+                              coil_tensor_list *out, coil_diag *d);
+/* Writes to a temporary name then renames, so a failed write never leaves a partial file. */
+int coil_safetensors_write(const char *path, const coil_tensor_list *l, coil_diag *d);
+
+/* ---- graphs ---- */
+typedef struct coil_graph coil_graph;
+
+/* Parse and type-check a .coil graph. `file` names the source in messages. */
+coil_graph *coil_graph_parse(const char *file, const char *text, size_t len, coil_diag *d);
+coil_graph *coil_graph_load(const char *path, coil_diag *d);
+void coil_graph_free(coil_graph *g);
+/* Print the normalised graph (every statement typed); the text parses back to the same graph.
+ * Returns a malloc'd string. */
+char *coil_graph_print(const coil_graph *g);
+
+/* Reference interpreter: run g on inputs (by graph input name; params and buffers too), writing
+ * the outputs as out0, out1, ... into *outputs. Symbolic sizes bind from the inputs. */
+int coil_ref_run(const coil_graph *g, const coil_tensor_list *inputs, coil_tensor_list *outputs,
+                 coil_diag *d);
+
+#endif

@@ -1,0 +1,38 @@
+/* ref.h — internals of the reference interpreter shared by ref.c (the driver, pointwise ops,
+ * reductions) and ref_ops.c (views, data movement, library-class ops). */
+#ifndef COIL_REF_H
+#define COIL_REF_H
+
+#include "graph.h"
+#include "ops.h"
+
+typedef struct rctx {
+  const coil_graph *g;
+  const coil_node *n;        /* the node being run */
+  coil_diag *d;
+  const coil_tensor **vals;  /* per value: inputs first, then nodes; tuples have several */
+  int *nvals;
+  int64_t *bind;             /* value of each size symbol */
+} rctx;
+
+int coil_ref_err(rctx *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The tensor bound to schema parameter i of the current node (NULL if None or a number). */
+const coil_tensor *coil_ref_arg(rctx *r, int i);
+const coil_tensor *coil_ref_param(rctx *r, const char *name);
+const coil_lit *coil_ref_lit(rctx *r, const char *name);
+int64_t coil_ref_stride(const coil_tensor *t, int dim);  /* contiguous stride in elements */
+/* Element offsets into `t` for output multi-index walks: strides broadcast against out shape. */
+void coil_ref_bstrides(const coil_tensor *t, int out_rank, const int64_t *out_shape, int64_t *st);
+void coil_ref_unravel(int64_t i, int rank, const int64_t *shape, int64_t *idx);
+/* Copies in[offset + sum idx[d]*strides[d]] to out for every index of out (same dtype). */
+void coil_ref_strided_copy(const coil_tensor *in, coil_tensor *out, const int64_t *strides,
+                           int64_t offset);
+/* Copies element si of src to element di of dst, converting dtype the way torch's .to() does. */
+void coil_ref_convert(const coil_tensor *src, int64_t si, coil_tensor *dst, int64_t di);
+
+/* Runs one node of a rule family handled in ref_ops.c; outs are allocated to the node's
+ * evaluated output shapes. */
+int coil_ref_run_move(rctx *r, coil_tensor *outs);
+int coil_ref_run_extern(rctx *r, coil_tensor *outs);
+
+#endif

@@ -1,0 +1,457 @@
+/* coil — the command-line tool: check a graph, run it on a backend, summarise the outputs.
+ *
+ *   coil check GRAPH
+ *   coil run GRAPH [--backend ref] [--weights W] [--inputs I] [--out O] [--seed N]
+ *                  [--size SYM=N] [--expect E [--rtol R] [--atol A]]
+ *   coil --version | help
+ *
+ * Exit status: 0 success, 1 a graph, data or comparison error, 2 a usage error. This is the
+ * only place in coil that exits. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coil/coil.h"
+#include "graph.h"
+#include "sym.h"
+
+static const char usage[] =
+    "usage: coil <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  check GRAPH             parse and type-check GRAPH; print it with every type filled in\n"
+    "  run GRAPH [options]     run GRAPH and summarise its outputs\n"
+    "  help                    show this text\n"
+    "  --version               print the version\n"
+    "\n"
+    "run options:\n"
+    "  --backend NAME          backend to run on (default: ref, the reference interpreter)\n"
+    "  --weights FILE          safetensors file with the graph's param and buffer inputs\n"
+    "  --inputs FILE           safetensors file with the graph's other inputs, by name\n"
+    "  --out FILE              write the outputs (out0, out1, ...) to a safetensors file\n"
+    "  --seed N                seed for inputs that are not given (default 0)\n"
+    "  --size SYM=N            size of symbol SYM for generated inputs (default 8)\n"
+    "  --expect FILE           compare the outputs with FILE (out0, out1, ...); exit 1 on mismatch\n"
+    "  --rtol R, --atol A      tolerances for --expect: |got-want| <= atol + rtol*|want|\n"
+    "                          (defaults by dtype: f64 1e-7/1e-7, f32 1e-4/1e-5, f16 1e-3/1e-3,\n"
+    "                          bf16 1.6e-2/1e-2; integers and bool must match exactly)\n"
+    "\n"
+    "Inputs not given in --inputs or --weights are generated from --seed: floating-point\n"
+    "values from a standard normal distribution, integers uniform in [0, 10), bools fair.\n";
+
+static int
+fail(const coil_diag *d)
+{
+  fprintf(stderr, "%s\n", d->msg);
+  return 1;
+}
+
+static int
+usage_error(const char *fmt, const char *arg)
+{
+  fprintf(stderr, "coil: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n(run 'coil help' for usage)\n");
+  return 2;
+}
+
+static int
+cmd_check(int argc, char **argv)
+{
+  if (argc != 1)
+    return usage_error("check takes exactly one graph file%s", "");
+  coil_diag d = {0};
+  coil_graph *g = coil_graph_load(argv[0], &d);
+  if (!g)
+    return fail(&d);
+  char *text = coil_graph_print(g);
+  fputs(text, stdout);
+  free(text);
+  coil_graph_free(g);
+  return 0;
+}
+
+/* splitmix64: a small, well-mixed generator, so generated inputs are the same everywhere. */
+static uint64_t
+next_random(uint64_t *s)
+{
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static double
+uniform01(uint64_t *s)
+{
+  return ((double)(next_random(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+static void
+fill_random(coil_tensor *t, uint64_t *s)
+{
+  int64_t n = coil_tensor_numel(t);
+  for (int64_t i = 0; i < n; i++) {
+    if (coil_dtype_is_float(t->dtype)) {
+      double u1 = uniform01(s), u2 = uniform01(s); /* Box-Muller */
+      coil_tensor_set_f64(t, i, sqrt(-2.0 * log(u1)) * cos(2.0 * 3.14159265358979323846 * u2));
+    } else if (t->dtype == COIL_BOOL) {
+      coil_tensor_set_i64(t, i, (int64_t)(next_random(s) & 1));
+    } else {
+      coil_tensor_set_i64(t, i, (int64_t)(next_random(s) % 10));
+    }
+  }
+}
+
+static int
+parse_i64(const char *s, int64_t *out)
+{
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s || *end)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+/* Binds every size symbol: from given inputs first, then --size, then the default 8. */
+static int
+bind_sizes(const coil_graph *g, const coil_tensor_list *given, char **sizes, int nsizes,
+           int64_t *bind, coil_diag *d)
+{
+  int nsym = coil_sym_nvars(g->sym);
+  bool *done = calloc((size_t)nsym + 1, sizeof(bool));
+  for (int i = 0; i < g->ninputs; i++) {
+    const coil_value *v = g->inputs[i];
+    const coil_tensor *t = coil_tensor_list_find(given, v->name);
+    if (!t || t->rank != v->type.rank)
+      continue;
+    for (int k = 0; k < t->rank; k++) {
+      const coil_sym *s = v->type.dims[k];
+      if (s->kind == COIL_SYM_VAR && !done[s->var]) {
+        bind[s->var] = t->shape[k];
+        done[s->var] = true;
+      }
+    }
+  }
+  for (int i = 0; i < nsizes; i++) {
+    char *eq = strchr(sizes[i], '=');
+    int64_t v;
+    if (!eq || parse_i64(eq + 1, &v) || v < 0) {
+      free(done);
+      return coil_diag_set(d, "coil: --size expects SYM=N with N >= 0, got '%s'", sizes[i]);
+    }
+    int k;
+    for (k = 0; k < nsym; k++)
+      if (strlen(coil_sym_var_name(g->sym, k)) == (size_t)(eq - sizes[i]) &&
+          strncmp(coil_sym_var_name(g->sym, k), sizes[i], (size_t)(eq - sizes[i])) == 0)
+        break;
+    if (k == nsym) {
+      free(done);
+      return coil_diag_set(d, "coil: --size names '%.*s', which is not a size symbol of the graph",
+                           (int)(eq - sizes[i]), sizes[i]);
+    }
+    if (!done[k]) {
+      bind[k] = v;
+      done[k] = true;
+    }
+  }
+  for (int k = 0; k < nsym; k++)
+    if (!done[k]) {
+      bind[k] = 8;
+      fprintf(stderr, "note: size %s = 8 (no input fixes it; set it with --size %s=N)\n",
+              coil_sym_var_name(g->sym, k), coil_sym_var_name(g->sym, k));
+    }
+  free(done);
+  return 0;
+}
+
+/* Moves the tensors of `from` that the graph needs into `to`; generates the missing ones. */
+static int
+gather_inputs(const coil_graph *g, coil_tensor_list *given, uint64_t seed, char **sizes,
+              int nsizes, coil_tensor_list *to, coil_diag *d)
+{
+  int64_t *bind = calloc((size_t)coil_sym_nvars(g->sym) + 1, sizeof(int64_t));
+  if (bind_sizes(g, given, sizes, nsizes, bind, d)) {
+    free(bind);
+    return -1;
+  }
+  uint64_t state = seed;
+  for (int i = 0; i < g->ninputs; i++) {
+    const coil_value *v = g->inputs[i];
+    coil_tensor *t = coil_tensor_list_find(given, v->name);
+    coil_tensor fresh;
+    if (t) {
+      fresh = *t;
+      memset(t, 0, sizeof *t); /* moved */
+    } else {
+      int64_t shape[COIL_MAX_RANK];
+      for (int k = 0; k < v->type.rank; k++)
+        if (coil_sym_eval(g->sym, v->type.dims[k], bind, coil_sym_nvars(g->sym), &shape[k], d)) {
+          free(bind);
+          return -1;
+        }
+      if (coil_tensor_init(&fresh, v->type.dtype, v->type.rank, shape, d)) {
+        free(bind);
+        return -1;
+      }
+      fill_random(&fresh, &state);
+      if (v->kind != COIL_VAL_INPUT)
+        fprintf(stderr, "note: %s %%%s was not given (--weights); using random values\n",
+                v->kind == COIL_VAL_PARAM ? "param" : "buffer", v->name);
+    }
+    coil_tensor_list_add(to, v->name, &fresh);
+  }
+  free(bind);
+  return 0;
+}
+
+static void
+print_shape(const coil_tensor *t)
+{
+  printf("%s[", coil_dtype_name(t->dtype));
+  for (int i = 0; i < t->rank; i++)
+    printf("%s%lld", i ? ", " : "", (long long)t->shape[i]);
+  printf("]");
+}
+
+static void
+summarise(const coil_tensor_list *outs)
+{
+  for (int i = 0; i < outs->n; i++) {
+    const coil_tensor *t = &outs->tensors[i];
+    int64_t n = coil_tensor_numel(t);
+    printf("%s: ", outs->names[i]);
+    print_shape(t);
+    double lo = INFINITY, hi = -INFINITY, sum = 0;
+    int64_t nans = 0;
+    for (int64_t k = 0; k < n; k++) {
+      double v = coil_tensor_get_f64(t, k);
+      if (isnan(v)) {
+        nans++;
+        continue;
+      }
+      lo = v < lo ? v : lo;
+      hi = v > hi ? v : hi;
+      sum += v;
+    }
+    if (n > 0 && n > nans)
+      printf("  min %.6g  max %.6g  mean %.6g", lo, hi, sum / (double)(n - nans));
+    if (nans)
+      printf("  nan %lld", (long long)nans);
+    printf("\n    [");
+    for (int64_t k = 0; k < n && k < 6; k++)
+      printf("%s%.6g", k ? ", " : "", coil_tensor_get_f64(t, k));
+    printf("%s]\n", n > 6 ? ", ..." : "");
+  }
+}
+
+static void
+default_tol(coil_dtype t, double *rtol, double *atol)
+{
+  switch (t) {
+  case COIL_F64: *rtol = 1e-7, *atol = 1e-7; break;
+  case COIL_F32: *rtol = 1e-4, *atol = 1e-5; break;
+  case COIL_F16: *rtol = 1e-3, *atol = 1e-3; break;
+  case COIL_BF16: *rtol = 1.6e-2, *atol = 1e-2; break;
+  default: *rtol = 0, *atol = 0; break;
+  }
+}
+
+/* Compares outputs with expected tensors; prints one line per output; returns mismatches. */
+static int
+compare(const coil_tensor_list *got, const coil_tensor_list *want, double rtol_opt, double atol_opt)
+{
+  int bad = 0;
+  for (int i = 0; i < got->n; i++) {
+    const coil_tensor *g = &got->tensors[i], *w = coil_tensor_list_find(want, got->names[i]);
+    if (!w) {
+      printf("%s: MISSING in the expected file\n", got->names[i]);
+      bad++;
+      continue;
+    }
+    bool same_shape = g->dtype == w->dtype && g->rank == w->rank;
+    for (int k = 0; same_shape && k < g->rank; k++)
+      same_shape = g->shape[k] == w->shape[k];
+    if (!same_shape) {
+      printf("%s: MISMATCH dtype or shape: got ", got->names[i]);
+      print_shape(g);
+      printf(", expected ");
+      print_shape(w);
+      printf("\n");
+      bad++;
+      continue;
+    }
+    double rtol, atol;
+    default_tol(g->dtype, &rtol, &atol);
+    if (rtol_opt >= 0)
+      rtol = rtol_opt;
+    if (atol_opt >= 0)
+      atol = atol_opt;
+    int64_t n = coil_tensor_numel(g), nbad = 0, worst = -1;
+    double worst_err = 0;
+    for (int64_t k = 0; k < n; k++) {
+      double a = coil_tensor_get_f64(g, k), b = coil_tensor_get_f64(w, k);
+      bool ok = (isnan(a) && isnan(b)) || a == b || fabs(a - b) <= atol + rtol * fabs(b);
+      if (!ok) {
+        nbad++;
+        double e = fabs(a - b);
+        if (worst < 0 || e > worst_err || isnan(e)) {
+          worst = k;
+          worst_err = e;
+        }
+      }
+    }
+    if (nbad) {
+      printf("%s: MISMATCH at %lld of %lld elements; worst at %lld: got %.9g, expected %.9g\n",
+             got->names[i], (long long)nbad, (long long)n, (long long)worst,
+             coil_tensor_get_f64(g, worst), coil_tensor_get_f64(w, worst));
+      bad++;
+    } else {
+      printf("%s: ok (%lld elements, rtol %g, atol %g)\n", got->names[i], (long long)n, rtol, atol);
+    }
+  }
+  return bad;
+}
+
+static int
+read_st(const char *path, coil_tensor_list *into, coil_diag *d)
+{
+  coil_tensor_list l = {0};
+  if (coil_safetensors_read(path, &l, d))
+    return -1;
+  for (int i = 0; i < l.n; i++) {
+    if (coil_tensor_list_find(into, l.names[i])) {
+      coil_diag_set(d, "%s: tensor '%s' is also given in another file", path, l.names[i]);
+      coil_tensor_list_free(&l);
+      return -1;
+    }
+    coil_tensor_list_add(into, l.names[i], &l.tensors[i]);
+  }
+  coil_tensor_list_free(&l);
+  return 0;
+}
+
+static int
+parse_double(const char *s, double *out)
+{
+  char *end;
+  errno = 0;
+  *out = strtod(s, &end);
+  return errno || end == s || *end || !(*out >= 0) ? -1 : 0;
+}
+
+static int
+cmd_run(int argc, char **argv)
+{
+  const char *graph = NULL, *weights = NULL, *inputs = NULL, *out = NULL, *expect = NULL;
+  const char *backend = "ref";
+  int64_t seed = 0;
+  double rtol = -1, atol = -1;
+  char *sizes[64];
+  int nsizes = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    bool has_val = i + 1 < argc;
+    if (a[0] != '-' || a[1] == 0) {
+      if (graph)
+        return usage_error("run takes one graph file; unexpected '%s'", a);
+      graph = a;
+      continue;
+    }
+    if (!has_val)
+      return usage_error("option %s needs a value", a);
+    const char *v = argv[++i];
+    if (strcmp(a, "--backend") == 0) backend = v;
+    else if (strcmp(a, "--weights") == 0) weights = v;
+    else if (strcmp(a, "--inputs") == 0) inputs = v;
+    else if (strcmp(a, "--out") == 0) out = v;
+    else if (strcmp(a, "--expect") == 0) expect = v;
+    else if (strcmp(a, "--seed") == 0) {
+      if (parse_i64(v, &seed))
+        return usage_error("--seed expects an integer, got '%s'", v);
+    } else if (strcmp(a, "--rtol") == 0 || strcmp(a, "--atol") == 0) {
+      if (parse_double(v, a[2] == 'r' ? &rtol : &atol))
+        return usage_error("tolerances must be non-negative numbers, got '%s'", v);
+    } else if (strcmp(a, "--size") == 0) {
+      if (nsizes == 64)
+        return usage_error("at most 64 --size options%s", "");
+      sizes[nsizes++] = argv[i];
+    } else {
+      return usage_error("unknown option '%s'", a);
+    }
+  }
+  if (!graph)
+    return usage_error("run needs a graph file%s", "");
+  if (strcmp(backend, "ref") != 0)
+    return usage_error("unknown backend '%s' (available: ref)", backend);
+
+  coil_diag d = {0};
+  coil_graph *g = coil_graph_load(graph, &d);
+  if (!g)
+    return fail(&d);
+  coil_tensor_list given = {0}, all = {0}, outs = {0}, want = {0};
+  int rc = 1;
+  if ((weights && read_st(weights, &given, &d)) || (inputs && read_st(inputs, &given, &d)))
+    goto done;
+  for (int i = 0; i < given.n; i++) {
+    bool used = false;
+    for (int k = 0; k < g->ninputs; k++)
+      used = used || strcmp(g->inputs[k]->name, given.names[i]) == 0;
+    if (!used)
+      fprintf(stderr, "note: tensor '%s' is not an input of graph %s; ignored\n", given.names[i], g->name);
+  }
+  if (gather_inputs(g, &given, (uint64_t)seed, sizes, nsizes, &all, &d))
+    goto done;
+  if (coil_ref_run(g, &all, &outs, &d))
+    goto done;
+  printf("graph %s on %s: %d output%s\n", g->name, backend, outs.n, outs.n == 1 ? "" : "s");
+  summarise(&outs);
+  if (out && coil_safetensors_write(out, &outs, &d))
+    goto done;
+  if (expect) {
+    if (coil_safetensors_read(expect, &want, &d))
+      goto done;
+    int bad = compare(&outs, &want, rtol, atol);
+    if (bad) {
+      fprintf(stderr, "coil: %d output%s differ from %s\n", bad, bad == 1 ? "" : "s", expect);
+      rc = 1;
+      d.msg[0] = 0;
+      goto done;
+    }
+  }
+  rc = 0;
+done:
+  if (rc && d.msg[0])
+    fail(&d);
+  coil_tensor_list_free(&given);
+  coil_tensor_list_free(&all);
+  coil_tensor_list_free(&outs);
+  coil_tensor_list_free(&want);
+  coil_graph_free(g);
+  return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+  if (argc < 2)
+    return usage_error("no command given%s", "");
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+    printf("coil %s\n", COIL_VERSION_STRING);
+    return 0;
+  }
+  if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+    fputs(usage, stdout);
+    return 0;
+  }
+  if (strcmp(cmd, "check") == 0)
+    return cmd_check(argc - 2, argv + 2);
+  if (strcmp(cmd, "run") == 0)
+    return cmd_run(argc - 2, argv + 2);
+  return usage_error("unknown command '%s'", cmd);
+}
