@@ -63,6 +63,20 @@ int64_t coil_tensor_get_i64(const coil_tensor *t, int64_t i);  /* element i as i
 void coil_tensor_set_f64(coil_tensor *t, int64_t i, double v); /* rounds/casts as torch does */
 void coil_tensor_set_i64(coil_tensor *t, int64_t i, int64_t v);
 
+/* Comparison with a tolerance, NaN equal to NaN and infinities equal to themselves:
+ * |got - want| <= atol + rtol*|want| per element; integers and bools compare exactly when
+ * rtol = atol = 0. The default tolerances per dtype are those of torch.testing.assert_close. */
+typedef struct coil_compare {
+  bool same_shape;        /* dtype, rank and sizes agree (nothing else is checked otherwise) */
+  int64_t mismatches;     /* elements outside the tolerance */
+  int64_t worst;          /* index of the largest error, -1 if none */
+  double worst_got, worst_want;
+} coil_compare;
+
+void coil_tolerance_default(coil_dtype t, double *rtol, double *atol);
+bool coil_tensor_allclose(const coil_tensor *got, const coil_tensor *want, double rtol,
+                          double atol, coil_compare *out);
+
 /* A list of named tensors: the contents of a safetensors file, a set of inputs or outputs. */
 typedef struct coil_tensor_list {
   int n, cap;

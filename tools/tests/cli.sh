@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Tests of the coil command line: exit codes, messages, determinism, files it writes.
+# usage: cli.sh COIL_BINARY SOURCE_DIR
+set -u
+coil=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+failed=0
+
+check() { # check NAME CONDITION-COMMAND...
+  local name=$1
+  shift
+  if "$@"; then
+    pass=$((pass + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $name"
+  fi
+}
+
+run() { # run CMD...: captures stdout, stderr and status in $tmp
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  echo $? >"$tmp/rc"
+}
+rc_is() { [ "$(cat "$tmp/rc")" = "$1" ]; }
+out_has() { grep -qF -- "$1" "$tmp/out"; }
+err_has() { grep -qF -- "$1" "$tmp/err"; }
+
+run "$coil" --version
+check "--version exits 0" rc_is 0
+check "--version prints the version" out_has "coil 0.1.0"
+
+run "$coil" help
+check "help exits 0" rc_is 0
+check "help lists commands" out_has "check GRAPH"
+
+run "$coil"
+check "no command is a usage error" rc_is 2
+run "$coil" frobnicate
+check "unknown command is a usage error" rc_is 2
+check "unknown command is named" err_has "unknown command 'frobnicate'"
+run "$coil" run "$src/examples/mlp.coil" --seed
+check "option without value" rc_is 2
+run "$coil" run "$src/examples/mlp.coil" --seed abc
+check "bad seed" rc_is 2
+run "$coil" run "$src/examples/mlp.coil" --bogus 1
+check "unknown option" rc_is 2
+run "$coil" run "$src/examples/mlp.coil" --backend tpu
+check "unknown backend" rc_is 2
+check "unknown backend is named" err_has "unknown backend 'tpu'"
+
+# check: prints a typed graph that parses back to itself
+for g in "$src"/examples/*.coil; do
+  name=$(basename "$g")
+  run "$coil" check "$g"
+  check "check $name exits 0" rc_is 0
+  cp "$tmp/out" "$tmp/once.coil"
+  run "$coil" check "$tmp/once.coil"
+  check "check $name output parses back identically" cmp -s "$tmp/out" "$tmp/once.coil"
+done
+run "$coil" check "$src/examples/layernorm_gelu.coil"
+check "check fills in inferred types" out_has "%act: f32[4, 32] = aten.gelu.default(%normed, approximate='tanh')"
+
+# check: errors name FILE:LINE:COL and exit 1
+printf 'coil 1\ngraph g(%%x: f32[4]) {\n  %%y = aten.nope.default(%%x)\n  return (%%y)\n}\n' >"$tmp/bad.coil"
+run "$coil" check "$tmp/bad.coil"
+check "bad graph exits 1" rc_is 1
+check "bad graph message has file:line:col" err_has "bad.coil:3:8: error: unknown op 'aten.nope.default'"
+run "$coil" check "$tmp/does-not-exist.coil"
+check "missing file exits 1" rc_is 1
+check "missing file is named" err_has "does-not-exist.coil: error: cannot open"
+
+# run: the README's main job, deterministic, writes outputs that --expect accepts
+mlp=("$src/examples/mlp.coil" --weights "$src/examples/mlp.weights.safetensors"
+  --inputs "$src/examples/mlp.inputs.safetensors")
+run "$coil" run "${mlp[@]}" --out "$tmp/o.safetensors"
+check "run mlp exits 0" rc_is 0
+check "run mlp summarises out0" out_has "out0 (%probs): f32[4, 10]"
+check "run mlp summarises out1" out_has "out1 (%activity): f32[4, 1]"
+check "run writes --out" test -s "$tmp/o.safetensors"
+run "$coil" run "${mlp[@]}" --expect "$tmp/o.safetensors"
+check "--expect of the same outputs passes" rc_is 0
+check "--expect reports ok" out_has "out0: ok"
+run "$coil" run "$src/examples/mlp.coil" --inputs "$src/examples/mlp.inputs.safetensors" --expect "$tmp/o.safetensors"
+check "--expect with other (random) weights fails" rc_is 1
+check "--expect mismatch is reported" out_has "MISMATCH"
+check "random params are noted" err_has "param %w1 was not given"
+
+run "$coil" run "$src/examples/softmax_rows.coil" --seed 7 --size rows=3
+cp "$tmp/out" "$tmp/first"
+run "$coil" run "$src/examples/softmax_rows.coil" --seed 7 --size rows=3
+check "generated inputs are deterministic" cmp -s "$tmp/out" "$tmp/first"
+check "--size binds a symbol" out_has "out0 (%y): f32[3, 16]"
+run "$coil" run "$src/examples/softmax_rows.coil"
+check "unbound symbol defaults to 8 with a note" err_has "note: size rows = 8"
+run "$coil" run "$src/examples/softmax_rows.coil" --size cols=3
+check "--size of an unknown symbol fails" rc_is 1
+check "--size of an unknown symbol is named" err_has "'cols', which is not a size symbol"
+
+# run: bad data files
+printf 'garbage' >"$tmp/bad.safetensors"
+run "$coil" run "${mlp[@]:0:3}" --inputs "$tmp/bad.safetensors"
+check "bad safetensors exits 1" rc_is 1
+check "bad safetensors is named" err_has "bad.safetensors"
+run "$coil" run "$src/examples/mlp.coil" --inputs "$src/examples/mlp.weights.safetensors" --out "$tmp/sub/dir/o.safetensors"
+check "unwritable --out fails" rc_is 1
+check "unwritable --out leaves nothing" test ! -e "$tmp/sub"
+
+# ops: docs/ops.md is generated from the op table and must be up to date
+run "$coil" ops --markdown
+check "ops --markdown exits 0" rc_is 0
+check "docs/ops.md equals 'coil ops --markdown' (regenerate it)" cmp -s "$tmp/out" "$src/docs/ops.md"
+run "$coil" ops
+check "ops lists aten.add.Tensor" out_has "aten.add.Tensor"
+
+echo "$pass passed, $failed failed"
+[ "$failed" -eq 0 ]
