@@ -43,6 +43,7 @@ typedef struct coil_symctx coil_symctx;
 
 /* The context owns nothing itself: its tables live in arena `a`. */
 coil_symctx *coil_symctx_new(coil_arena *a);
+coil_arena *coil_symctx_arena(const coil_symctx *c);
 
 /* Variables. A name is interned: asking twice gives the same variable. New variables have
  * range [0, INT64_MAX] (sizes are non-negative). */
