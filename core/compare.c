@@ -40,7 +40,10 @@ coil_tensor_allclose(const coil_tensor *got, const coil_tensor *want, double rto
       a = (double)x, b = (double)y;
     } else {
       a = coil_tensor_get_f64(got, k), b = coil_tensor_get_f64(want, k);
-      ok = (isnan(a) && isnan(b)) || a == b || fabs(a - b) <= atol + rtol * fabs(b);
+      if (isnan(a) || isnan(b) || isinf(a) || isinf(b)) /* only equal specials match */
+        ok = (isnan(a) && isnan(b)) || a == b;
+      else
+        ok = fabs(a - b) <= atol + rtol * fabs(b);
     }
     if (ok)
       continue;
