@@ -26,6 +26,7 @@ typedef struct {
   double f;
   char c;          /* PUNCT */
   int line, col;
+  size_t off;      /* offset of the token's first byte in the text */
 } tok;
 
 typedef struct {
@@ -44,7 +45,7 @@ typedef struct {
 static int
 err_at(parser *p, int line, int col, const char *fmt, const char *a, const char *b)
 {
-  char what[512];
+  char what[sizeof p->d->msg]; /* as long as a message can be: types in messages can be long */
   snprintf(what, sizeof what, fmt, a, b);
   return coil_diag_at(p->d, p->file, line, col, "%s", what);
 }
@@ -163,6 +164,10 @@ lex_string(parser *p)
       coil_strbuf_free(&b);
       return err(p, "%s", "unterminated string");
     }
+    if (c == 0) {
+      coil_strbuf_free(&b);
+      return err(p, "%s", "NUL byte in string");
+    }
     if (c == q) {
       advance(p, 1);
       break;
@@ -220,6 +225,7 @@ next(parser *p)
   }
   p->t.line = p->line;
   p->t.col = p->col;
+  p->t.off = p->pos;
   int c = peekc(p, 0);
   if (c < 0) {
     p->t.kind = T_EOF;
@@ -256,6 +262,8 @@ next(parser *p)
       return err(p, "%s", "expected a name after '%' (names match [A-Za-z_][A-Za-z0-9_]*)");
     while (isalnum(peekc(p, k)) || peekc(p, k) == '_')
       k++;
+    if (peekc(p, k) == '.')
+      return err(p, "%s", "'.' in a name (names match [A-Za-z_][A-Za-z0-9_]*)");
     if (k - 1 > MAX_NAME)
       return err(p, "%s", "name longer than 256 characters");
     p->t.kind = T_VAR;
@@ -275,7 +283,7 @@ next(parser *p)
   }
   if (c == '\'' || c == '"')
     return lex_string(p);
-  if (strchr("()[]{},:=", c)) {
+  if (c && strchr("()[]{},:=", c)) {
     p->t.kind = T_PUNCT;
     p->t.c = (char)c;
     if (c == '(' || c == '[')
@@ -321,6 +329,20 @@ expect_punct(parser *p, char c)
   if (!is_punct(p, c)) {
     char what[8];
     snprintf(what, sizeof what, "'%c'", c);
+    return expected(p, what);
+  }
+  return next(p);
+}
+
+/* Between the items of a bracketed list: a ',' (consumed) or the closing bracket (left). */
+static int
+expect_sep(parser *p, char close)
+{
+  if (is_punct(p, close))
+    return 0;
+  if (!is_punct(p, ',')) {
+    char what[16];
+    snprintf(what, sizeof what, "',' or '%c'", close);
     return expected(p, what);
   }
   return next(p);
@@ -383,10 +405,39 @@ define(parser *p, coil_value *v)
 
 /* ---- grammar ---- */
 
-/* dim := INT | SYMBOL */
+/* dim := INT | SYMBOL | EXPR
+ * EXPR is a size expression as coil_sym_print writes it (6*s0, (s0 + 1) // 2, min(s0, 5)), so
+ * that the printed types of computed sizes parse back. It runs on one line up to the next ',' or
+ * ']' outside parentheses. */
 static int
 parse_dim(parser *p, const coil_sym **out)
 {
+  size_t end = p->t.off;
+  int nest = 0;
+  for (; end < p->len && p->text[end] && p->text[end] != '\n' && p->text[end] != '#'; end++) {
+    char ch = p->text[end];
+    if (nest == 0 && (ch == ',' || ch == ']' || ch == ')'))
+      break;
+    nest += ch == '(' ? 1 : ch == ')' ? -1 : 0;
+  }
+  size_t tail = p->pos;
+  while (tail < end && strchr(" \t\r", p->text[tail]))
+    tail++;
+  bool starts = p->t.kind == T_INT || p->t.kind == T_NAME || is_punct(p, '(');
+  if (starts && tail < end) {
+    coil_diag sd = {{0}};
+    const char *text = coil_arena_strndup(p->g->arena, p->text + p->t.off, end - p->t.off);
+    int64_t v;
+    *out = coil_sym_parse(p->g->sym, text, &sd);
+    if (!*out)
+      return err_at(p, p->t.line, p->t.col, "bad size expression '%.100s': %.200s", text, sd.msg);
+    if (coil_sym_is_const(*out, &v) && v < 0)
+      return err(p, "%s", "a size must not be negative");
+    if (is_punct(p, '('))
+      p->depth--; /* the lexer counted it; the expression's parentheses are skipped below */
+    advance(p, end - p->pos);
+    return next(p);
+  }
   if (p->t.kind == T_INT) {
     if (p->t.i < 0)
       return err(p, "%s", "a size must not be negative");
@@ -418,7 +469,7 @@ parse_type(parser *p, coil_type *t, bool allow_tuple)
         return -1;
       if (is_punct(p, ')'))
         break;
-      if (expect_punct(p, ','))
+      if (expect_sep(p, ')'))
         return -1;
     }
     t->kind = COIL_TYPE_TUPLE;
@@ -439,7 +490,7 @@ parse_type(parser *p, coil_type *t, bool allow_tuple)
       return err(p, "%s", "more than 8 dimensions");
     if (parse_dim(p, &t->dims[t->rank++]))
       return -1;
-    if (!is_punct(p, ']') && expect_punct(p, ','))
+    if (expect_sep(p, ']'))
       return -1;
   }
   return next(p);
@@ -530,20 +581,27 @@ parse_value(parser *p, coil_lit *l, int depth)
     if (p->t.c == '[') {
       if (next(p))
         return -1;
-      coil_lit items[256];
-      int n = 0;
+      /* items grow in the arena by doubling; small stack frames keep deep nesting cheap */
+      coil_lit *items = NULL;
+      int n = 0, cap = 0;
       while (!is_punct(p, ']')) {
         if (n == 256)
           return err(p, "%s", "a list literal has at most 256 items");
+        if (n == cap) {
+          coil_lit *grown = COIL_ARENA_ARRAY(p->g->arena, coil_lit, cap ? 2 * cap : 4);
+          if (n)
+            memcpy(grown, items, sizeof(coil_lit) * (size_t)n);
+          items = grown;
+          cap = cap ? 2 * cap : 4;
+        }
         if (parse_value(p, &items[n++], depth + 1))
           return -1;
-        if (!is_punct(p, ']') && expect_punct(p, ','))
+        if (expect_sep(p, ']'))
           return -1;
       }
       l->kind = COIL_LIT_LIST;
       l->n = n;
-      l->items = COIL_ARENA_ARRAY(p->g->arena, coil_lit, n);
-      memcpy(l->items, items, sizeof(coil_lit) * (size_t)n);
+      l->items = items;
       return next(p);
     }
     break;
@@ -631,7 +689,7 @@ parse_stmt(parser *p, coil_node *n, int index)
     }
     if (parse_value(p, &a->lit, 0))
       return -1;
-    if (!is_punct(p, ')') && expect_punct(p, ','))
+    if (expect_sep(p, ')'))
       return -1;
   }
   n->nargs = nargs;
@@ -673,10 +731,10 @@ parse_return(parser *p)
     if (parse_value(p, &l, 0))
       return -1;
     if (l.v->type.kind != COIL_TYPE_TENSOR)
-      return err_at(p, line, col, "%%%s is not a tensor and cannot be returned (use getitem)",
-                    l.v->name, "");
+      return err_at(p, line, col, "%%%s is not a tensor and cannot be returned (%s)", l.v->name,
+                    l.v->type.kind == COIL_TYPE_TUPLE ? "use getitem" : "its op returns nothing");
     outs[n++] = l.v;
-    if (!is_punct(p, ')') && expect_punct(p, ','))
+    if (expect_sep(p, ')'))
       return -1;
   }
   p->g->noutputs = n;
@@ -729,7 +787,7 @@ parse_file(parser *p)
     g->inputs[g->ninputs++] = v;
     if (parse_input(p, v))
       return -1;
-    if (!is_punct(p, ')') && expect_punct(p, ','))
+    if (expect_sep(p, ')'))
       return -1;
   }
   if (next(p) || expect_punct(p, '{') || expect_nl(p))

@@ -71,14 +71,23 @@ print_float(double f, coil_strbuf *b)
     coil_strbuf_puts(b, f < 0 ? "-inf" : "inf");
     return;
   }
-  char buf[40];
-  for (int prec = 1; prec <= 17; prec++) {
-    snprintf(buf, sizeof buf, "%.*g", prec, f);
+  /* the fewest significant digits that read back exactly, laid out as Python's repr does:
+   * fixed notation for exponents -4..15 (1500.0, 0.0001), scientific otherwise (1e-05) */
+  char buf[64];
+  int prec;
+  for (prec = 1; prec < 17; prec++) {
+    snprintf(buf, sizeof buf, "%.*e", prec - 1, f);
     if (strtod(buf, NULL) == f)
       break;
   }
+  snprintf(buf, sizeof buf, "%.*e", prec - 1, f);
+  int exp10 = atoi(strchr(buf, 'e') + 1);
+  if (exp10 >= -4 && exp10 < 16) {
+    int decimals = prec - 1 - exp10;
+    snprintf(buf, sizeof buf, "%.*f", decimals > 0 ? decimals : 0, f);
+  }
   coil_strbuf_puts(b, buf);
-  if (!strpbrk(buf, ".en"))
+  if (!strpbrk(buf, ".e"))
     coil_strbuf_puts(b, ".0");
 }
 

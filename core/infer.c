@@ -136,7 +136,7 @@ check_arg(ictx *c, const coil_param *prm, coil_lit *l)
     ok = l->kind == COIL_LIT_LIST;
     for (int i = 0; ok && i < l->n; i++)
       ok = l->items[i].kind == COIL_LIT_INT;
-    if (ok && l->n > COIL_MAX_RANK * 2 + 2)
+    if (ok && l->n > 256)
       return ierr(c, l, "argument '%s' has too many items (%d)", prm->name, l->n);
     break;
   case COIL_P_FLOAT:
@@ -640,7 +640,8 @@ r_reduce(ictx *c)
     dt = dtl->dtype;
   else if ((sub == RED_SUM || sub == RED_PROD) && !coil_dtype_is_float(dt))
     dt = COIL_I64;
-  if (sub == RED_MEAN && !coil_dtype_is_float(dt))
+  /* (VAR's sub numbers its variants, not reductions: var_mean is checked below) */
+  if (sub == RED_MEAN && c->n->op->rule == COIL_RULE_REDUCE && !coil_dtype_is_float(dt))
     return ierr(c, NULL, "mean needs a floating-point tensor or dtype, not %s", coil_dtype_name(dt));
   if (sub == RED_ANY)
     dt = COIL_BOOL;
@@ -742,7 +743,8 @@ r_layer_norm(ictx *c)
   e[0].dtype = t->dtype;
   e[0].rank = t->rank;
   memcpy(e[0].dims, t->dims, sizeof(t->dims));
-  coil_dtype acc = t->dtype == COIL_F64 ? COIL_F64 : COIL_F32;
+  /* mean and rstd: the input's dtype, as PyTorch's CPU kernels (and so CPU exports) return them */
+  coil_dtype acc = t->dtype;
   for (int k = 1; k < 3; k++) {
     e[k].dtype = acc;
     e[k].rank = t->rank;
@@ -1104,14 +1106,14 @@ r_split(ictx *c)
     int64_t total, k = P(c, "split_size")->i;
     if (!coil_sym_is_const(t->dims[d], &total))
       return ierr(c, NULL, "split of a symbolic size is not supported");
-    if (k <= 0 && total > 0)
+    if (k < 0 || (k == 0 && total > 0))
       return ierr(c, P(c, "split_size"), "split_size must be positive");
     for (int64_t at = 0; at < total || (total == 0 && n == 0); at += k) {
       if (n == 256)
         return ierr(c, NULL, "at most 256 pieces");
       sizes[n++] = total - at < k ? total - at : k;
-      if (total == 0)
-        break;
+      if (total - at <= k)
+        break; /* the last piece: stop before at + k can overflow */
     }
   }
   coil_type *e = set_tuple(c, n);
@@ -1137,8 +1139,10 @@ r_pad(ictx *c)
   memcpy(dims, t->dims, sizeof dims);
   for (int i = 0; i < l->n / 2; i++) {
     int d = t->rank - 1 - i;
-    dims[d] = coil_sym_add(c->sc, dims[d], K(c, l->items[2 * i].i + l->items[2 * i + 1].i));
     int64_t v;
+    if (__builtin_add_overflow(l->items[2 * i].i, l->items[2 * i + 1].i, &v))
+      return ierr(c, l, "padding of dimension %d overflows", d);
+    dims[d] = coil_sym_add(c->sc, dims[d], K(c, v));
     if (coil_sym_is_const(dims[d], &v) && v < 0)
       return ierr(c, l, "padding makes dimension %d negative", d);
   }
@@ -1155,7 +1159,7 @@ r_index(ictx *c)
     return ierr(c, P(c, "self"), "argument 'self' must be a tensor");
   if (l->n > t->rank)
     return ierr(c, l, "too many indices (%d) for a tensor of rank %d", l->n, t->rank);
-  int brank = 0, first = -1, last = -1;
+  int brank = 0, first = -1, last = -1, nindexed = 0;
   const coil_sym *bdims[COIL_MAX_RANK];
   for (int i = 0; i < l->n; i++) {
     if (l->items[i].kind == COIL_LIT_NONE)
@@ -1168,6 +1172,7 @@ r_index(ictx *c)
     if (first < 0)
       first = i;
     last = i;
+    nindexed++;
   }
   if (first < 0)
     return ierr(c, l, "needs at least one index tensor");
@@ -1177,7 +1182,7 @@ r_index(ictx *c)
       adjacent = false;
   const coil_sym *dims[COIL_MAX_RANK];
   int r = 0;
-  if (t->rank - (last - first + 1) + brank > COIL_MAX_RANK)
+  if (t->rank - nindexed + brank > COIL_MAX_RANK)
     return ierr(c, l, "result would have more than %d dimensions", COIL_MAX_RANK);
   if (!adjacent) {
     for (int i = 0; i < brank; i++)
@@ -1277,6 +1282,8 @@ window_out(ictx *c, const coil_sym *in, int64_t k, int64_t s, int64_t p, int64_t
 {
   if (k <= 0 || s <= 0 || d <= 0 || p < 0)
     return ierr(c, NULL, "kernel, stride and dilation must be positive and padding non-negative");
+  if (k > INT32_MAX || s > INT32_MAX || d > INT32_MAX || p > INT32_MAX)
+    return ierr(c, NULL, "kernel, stride, dilation and padding must be below 2^31");
   const coil_sym *num = coil_sym_add(c->sc, in, K(c, 2 * p - d * (k - 1) - 1));
   if (!ceil_mode) {
     *out = coil_sym_add(c->sc, coil_sym_floordiv(c->sc, num, K(c, s)), K(c, 1));
@@ -1284,8 +1291,10 @@ window_out(ictx *c, const coil_sym *in, int64_t k, int64_t s, int64_t p, int64_t
     int64_t n;
     if (!coil_sym_is_const(in, &n))
       return ierr(c, NULL, "ceil_mode with a symbolic size is not supported");
-    int64_t span = n + 2 * p - d * (k - 1) - 1;
-    int64_t o = (span + s - 1) / s + 1;
+    if (n > INT64_MAX / 2)
+      return ierr(c, NULL, "ceil_mode with a size of 2^62 or more is not supported");
+    int64_t span = n + 2 * p - d * (k - 1) - 1, q = span + s - 1;
+    int64_t o = (q >= 0 ? q / s : (q - s + 1) / s) + 1; /* floor division */
     if ((o - 1) * s >= n + p)
       o--;
     *out = K(c, o);
@@ -1319,17 +1328,20 @@ r_conv(ictx *c)
       !coil_sym_is_const(w->dims[0], &oc))
     return ierr(c, NULL, "channel counts must be constant");
   bool tr = P(c, "transposed")->i;
-  if (!tr && (cin != wc * groups || oc % groups))
+  int64_t cout = oc; /* transposed: weight is (in, out/groups, kernel...) */
+  if (tr && __builtin_mul_overflow(wc, groups, &cout))
+    return ierr(c, P(c, "groups"), "transposed: too many output channels");
+  if (!tr && (cin % groups || cin / groups != wc || oc % groups))
     return ierr(c, P(c, "weight"), "weight has %lld input channels per group; input has %lld channels in %lld groups",
                 (long long)wc, (long long)cin, (long long)groups);
   if (tr && (cin != oc || cin % groups))
     return ierr(c, P(c, "weight"), "transposed: weight's first size must equal the input channels (%lld)", (long long)cin);
   if (P(c, "bias")->kind != COIL_LIT_NONE &&
-      check_vec(c, "bias", K(c, tr ? wc * groups : oc)))
+      check_vec(c, "bias", K(c, cout)))
     return -1;
   const coil_sym *dims[COIL_MAX_RANK];
   dims[0] = x->dims[0];
-  dims[1] = K(c, tr ? wc * groups : oc);
+  dims[1] = K(c, cout);
   for (int i = 0; i < nsp; i++) {
     int64_t k;
     if (!coil_sym_is_const(w->dims[2 + i], &k))
@@ -1338,7 +1350,11 @@ r_conv(ictx *c)
       if (window_out(c, x->dims[2 + i], k, st[i], pd[i], dl[i], false, &dims[2 + i]))
         return -1;
     } else {
-      /* (in - 1)*s - 2p + d*(k-1) + output_padding + 1 */
+      /* (in - 1)*s - 2p + d*(k-1) + output_padding + 1, with every term below 2^31 */
+      if (st[i] <= 0 || dl[i] <= 0 || k <= 0 || pd[i] < 0 || op[i] < 0 || st[i] > INT32_MAX ||
+          dl[i] > INT32_MAX || k > INT32_MAX || pd[i] > INT32_MAX || op[i] > INT32_MAX)
+        return ierr(c, NULL, "transposed: stride, dilation and kernel must be positive and padding "
+                             "non-negative, all below 2^31");
       const coil_sym *v = coil_sym_mul(c->sc, coil_sym_add(c->sc, x->dims[2 + i], K(c, -1)), K(c, st[i]));
       dims[2 + i] = coil_sym_add(c->sc, v, K(c, -2 * pd[i] + dl[i] * (k - 1) + op[i] + 1));
     }
@@ -1367,7 +1383,7 @@ r_pool(ictx *c)
   if (nk == 0 || np == 0 || nd == 0)
     return ierr(c, NULL, "kernel_size, padding and dilation need 1 or 2 entries");
   for (int i = 0; i < 2; i++)
-    if (pd[i] * 2 > ks[i])
+    if (pd[i] > ks[i] / 2)
       return ierr(c, P(c, "padding"), "padding must be at most half the kernel size");
   const coil_sym *dims[4];
   memcpy(dims, x->dims, sizeof(*dims) * (size_t)x->rank);
