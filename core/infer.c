@@ -564,16 +564,22 @@ r_arange(ictx *c)
   bool all_int = end->kind != COIL_LIT_FLOAT && (!start || start->kind != COIL_LIT_FLOAT) &&
                  (!step || step->kind != COIL_LIT_FLOAT);
   double s0 = start ? num(start) : 0, e = num(end), st = step ? num(step) : 1;
-  if (st == 0 || isnan(s0) || isnan(e) || isnan(st) || isinf(s0) || isinf(e))
-    return ierr(c, NULL, "arange needs finite bounds and a non-zero step");
+  coil_lit *dt = P(c, "dtype");
+  coil_dtype out = dt->kind == COIL_LIT_DTYPE ? dt->dtype : all_int ? COIL_I64 : COIL_F32;
+  if (isnan(s0) || isnan(e) || isnan(st) || isinf(s0) || isinf(e) || isinf(st))
+    return ierr(c, NULL, "arange needs finite bounds and step");
+  if (!coil_dtype_is_float(out)) { /* PyTorch truncates the arguments of an integer arange */
+    s0 = trunc(s0), e = trunc(e), st = trunc(st);
+  }
+  if (st == 0)
+    return ierr(c, NULL, "arange needs a non-zero step");
   double len = ceil((e - s0) / st);
   if (len < 0)
     return ierr(c, NULL, "arange: the step goes away from the end");
   if (len > 1e15)
     return ierr(c, NULL, "arange: too many elements");
   const coil_sym *dims[1] = {K(c, (int64_t)len)};
-  coil_lit *dt = P(c, "dtype");
-  set_tensor(c, dt->kind == COIL_LIT_DTYPE ? dt->dtype : all_int ? COIL_I64 : COIL_F32, 1, dims);
+  set_tensor(c, out, 1, dims);
   return 0;
 }
 

@@ -237,8 +237,9 @@ run_unary(rctx *r, coil_tensor *out)
     float_math = true;
   coil_dtype compute = coil_dtype_is_float(in) ? in : COIL_F32;
   unary_params prm = {0.0, false};
-  if (ew == EW_LEAKY_RELU)
-    prm.slope = round_to(compute, scalar_of(coil_ref_lit(r, "negative_slope")));
+  if (ew == EW_LEAKY_RELU) /* torch keeps the slope in f32 for f16 and bf16 (their opmath type) */
+    prm.slope = round_to(compute == COIL_F64 ? COIL_F64 : COIL_F32,
+                         scalar_of(coil_ref_lit(r, "negative_slope")));
   if (ew == EW_GELU)
     prm.tanh_approx = strcmp(coil_ref_lit(r, "approximate")->s, "tanh") == 0;
   int64_t n = coil_tensor_numel(out), idx[COIL_MAX_RANK];
@@ -248,10 +249,25 @@ run_unary(rctx *r, coil_tensor *out)
       coil_tensor_set_i64(out, i, get_f(&a, idx, out->rank, compute) == 0);
     else if (float_math)
       coil_tensor_set_f64(out, i, unary_f(ew, get_f(&a, idx, out->rank, compute), &prm));
-    else
-      coil_tensor_set_i64(out, i, unary_i(ew, get_i(&a, idx, out->rank)));
+    else /* ~ of a bool is logical not (~1 = -2 would store as True) */
+      coil_tensor_set_i64(out, i, unary_i(ew == EW_BITNOT && in == COIL_BOOL ? EW_LOGICAL_NOT : ew,
+                                          get_i(&a, idx, out->rank)));
   }
   return 0;
+}
+
+/* Floor division of floats as torch's div_floor_floating (and Python's //): through fmod, so
+ * inf // 2 is nan and -1 // inf is -1, where floor(a / b) gives inf and -0. b is not 0. */
+static double
+div_floor(double a, double b)
+{
+  double mod = fmod(a, b), div = (a - mod) / b;
+  if (mod != 0 && (b < 0) != (mod < 0))
+    div -= 1;
+  if (div == 0)
+    return copysign(0.0, a / b);
+  double fl = floor(div);
+  return div - fl > 0.5 ? fl + 1 : fl;
 }
 
 static bool
@@ -267,8 +283,8 @@ binary_f(int ew, double a, double b, double alpha, const char *mode, double *out
     *out = a / b;
     if (mode && strcmp(mode, "trunc") == 0)
       *out = trunc(*out);
-    else if (mode)
-      *out = floor(*out);
+    else if (mode && b != 0)
+      *out = div_floor(a, b);
     return true;
   case EW_POW: *out = pow(a, b); return true;
   case EW_MAXIMUM: *out = isnan(a) || isnan(b) ? NAN : a > b ? a : b; return true;
@@ -298,6 +314,21 @@ ipow(int64_t base, int64_t e)
   return (int64_t)result;
 }
 
+/* v cast to the integer dtype t: torch casts every operand to the common dtype first, so a
+ * u8 tensor compared with -1 meets 255. */
+static int64_t
+wrap_to(coil_dtype t, int64_t v)
+{
+  switch (t) {
+  case COIL_I32: return (int32_t)(uint32_t)v;
+  case COIL_I16: return (int16_t)(uint16_t)v;
+  case COIL_I8: return (int8_t)(uint8_t)v;
+  case COIL_U8: return (uint8_t)v;
+  case COIL_BOOL: return v != 0;
+  default: return v;
+  }
+}
+
 /* Integer arithmetic wraps like the hardware (through unsigned, to stay defined in C). */
 static int
 binary_i(rctx *r, int ew, int64_t a, int64_t b, int64_t alpha, const char *mode, int64_t *out)
@@ -320,9 +351,14 @@ binary_i(rctx *r, int ew, int64_t a, int64_t b, int64_t alpha, const char *mode,
       (*out)--;
     return 0;
   case EW_POW:
-    if (b < 0)
+    /* torch refuses only a negative Python-number exponent; a tensor of exponents follows
+     * integer rules: 1 and -1 to a negative power stay +-1, anything else becomes 0 */
+    if (b < 0 && r->n->op->id == COIL_OP_POW_TS)
       return coil_ref_err(r, "integers to negative integer powers are not allowed");
-    *out = ipow(a, b);
+    if (b < 0)
+      *out = a == 1 ? 1 : a == -1 ? (b % 2 ? -1 : 1) : 0;
+    else
+      *out = ipow(a, b);
     return 0;
   case EW_MAXIMUM: *out = a > b ? a : b; return 0;
   case EW_MINIMUM: *out = a < b ? a : b; return 0;
@@ -354,18 +390,24 @@ run_binary(rctx *r, coil_tensor *out)
   bool float_math = coil_dtype_is_float(compute) || ew == EW_DIV || (ew == EW_DIV_MODE && !mode);
   if (float_math && !coil_dtype_is_float(compute))
     compute = COIL_F32; /* true division of integers */
+  /* f16/bf16 times or over a Python number: torch keeps the number in f32 (the opmath type),
+   * on CPU and CUDA alike (add and sub round it to the tensor's dtype on CPU, not on CUDA) */
+  coil_dtype bcompute = compute;
+  if ((ew == EW_MUL || ew == EW_DIV) && !b.t && (compute == COIL_F16 || compute == COIL_BF16))
+    bcompute = COIL_F32;
   int64_t n = coil_tensor_numel(out), idx[COIL_MAX_RANK];
   for (int64_t i = 0; i < n; i++) {
     coil_ref_unravel(i, out->rank, out->shape, idx);
     if (float_math) {
       double v = 0;
       double alpha = al ? round_to(compute, scalar_of(al)) : 1.0;
-      binary_f(ew, get_f(&a, idx, out->rank, compute), get_f(&b, idx, out->rank, compute), alpha,
+      binary_f(ew, get_f(&a, idx, out->rank, compute), get_f(&b, idx, out->rank, bcompute), alpha,
                mode, &v);
       coil_tensor_set_f64(out, i, v);
     } else {
       int64_t v = 0, alpha = al ? al->i : 1;
-      if (binary_i(r, ew, get_i(&a, idx, out->rank), get_i(&b, idx, out->rank), alpha, mode, &v))
+      if (binary_i(r, ew, wrap_to(compute, get_i(&a, idx, out->rank)),
+                   wrap_to(compute, get_i(&b, idx, out->rank)), alpha, mode, &v))
         return -1;
       coil_tensor_set_i64(out, i, v);
     }
@@ -417,11 +459,14 @@ run_clamp(rctx *r, coil_tensor *out)
       }
       coil_tensor_set_f64(out, i, v);
     } else {
+      /* the bounds are cast to the result dtype first, as torch does: clamp(u8 5, -1) is 255 */
       int64_t v = get_i(&x, idx, out->rank);
-      if (has_lo && v < get_i(&lo, idx, out->rank))
-        v = get_i(&lo, idx, out->rank);
-      if (has_hi && v > get_i(&hi, idx, out->rank))
-        v = get_i(&hi, idx, out->rank);
+      int64_t l = wrap_to(out->dtype, get_i(&lo, idx, out->rank));
+      int64_t h = wrap_to(out->dtype, get_i(&hi, idx, out->rank));
+      if (has_lo && v < l)
+        v = l;
+      if (has_hi && v > h)
+        v = h;
       coil_tensor_set_i64(out, i, v);
     }
   }
@@ -524,7 +569,9 @@ run_reduce(rctx *r, coil_tensor *out)
   reduction rd;
   reduction_init(r, &rd, in, coil_ref_lit(r, "dim"));
   int sub = r->n->op->sub;
-  bool fl = coil_dtype_is_float(out->dtype) || sub == RED_MEAN;
+  /* any of a float tensor tests x != 0 in floating point: 0.5 and NaN are true */
+  bool fl = coil_dtype_is_float(out->dtype) || sub == RED_MEAN ||
+            (sub == RED_ANY && coil_dtype_is_float(in->dtype));
   if ((sub == RED_MAX || sub == RED_MIN) && rd.count == 0)
     return coil_ref_err(r, "max/min of an empty dimension has no identity");
   double *acc = calloc((size_t)rd.nout + 1, sizeof(double));

@@ -326,11 +326,10 @@ run_pool(rctx *r, coil_tensor *outs)
               if (h < 0 || h >= H || w < 0 || w >= W)
                 continue;
               double v = at(x, (p * H + h) * W + w);
+              /* as torch's kernels: a NaN always takes over, so the last NaN's index wins */
               if (arg < 0 || v > best || isnan(v)) {
-                if (!(arg >= 0 && isnan(best))) {
-                  best = v;
-                  arg = h * W + w;
-                }
+                best = v;
+                arg = h * W + w;
               }
             }
           coil_tensor_set_f64(&outs[0], o, best);
@@ -424,8 +423,11 @@ run_gather(rctx *r, coil_tensor *out)
   int64_t idx[COIL_MAX_RANK], n = coil_tensor_numel(out);
   for (int64_t i = 0; i < n; i++) {
     coil_ref_unravel(i, out->rank, out->shape, idx);
-    int64_t v = coil_tensor_get_i64(ix, i);
-    if (check_index(r, &v, x->rank ? x->shape[d] : 1))
+    int64_t v = coil_tensor_get_i64(ix, i), size = x->rank ? x->shape[d] : 1;
+    if (v < 0) /* unlike index.Tensor, gather takes no negative indices (as torch) */
+      return coil_ref_err(r, "index %lld is out of bounds for size %lld", (long long)v,
+                          (long long)size);
+    if (check_index(r, &v, size))
       return -1;
     if (x->rank)
       idx[d] = v;

@@ -319,7 +319,10 @@ Test(infer, promotion_creation_and_casts)
   ty("", "%r = aten.arange.start_step(0, 1, 0.1)", "f32[10]");
   ty("", "%r = aten.arange.start_step(3, 3)", "i64[0]");
   ty("", "%r = aten.arange.default(4, dtype=f16)", "f16[4]");
-  bad("", "%r = aten.arange.start_step(0, 10, 0)", "arange needs finite bounds and a non-zero step");
+  bad("", "%r = aten.arange.start_step(0, 10, 0)", "arange needs a non-zero step");
+  /* an integer arange truncates its arguments first: 0, 1, 2, 3, 4 */
+  ty("", "%r = aten.arange.start_step(0, 5, 1.5, dtype=i64)", "i64[5]");
+  bad("", "%r = aten.arange.start_step(0, 5, 0.5, dtype=i64)", "arange needs a non-zero step");
   bad("", "%r = aten.arange.start_step(0, 10, -1)", "the step goes away from the end");
   bad("", "%r = aten.arange.default(inf)", "arange needs finite bounds");
 }
