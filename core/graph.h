@@ -9,9 +9,9 @@
 #ifndef COIL_GRAPH_H
 #define COIL_GRAPH_H
 
-#include "arena.h"
+#include "coil/arena.h"
 #include "coil/coil.h"
-#include "sym.h"
+#include "coil/sym.h"
 
 typedef struct coil_value coil_value;
 typedef struct coil_op coil_op;

@@ -24,7 +24,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "arena.h"
+#include "coil/arena.h"
 #include "coil/coil.h"
 
 /* Tensor bytes are copied verbatim between file and memory, so the host must store multi-byte

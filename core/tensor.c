@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
+#include "coil/arena.h"
 #include "coil/coil.h"
 
 int

@@ -16,7 +16,7 @@
 #include "coil/coil.h"
 #include "graph.h"
 #include "ops.h"
-#include "sym.h"
+#include "coil/sym.h"
 
 static const char usage[] =
     "usage: coil <command> [options]\n"

@@ -3,7 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "coil/coil.h"
+#include "coil/base.h"
 
 int
 coil_diag_set(coil_diag *d, const char *fmt, ...)

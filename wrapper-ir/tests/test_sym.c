@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "sym.h"
+#include "coil/sym.h"
 
 static coil_arena *arena;
 static coil_symctx *ctx;

@@ -15,9 +15,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "arena.h"
-#include "coil/coil.h"
-#include "strbuf.h"
+#include "coil/arena.h"
+#include "coil/base.h"
+#include "coil/strbuf.h"
 
 typedef enum coil_sym_kind {
   COIL_SYM_CONST,

@@ -12,7 +12,7 @@
  * as written instead: still correct, only less simplified (and then the printed text need not
  * parse back to the identical tree), and coil_sym_eval reports the overflow. Ranges are read at
  * construction time: changing a range later does not re-simplify trees built before. */
-#include "sym.h"
+#include "coil/sym.h"
 
 #include <ctype.h>
 #include <stdarg.h>

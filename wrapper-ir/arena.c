@@ -1,6 +1,6 @@
 /* arena.c — a chunked bump allocator. Chunks grow geometrically; large requests get their own
  * chunk. Freed all at once. */
-#include "arena.h"
+#include "coil/arena.h"
 
 #include <stdio.h>
 #include <stdlib.h>

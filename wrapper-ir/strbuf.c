@@ -1,12 +1,12 @@
 /* strbuf.c — growable strings. */
-#include "strbuf.h"
+#include "coil/strbuf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
+#include "coil/arena.h"
 
 static void
 reserve(coil_strbuf *b, size_t extra)

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "coil/coil.h"
+#include "coil/base.h"
 
 static const struct {
   const char *name, *st;

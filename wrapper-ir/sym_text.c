@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sym.h"
+#include "coil/sym.h"
 
 /* ---- printing ---- */
 
