@@ -908,3 +908,45 @@ coil_symctx_arena(const coil_symctx *c)
 {
   return c->arena;
 }
+
+const coil_sym *
+coil_sym_subst(coil_symctx *c, const coil_sym *s, int n, const int *vars,
+               const coil_sym *const *repl)
+{
+  switch (s->kind) {
+  case COIL_SYM_CONST:
+    return s;
+  case COIL_SYM_VAR:
+    for (int i = 0; i < n; i++)
+      if (vars[i] == s->var)
+        return repl[i];
+    return s;
+  default:
+    break;
+  }
+  const coil_sym *r = coil_sym_subst(c, s->args[0], n, vars, repl);
+  for (int i = 1; i < s->nargs; i++) {
+    const coil_sym *a = coil_sym_subst(c, s->args[i], n, vars, repl);
+    switch (s->kind) {
+    case COIL_SYM_ADD: r = coil_sym_add(c, r, a); break;
+    case COIL_SYM_MUL: r = coil_sym_mul(c, r, a); break;
+    case COIL_SYM_FLOORDIV: r = coil_sym_floordiv(c, r, a); break;
+    case COIL_SYM_MOD: r = coil_sym_mod(c, r, a); break;
+    case COIL_SYM_MIN: r = coil_sym_min(c, r, a); break;
+    default: r = coil_sym_max(c, r, a); break;
+    }
+  }
+  return r;
+}
+
+void
+coil_sym_vars_used(const coil_sym *s, bool *used, int nvars)
+{
+  if (s->kind == COIL_SYM_VAR) {
+    if (s->var < nvars)
+      used[s->var] = true;
+    return;
+  }
+  for (int i = 0; i < s->nargs; i++)
+    coil_sym_vars_used(s->args[i], used, nvars);
+}

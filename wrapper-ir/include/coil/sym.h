@@ -63,6 +63,11 @@ const coil_sym *coil_sym_min(coil_symctx *c, const coil_sym *a, const coil_sym *
 const coil_sym *coil_sym_max(coil_symctx *c, const coil_sym *a, const coil_sym *b);
 
 bool coil_sym_is_const(const coil_sym *s, int64_t *value); /* value may be NULL */
+/* s with each variable vars[i] replaced by repl[i], rebuilt (and so simplified) canonically. */
+const coil_sym *coil_sym_subst(coil_symctx *c, const coil_sym *s, int n, const int *vars,
+                               const coil_sym *const *repl);
+/* Marks in used[v] (v < nvars) every variable s mentions. */
+void coil_sym_vars_used(const coil_sym *s, bool *used, int nvars);
 /* Total order on canonical expressions; 0 means equal. */
 int coil_sym_cmp(const coil_sym *a, const coil_sym *b);
 /* Known bounds of s from variable ranges (conservative: may be wider than the truth). */
