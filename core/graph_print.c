@@ -58,39 +58,6 @@ coil_type_print(const coil_graph *g, const coil_type *t, coil_strbuf *b)
   coil_strbuf_puts(b, "]");
 }
 
-/* Shortest decimal that reads back to the same double, always with a '.' or an exponent so it
- * stays a float when parsed. */
-static void
-print_float(double f, coil_strbuf *b)
-{
-  if (isnan(f)) {
-    coil_strbuf_puts(b, "nan");
-    return;
-  }
-  if (isinf(f)) {
-    coil_strbuf_puts(b, f < 0 ? "-inf" : "inf");
-    return;
-  }
-  /* the fewest significant digits that read back exactly, laid out as Python's repr does:
-   * fixed notation for exponents -4..15 (1500.0, 0.0001), scientific otherwise (1e-05) */
-  char buf[64];
-  int prec;
-  for (prec = 1; prec < 17; prec++) {
-    snprintf(buf, sizeof buf, "%.*e", prec - 1, f);
-    if (strtod(buf, NULL) == f)
-      break;
-  }
-  snprintf(buf, sizeof buf, "%.*e", prec - 1, f);
-  int exp10 = atoi(strchr(buf, 'e') + 1);
-  if (exp10 >= -4 && exp10 < 16) {
-    int decimals = prec - 1 - exp10;
-    snprintf(buf, sizeof buf, "%.*f", decimals > 0 ? decimals : 0, f);
-  }
-  coil_strbuf_puts(b, buf);
-  if (!strpbrk(buf, ".e"))
-    coil_strbuf_puts(b, ".0");
-}
-
 static void
 print_string(const char *s, coil_strbuf *b)
 {
@@ -117,7 +84,7 @@ print_lit(const coil_lit *l, coil_strbuf *b)
   switch (l->kind) {
   case COIL_LIT_NONE: coil_strbuf_puts(b, "None"); break;
   case COIL_LIT_INT: coil_strbuf_printf(b, "%lld", (long long)l->i); break;
-  case COIL_LIT_FLOAT: print_float(l->f, b); break;
+  case COIL_LIT_FLOAT: coil_strbuf_double(b, l->f); break;
   case COIL_LIT_BOOL: coil_strbuf_puts(b, l->i ? "True" : "False"); break;
   case COIL_LIT_STR: print_string(l->s, b); break;
   case COIL_LIT_DTYPE: coil_strbuf_puts(b, coil_dtype_name(l->dtype)); break;

@@ -1,6 +1,7 @@
 /* strbuf.c — growable strings. */
 #include "coil/strbuf.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,4 +76,37 @@ coil_strbuf_free(coil_strbuf *b)
   free(b->s);
   b->s = NULL;
   b->len = b->cap = 0;
+}
+
+/* Shortest decimal that reads back to the same double, always with a '.' or an exponent so it
+ * stays a float when parsed. */
+void
+coil_strbuf_double(coil_strbuf *b, double f)
+{
+  if (isnan(f)) {
+    coil_strbuf_puts(b, "nan");
+    return;
+  }
+  if (isinf(f)) {
+    coil_strbuf_puts(b, f < 0 ? "-inf" : "inf");
+    return;
+  }
+  /* the fewest significant digits that read back exactly, laid out as Python's repr does:
+   * fixed notation for exponents -4..15 (1500.0, 0.0001), scientific otherwise (1e-05) */
+  char buf[64];
+  int prec;
+  for (prec = 1; prec < 17; prec++) {
+    snprintf(buf, sizeof buf, "%.*e", prec - 1, f);
+    if (strtod(buf, NULL) == f)
+      break;
+  }
+  snprintf(buf, sizeof buf, "%.*e", prec - 1, f);
+  int exp10 = atoi(strchr(buf, 'e') + 1);
+  if (exp10 >= -4 && exp10 < 16) {
+    int decimals = prec - 1 - exp10;
+    snprintf(buf, sizeof buf, "%.*f", decimals > 0 ? decimals : 0, f);
+  }
+  coil_strbuf_puts(b, buf);
+  if (!strpbrk(buf, ".e"))
+    coil_strbuf_puts(b, ".0");
 }
