@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "coil/base.h"
+#include "coil/wir.h"
 
 #define COIL_VERSION_STRING "0.1.0"
 
@@ -80,5 +81,18 @@ char *coil_graph_print(const coil_graph *g);
  * the outputs as out0, out1, ... into *outputs. Symbolic sizes bind from the inputs. */
 int coil_ref_run(const coil_graph *g, const coil_tensor_list *inputs, coil_tensor_list *outputs,
                  coil_diag *d);
+
+/* ---- compiling ---- */
+typedef struct coil_compile_options {
+  bool fuse;                 /* fuse nodes into kernels (default true) */
+  bool verify;               /* run the Wrapper IR verifier (default true) */
+  const char *dump_dir;      /* if set: write graph.txt, ir_pre_fusion.txt, ir_post_fusion.txt,
+                                program.wir there */
+} coil_compile_options;
+
+/* Lowers, schedules and emits g as a Wrapper IR program (owned by the caller: coil_wir_free).
+ * o may be NULL for the defaults. */
+coil_wir_program *coil_compile_graph(const coil_graph *g, const coil_compile_options *o,
+                                     coil_diag *d);
 
 #endif

@@ -1,0 +1,81 @@
+/* compile.c — the pipeline, top to bottom in one function (coil_compile_graph): lower the
+ * graph to loop IR, schedule (dead code, fusion, order), emit the Wrapper IR with its memory
+ * plan, verify it. With a dump directory it writes what each stage saw, like Inductor's
+ * TORCH_COMPILE_DEBUG: graph.txt, ir_pre_fusion.txt, ir_post_fusion.txt, program.wir. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "sched.h"
+
+/* Writes text to DIR/NAME through a temporary file and a rename. */
+static int
+dump(const char *dir, const char *name, const char *text, coil_diag *d)
+{
+  char path[4096], tmp[4200];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f)
+    return coil_diag_set(d, "%s: cannot write: %s", tmp, strerror(errno));
+  bool ok = fputs(text, f) >= 0;
+  ok = fclose(f) == 0 && ok;
+  if (!ok || rename(tmp, path) != 0) {
+    remove(tmp);
+    return coil_diag_set(d, "%s: cannot write: %s", path, strerror(errno));
+  }
+  return 0;
+}
+
+coil_wir_program *
+coil_compile_graph(const coil_graph *g, const coil_compile_options *o, coil_diag *d)
+{
+  coil_compile_options dflt = {.fuse = true, .verify = true};
+  if (!o)
+    o = &dflt;
+  if (o->dump_dir && mkdir(o->dump_dir, 0777) != 0 && errno != EEXIST) {
+    coil_diag_set(d, "%s: cannot create the dump directory: %s", o->dump_dir, strerror(errno));
+    return NULL;
+  }
+  coil_wir_program *p = coil_wir_new(g->name);
+  coil_arena *scratch = coil_arena_new();
+  lowering L;
+  schedule S = {0};
+  coil_strbuf pre = {0}, post = {0};
+  bool ok = coil_lower(&L, g, p->sym, scratch, d) == 0 &&
+            coil_sched_build(&S, &L, o->fuse, d) == 0;
+  if (ok && o->dump_dir) {
+    coil_sched_dump(&S, false, &pre);
+    coil_sched_dump(&S, true, &post);
+    char *text = coil_graph_print(g);
+    ok = dump(o->dump_dir, "graph.txt", text, d) == 0 &&
+         dump(o->dump_dir, "ir_pre_fusion.txt", pre.s ? pre.s : "", d) == 0 &&
+         dump(o->dump_dir, "ir_post_fusion.txt", post.s ? post.s : "", d) == 0;
+    free(text);
+  }
+  ok = ok && coil_emit_program(&S, p, d) == 0;
+  if (ok && o->dump_dir) {
+    char *text = coil_wir_print(p);
+    ok = dump(o->dump_dir, "program.wir", text, d) == 0;
+    free(text);
+  }
+  if (ok && o->verify && coil_wir_verify(p, d) != 0) {
+    char msg[sizeof d->msg];
+    snprintf(msg, sizeof msg, "%s", d->msg);
+    d->msg[0] = 0;
+    coil_diag_set(d, "internal: the Wrapper IR of %s does not verify: %s", g->name, msg);
+    ok = false;
+  }
+  if (S.L)
+    coil_sched_free(&S);
+  coil_strbuf_free(&pre);
+  coil_strbuf_free(&post);
+  coil_arena_free(scratch);
+  if (!ok) {
+    coil_wir_free(p);
+    return NULL;
+  }
+  return p;
+}

@@ -1,0 +1,531 @@
+/* emit.c — writes the Wrapper IR for a schedule: the input signature with its symbols and
+ * guards, one kernel per fused group (its members' bodies as SSA, loads of buffers written
+ * inside the group replaced by the values themselves), extern calls with strided views, and
+ * the memory plan: a buffer is allocated before its first write, freed after its last read,
+ * and a dead buffer of the same dtype and element count is reused instead of allocating.
+ * Buffers that only live inside one kernel are never allocated. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched.h"
+
+typedef struct {
+  schedule *S;
+  lowering *L;
+  coil_wir_program *p;
+  int *last_use;             /* per lbuf: last group position that reads it */
+  int *views;                /* per lview: its Wrapper IR buffer, or -1 */
+  int *pool;                 /* freed Wrapper IR buffers available for reuse */
+  int npool;
+  int64_t live_bytes, peak;
+  bool sizes_known;
+  int nbuf, nview;           /* name counters */
+  coil_diag *d;
+} emitter;
+
+static const coil_sym *
+K(emitter *E, int64_t v)
+{
+  return coil_sym_const(E->p->sym, v);
+}
+
+static void
+line(emitter *E, coil_line l)
+{
+  coil_wir_add_line(E->p, &l);
+}
+
+static const coil_sym *
+numel(emitter *E, int rank, const coil_sym *const *sizes)
+{
+  const coil_sym *n = K(E, 1);
+  for (int i = 0; i < rank; i++)
+    n = coil_sym_mul(E->p->sym, n, sizes[i]);
+  return n;
+}
+
+static void
+account(emitter *E, const coil_buffer *b, int sign)
+{
+  int64_t n;
+  if (!coil_sym_is_const(numel(E, b->rank, b->sizes), &n)) {
+    E->sizes_known = false;
+    return;
+  }
+  E->live_bytes += sign * n * (int64_t)coil_dtype_size(b->dtype);
+  if (E->live_bytes > E->peak)
+    E->peak = E->live_bytes;
+}
+
+/* Storage for lbuf b: a dead buffer of the same dtype and size, else a new allocation. */
+static int
+allocate(emitter *E, int b)
+{
+  const lbuf *lb = &E->L->bufs[b];
+  coil_buffer w = {.kind = COIL_BUF_ALLOC, .dtype = lb->dtype, .rank = lb->rank, .base = -1};
+  char name[32];
+  snprintf(name, sizeof name, "buf%d", E->nbuf++);
+  w.name = name;
+  memcpy(w.sizes, lb->sizes, sizeof w.sizes);
+  memcpy(w.strides, lb->strides, sizeof w.strides);
+  const coil_sym *want = numel(E, lb->rank, lb->sizes);
+  for (int i = 0; i < E->npool; i++) {
+    const coil_buffer *dead = &E->p->buffers[E->pool[i]];
+    if (dead->dtype == lb->dtype && coil_sym_cmp(numel(E, dead->rank, dead->sizes), want) == 0) {
+      w.kind = COIL_BUF_REUSE;
+      w.base = E->pool[i];
+      E->pool[i] = E->pool[--E->npool];
+      break;
+    }
+  }
+  int id = coil_wir_add_buffer(E->p, &w);
+  E->L->bufs[b].wir = id;
+  line(E, (coil_line){.kind = w.kind == COIL_BUF_REUSE ? COIL_LINE_REUSE : COIL_LINE_ALLOC, .buffer = id});
+  if (w.kind == COIL_BUF_ALLOC)
+    account(E, &w, +1);
+  return id;
+}
+
+static void
+release(emitter *E, int b)
+{
+  const lbuf *lb = &E->L->bufs[b];
+  if (lb->kind != LB_COMPUTED || lb->is_output || lb->wir < 0)
+    return;
+  line(E, (coil_line){.kind = COIL_LINE_FREE, .buffer = lb->wir});
+  E->pool[E->npool++] = lb->wir;
+}
+
+/* ---- the input signature ---- */
+
+static void
+emit_inputs(emitter *E)
+{
+  lowering *L = E->L;
+  const coil_graph *g = L->g;
+  int nsym = coil_sym_nvars(g->sym);
+  bool *defined = calloc((size_t)nsym + 1, sizeof(bool));
+  for (int b = 0; b < L->nbufs; b++) {
+    lbuf *lb = &L->bufs[b];
+    if (lb->kind != LB_INPUT)
+      continue;
+    coil_buffer w = {.kind = COIL_BUF_INPUT, .dtype = lb->dtype, .rank = lb->rank, .base = -1};
+    char name[32];
+    snprintf(name, sizeof name, "arg%d", lb->input);
+    w.name = name;
+    memcpy(w.sizes, lb->sizes, sizeof w.sizes);
+    memcpy(w.strides, lb->strides, sizeof w.strides);
+    lb->wir = coil_wir_add_buffer(E->p, &w);
+    const coil_value *v = g->inputs[lb->input];
+    coil_wir_add_input(E->p, lb->wir, v->name, v->kind != COIL_VAL_INPUT);
+  }
+  for (int b = 0; b < L->nbufs; b++) {
+    const lbuf *lb = &L->bufs[b];
+    if (lb->kind != LB_INPUT)
+      continue;
+    const coil_type *t = &g->inputs[lb->input]->type;
+    for (int k = 0; k < t->rank; k++) {
+      const coil_sym *s = t->dims[k];
+      if (s->kind == COIL_SYM_VAR && !defined[s->var]) {
+        defined[s->var] = true;
+        line(E, (coil_line){.kind = COIL_LINE_SYMBOL, .sym = L->graph_syms[s->var], .buffer = lb->wir, .dim = k});
+      }
+    }
+  }
+  for (int b = 0; b < L->nbufs; b++) {
+    const lbuf *lb = &L->bufs[b];
+    if (lb->kind != LB_INPUT)
+      continue;
+    const coil_type *t = &g->inputs[lb->input]->type;
+    for (int k = 0; k < t->rank; k++) {
+      const coil_sym *s = t->dims[k];
+      bool defining = false;
+      for (int q = 0; q < E->p->nlines; q++) {
+        const coil_line *l = &E->p->lines[q];
+        defining = defining || (l->kind == COIL_LINE_SYMBOL && l->buffer == lb->wir && l->dim == k);
+      }
+      if (!defining)
+        line(E, (coil_line){.kind = COIL_LINE_ASSERT, .assert_kind = COIL_ASSERT_SIZE, .buffer = lb->wir, .dim = k, .value = lb->sizes[k]});
+      (void)s;
+    }
+    for (int k = 0; k < lb->rank; k++) {
+      int64_t one;
+      if (coil_sym_is_const(lb->sizes[k], &one) && one == 1)
+        continue; /* any stride is fine for a size-1 dim */
+      line(E, (coil_line){.kind = COIL_LINE_ASSERT, .assert_kind = COIL_ASSERT_STRIDE, .buffer = lb->wir, .dim = k, .value = lb->strides[k]});
+    }
+  }
+  free(defined);
+}
+
+/* ---- kernels ---- */
+
+typedef struct {
+  int buffer;                /* lbuf */
+  const coil_sym *index;     /* where it was written, in loop variables */
+  int value;
+} internal;
+
+typedef struct {
+  emitter *E;
+  const sgroup *g;
+  coil_kernel k;
+  int ninsts, capinsts;
+  coil_kinst *insts;
+  int nparams;
+  coil_kparam params[64];
+  int param_buf[64];         /* lbuf per param */
+  int ninternal;
+  internal internals[2 * 64];
+  const coil_sym *loopvar[COIL_MAX_RANK]; /* per space dim */
+} kbuild;
+
+static int
+add_inst(kbuild *kb, coil_kinst in)
+{
+  for (int i = 0; i < kb->ninsts; i++) { /* common subexpressions: the same op on the same values */
+    const coil_kinst *o = &kb->insts[i];
+    if (o->op == in.op && o->op != COIL_KOP_STORE && o->dtype == in.dtype && o->args[0] == in.args[0] &&
+        o->args[1] == in.args[1] && o->args[2] == in.args[2] && o->param == in.param && o->red == in.red &&
+        o->f == in.f && o->i == in.i && ((!o->index && !in.index) || (o->index && in.index && coil_sym_cmp(o->index, in.index) == 0)) &&
+        o->op != COIL_KOP_REDUCE)
+      return i;
+  }
+  if (kb->ninsts == kb->capinsts) {
+    kb->capinsts = kb->capinsts ? 2 * kb->capinsts : 64;
+    kb->insts = realloc(kb->insts, sizeof(coil_kinst) * (size_t)kb->capinsts);
+    if (!kb->insts)
+      abort();
+  }
+  kb->insts[kb->ninsts] = in;
+  return kb->ninsts++;
+}
+
+static int
+param_for(kbuild *kb, int b, bool out)
+{
+  for (int i = 0; i < kb->nparams; i++)
+    if (kb->param_buf[i] == b && kb->params[i].is_output == out)
+      return i;
+  int n = 0;
+  for (int i = 0; i < kb->nparams; i++)
+    n += kb->params[i].is_output == out;
+  char name[16];
+  snprintf(name, sizeof name, "%s%d", out ? "out" : "in", n);
+  kb->params[kb->nparams] = (coil_kparam){coil_arena_strdup(kb->E->p->arena, name), kb->E->L->bufs[b].dtype, out};
+  kb->param_buf[kb->nparams] = b;
+  return kb->nparams++;
+}
+
+static int
+emit_expr(kbuild *kb, const lexpr *e)
+{
+  coil_kinst in = {.dtype = e->dtype, .args = {-1, -1, -1}, .param = -1, .red = 0};
+  switch (e->kind) {
+  case LX_LOAD:
+    for (int i = 0; i < kb->ninternal; i++)
+      if (kb->internals[i].buffer == e->buffer && coil_sym_cmp(kb->internals[i].index, e->index) == 0)
+        return kb->internals[i].value;
+    in.op = COIL_KOP_LOAD;
+    in.param = param_for(kb, e->buffer, false);
+    in.index = e->index;
+    return add_inst(kb, in);
+  case LX_CONST:
+    in.op = COIL_KOP_CONST;
+    in.f = e->f;
+    in.i = e->i;
+    return add_inst(kb, in);
+  case LX_INDEX:
+    in.op = COIL_KOP_INDEX;
+    in.index = e->index;
+    return add_inst(kb, in);
+  case LX_OP:
+    in.op = e->op;
+    for (int i = 0; i < e->nargs; i++)
+      in.args[i] = emit_expr(kb, e->args[i]);
+    return add_inst(kb, in);
+  }
+  return -1;
+}
+
+static bool
+needed_outside(const emitter *E, int b, const sgroup *g, int gi)
+{
+  const lowering *L = E->L;
+  if (L->bufs[b].is_output)
+    return true;
+  for (int k = 0; k < L->nnodes; k++) {
+    const lnode *n = &L->nodes[k];
+    if (!n->live || n->group == gi)
+      continue;
+    if (n->kind == LN_EXTERN) {
+      for (int i = 0; i < n->nins; i++)
+        if ((n->ins[i] >= 0 ? n->ins[i] : L->views[-1 - n->ins[i]].buffer) == b)
+          return true;
+    } else {
+      /* any load of b in n's body */
+      const lexpr *stack[256];
+      int sp = 0;
+      stack[sp++] = n->body;
+      while (sp) {
+        const lexpr *e = stack[--sp];
+        if (e->kind == LX_LOAD && e->buffer == b)
+          return true;
+        for (int i = 0; i < e->nargs && sp < 256; i++)
+          stack[sp++] = e->args[i];
+      }
+    }
+  }
+  (void)g;
+  return false;
+}
+
+/* "aten._softmax.default" -> "_softmax" */
+static void
+short_name(const char *op, char *out, size_t cap)
+{
+  const char *a = strchr(op, '.');
+  const char *b = a ? strchr(a + 1, '.') : NULL;
+  if (!a || !b) {
+    snprintf(out, cap, "%s", op);
+    return;
+  }
+  snprintf(out, cap, "%.*s", (int)(b - a - 1), a + 1);
+}
+
+static int
+build_kernel(emitter *E, int gi, int *stored, int *nstored)
+{
+  lowering *L = E->L;
+  const sgroup *g = &E->S->groups[gi];
+  kbuild kb = {.E = E, .g = g};
+  coil_kernel *k = &kb.k;
+  /* loop variables: kept dims are x0.., reduced dims r0.. */
+  for (int i = 0; i < g->rank; i++) {
+    char name[16];
+    bool r = g->red[i];
+    snprintf(name, sizeof name, "%c%d", r ? 'r' : 'x', r ? k->nr : k->nx);
+    const coil_sym *v = coil_sym_var(E->p->sym, coil_arena_strdup(E->p->arena, name));
+    int64_t n;
+    coil_sym_set_range(E->p->sym, v, 0, coil_sym_is_const(g->sizes[i], &n) ? (n > 0 ? n - 1 : 0) : INT64_MAX);
+    kb.loopvar[i] = v;
+    if (r) {
+      k->rvars[k->nr] = v;
+      k->rsize[k->nr++] = g->sizes[i];
+    } else {
+      k->xvars[k->nx] = v;
+      k->xsize[k->nx++] = g->sizes[i];
+    }
+  }
+  *nstored = 0;
+  coil_strbuf names = {0}, origins = {0};
+  char seen[8][48];
+  int nseen = 0;
+  for (int m = 0; m < g->nmembers; m++) {
+    const lnode *n = &L->nodes[g->members[m]];
+    int vars[COIL_MAX_RANK];
+    const coil_sym *repl[COIL_MAX_RANK];
+    coil_sched_map(E->S, g, n, kb.loopvar, repl);
+    for (int i = 0; i < n->rank; i++)
+      vars[i] = n->dvars[i]->var;
+    const lexpr *body = lx_subst(L, n->body, n->rank, vars, repl);
+    const coil_sym *store = coil_sym_subst(E->p->sym, n->store, n->rank, vars, repl);
+    int v = emit_expr(&kb, body);
+    if (n->kind == LN_REDUCTION) {
+      coil_dtype dt = n->reduction == COIL_REDUCE_ARGMAX || n->reduction == COIL_REDUCE_ARGMIN ? COIL_I64 : L->bufs[n->out].dtype;
+      v = add_inst(&kb, (coil_kinst){.op = COIL_KOP_REDUCE, .dtype = dt, .args = {v, -1, -1}, .param = -1, .red = n->reduction});
+    }
+    if (kb.ninternal < 128)
+      kb.internals[kb.ninternal++] = (internal){n->out, store, v};
+    if (needed_outside(E, n->out, g, gi)) {
+      int prm = param_for(&kb, n->out, true);
+      add_inst(&kb, (coil_kinst){.op = COIL_KOP_STORE, .dtype = L->bufs[n->out].dtype, .args = {v, -1, -1}, .param = prm, .index = store});
+      stored[(*nstored)++] = n->out;
+    }
+    for (const char *o = n->origins; o && *o;) { /* each source op once, in order */
+      const char *end = strchr(o, ' ');
+      size_t len = end ? (size_t)(end - o) : strlen(o);
+      char op[128], sn[48];
+      snprintf(op, sizeof op, "%.*s", (int)len, o);
+      o = end ? end + 1 : o + len;
+      if (strcmp(op, "output") == 0)
+        continue;
+      short_name(op, sn, sizeof sn);
+      bool dup = false;
+      for (int i = 0; i < nseen; i++)
+        dup = dup || strcmp(seen[i], sn) == 0;
+      if (dup || nseen == 8)
+        continue;
+      snprintf(seen[nseen++], sizeof seen[0], "%s", sn);
+      if (nseen <= 4)
+        coil_strbuf_printf(&names, "_%s", sn);
+      coil_strbuf_printf(&origins, "%s%s", origins.len ? " " : "", op);
+    }
+  }
+  bool small_r = false;
+  if (k->nr) {
+    const coil_sym *rn = numel(E, k->nr, k->rsize);
+    int64_t v;
+    small_r = coil_sym_is_const(rn, &v) && v <= 1024;
+  }
+  k->kind = !k->nr ? COIL_KERNEL_POINTWISE : small_r ? COIL_KERNEL_PERSISTENT : COIL_KERNEL_REDUCTION;
+  char name[160];
+  snprintf(name, sizeof name, "coil_%s_fused%s_%d", k->kind == COIL_KERNEL_POINTWISE ? "poi" : small_r ? "per" : "red",
+           names.len ? names.s : "_copy", E->p->nkernels);
+  k->name = name;
+  k->source_ops = origins.len ? origins.s : NULL;
+  k->nparams = kb.nparams;
+  k->params = kb.params;
+  k->ninsts = kb.ninsts;
+  k->insts = kb.insts;
+  /* size symbols used by the loop sizes and indices, in program order */
+  int nv = coil_sym_nvars(E->p->sym);
+  bool *used = calloc((size_t)nv + 1, sizeof(bool));
+  for (int i = 0; i < k->nx; i++)
+    coil_sym_vars_used(k->xsize[i], used, nv);
+  for (int i = 0; i < k->nr; i++)
+    coil_sym_vars_used(k->rsize[i], used, nv);
+  for (int i = 0; i < kb.ninsts; i++)
+    if (kb.insts[i].index)
+      coil_sym_vars_used(kb.insts[i].index, used, nv);
+  const coil_sym *syms[64];
+  int nsyms = 0;
+  int ngs = coil_sym_nvars(L->g->sym);
+  for (int s = 0; s < ngs && nsyms < 64; s++) /* graph symbols in order: s0, s1, ... */
+    for (int q = 0; q < ngs; q++) {
+      const coil_sym *ps = L->graph_syms[q];
+      char want[16];
+      snprintf(want, sizeof want, "s%d", s);
+      if (strcmp(coil_sym_var_name(E->p->sym, ps->var), want) == 0 && used[ps->var])
+        syms[nsyms++] = ps;
+    }
+  k->nsyms = nsyms;
+  k->syms = syms;
+  int id = coil_wir_add_kernel(E->p, k);
+  free(used);
+  free(kb.insts);
+  coil_strbuf_free(&names);
+  coil_strbuf_free(&origins);
+  /* the call: params in order, inputs by their buffers, outputs allocated now */
+  int args[64];
+  for (int i = 0; i < kb.nparams; i++)
+    args[i] = kb.param_buf[i];
+  for (int i = 0; i < kb.nparams; i++)
+    if (kb.params[i].is_output)
+      allocate(E, args[i]);
+  int wargs[64];
+  for (int i = 0; i < kb.nparams; i++)
+    wargs[i] = L->bufs[args[i]].wir;
+  line(E, (coil_line){.kind = COIL_LINE_COMMENT, .text = E->p->kernels[id].source_ops ? E->p->kernels[id].source_ops : "copy"});
+  line(E, (coil_line){.kind = COIL_LINE_KERNEL_CALL, .kernel = id, .nargs = kb.nparams, .args = wargs});
+  return 0;
+}
+
+static int
+view_buffer(emitter *E, int ref)
+{
+  if (ref >= 0)
+    return E->L->bufs[ref].wir;
+  int v = -1 - ref;
+  if (E->views[v] >= 0)
+    return E->views[v];
+  const lview *lv = &E->L->views[v];
+  coil_buffer w = {.kind = COIL_BUF_VIEW, .dtype = E->L->bufs[lv->buffer].dtype, .rank = lv->rank,
+                   .base = E->L->bufs[lv->buffer].wir, .offset = lv->offset};
+  char name[32];
+  snprintf(name, sizeof name, "v%d", E->nview++);
+  w.name = name;
+  memcpy(w.sizes, lv->sizes, sizeof w.sizes);
+  memcpy(w.strides, lv->strides, sizeof w.strides);
+  int id = coil_wir_add_buffer(E->p, &w);
+  line(E, (coil_line){.kind = COIL_LINE_VIEW, .buffer = id});
+  return E->views[v] = id;
+}
+
+static void
+build_extern(emitter *E, const lnode *n)
+{
+  int ins[64];
+  for (int i = 0; i < n->nins; i++)
+    ins[i] = view_buffer(E, n->ins[i]);
+  for (int i = 0; i < n->nouts; i++)
+    allocate(E, n->outs[i]);
+  int first = E->L->bufs[n->outs[0]].wir;
+  line(E, (coil_line){.kind = COIL_LINE_COMMENT, .text = n->origins});
+  line(E, (coil_line){.kind = COIL_LINE_EXTERN_CALL, .op = n->op, .nargs = n->nins, .args = ins, .nouts = 1,
+                      .outs = &first, .nxparams = n->nxparams, .xparams = n->xparams});
+  for (int i = 1; i < n->nouts; i++)
+    line(E, (coil_line){.kind = COIL_LINE_MULTI_OUTPUT, .buffer = E->L->bufs[n->outs[i]].wir, .source = first, .element = i});
+}
+
+int
+coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
+{
+  lowering *L = S->L;
+  emitter E = {.S = S, .L = L, .p = p, .d = d, .sizes_known = true};
+  E.last_use = calloc((size_t)L->nbufs + 1, sizeof(int));
+  E.views = malloc(sizeof(int) * (size_t)(L->nviews + 1));
+  E.pool = malloc(sizeof(int) * (size_t)(L->nbufs + 1));
+  for (int v = 0; v < L->nviews; v++)
+    E.views[v] = -1;
+  for (int b = 0; b < L->nbufs; b++)
+    E.last_use[b] = -1;
+  for (int k = 0; k < L->nnodes; k++) {
+    const lnode *n = &L->nodes[k];
+    if (!n->live)
+      continue;
+    int pos = S->groups[n->group].order;
+    if (n->kind == LN_EXTERN) {
+      for (int i = 0; i < n->nins; i++) {
+        int b = n->ins[i] >= 0 ? n->ins[i] : L->views[-1 - n->ins[i]].buffer;
+        if (E.last_use[b] < pos)
+          E.last_use[b] = pos;
+      }
+    } else {
+      const lexpr *stack[512];
+      int sp = 0;
+      stack[sp++] = n->body;
+      while (sp) {
+        const lexpr *e = stack[--sp];
+        if (e->kind == LX_LOAD && E.last_use[e->buffer] < pos)
+          E.last_use[e->buffer] = pos;
+        for (int i = 0; i < e->nargs && sp < 512; i++)
+          stack[sp++] = e->args[i];
+      }
+    }
+  }
+  emit_inputs(&E);
+  for (int i = 0; i < S->norder; i++) {
+    const sgroup *g = &S->groups[S->order[i]];
+    int stored[128], nstored = 0;
+    if (g->is_extern) {
+      const lnode *n = &L->nodes[g->members[0]];
+      build_extern(&E, n);
+      for (int k = 0; k < n->nouts; k++)
+        stored[nstored++] = n->outs[k];
+    } else {
+      build_kernel(&E, S->order[i], stored, &nstored);
+    }
+    /* free what is read for the last time here, and what nobody reads at all */
+    for (int b = 0; b < L->nbufs; b++) {
+      bool written_here = false;
+      for (int k = 0; k < nstored; k++)
+        written_here = written_here || stored[k] == b;
+      if ((E.last_use[b] == i && !written_here) || (written_here && E.last_use[b] < i))
+        release(&E, b);
+    }
+  }
+  int outs[1024], nout = 0;
+  for (int i = 0; i < L->g->noutputs && nout < 1024; i++) {
+    const coil_value *v = L->g->outputs[i];
+    lazy *z = L->values[v->kind == COIL_VAL_NODE ? L->g->ninputs + v->index : v->index];
+    outs[nout++] = L->bufs[z->realized].wir;
+  }
+  line(&E, (coil_line){.kind = COIL_LINE_OUTPUT, .nargs = nout, .args = outs});
+  E.p->peak_bytes = E.sizes_known ? E.peak : -1;
+  free(E.last_use);
+  free(E.views);
+  free(E.pool);
+  return 0;
+}

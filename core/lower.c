@@ -1,0 +1,497 @@
+/* lower.c — lazy tensors and the lowering driver.
+ *
+ * A lazy tensor is an expression for one element (lexpr) over its dimension variables. Views
+ * substitute index expressions into it, pointwise ops combine expressions, and realization
+ * turns an expression into a buffer written by a scheduler node, after which the lazy tensor is
+ * a load of that buffer. Contract of coil_lower: every graph output is realized into a buffer
+ * marked is_output; every node's body and store index mention only its own dvars and program
+ * size symbols; buffers of graph inputs come first, in input order. */
+#include "lower.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A value read by more than one statement is realized when its expression has more nodes. */
+#define REALIZE_SIZE 12
+
+/* Growable arrays in the arena (old copies stay until the compile's arena goes). */
+static void *
+grow(coil_arena *a, void *arr, int n, int *cap, size_t elem)
+{
+  if (n < *cap)
+    return arr;
+  int ncap = *cap ? 2 * *cap : 32;
+  void *fresh = coil_arena_alloc(a, elem * (size_t)ncap);
+  if (n)
+    memcpy(fresh, arr, elem * (size_t)n);
+  *cap = ncap;
+  return fresh;
+}
+
+static const coil_sym *
+K(lowering *L, int64_t v)
+{
+  return coil_sym_const(L->sym, v);
+}
+
+/* ---- expressions ---- */
+
+static lexpr *
+lx_alloc(lowering *L, lx_kind kind, coil_dtype dt)
+{
+  lexpr *e = coil_arena_alloc(L->arena, sizeof *e);
+  e->kind = kind;
+  e->dtype = dt;
+  e->size = 1;
+  e->origin = L->cur_origin;
+  return e;
+}
+
+/* The ATen ops an expression came from, producers first, space separated. */
+static void
+collect_origins(const lexpr *e, const char **seen, int *n, int cap)
+{
+  for (int i = 0; i < e->nargs; i++)
+    collect_origins(e->args[i], seen, n, cap);
+  if (e->kind != LX_OP || !e->origin || strcmp(e->origin, "output") == 0)
+    return;
+  for (int i = 0; i < *n; i++)
+    if (seen[i] == e->origin || strcmp(seen[i], e->origin) == 0)
+      return;
+  if (*n < cap)
+    seen[(*n)++] = e->origin;
+}
+
+static const char *
+origins_of(lowering *L, const lexpr *e)
+{
+  const char *seen[32];
+  int n = 0;
+  collect_origins(e, seen, &n, 32);
+  if (n == 0)
+    return L->cur_origin;
+  coil_strbuf b = {0};
+  for (int i = 0; i < n; i++)
+    coil_strbuf_printf(&b, "%s%s", i ? " " : "", seen[i]);
+  const char *r = coil_arena_strdup(L->arena, b.s);
+  coil_strbuf_free(&b);
+  return r;
+}
+
+const lexpr *
+lx_load(lowering *L, int buffer, const coil_sym *index)
+{
+  lexpr *e = lx_alloc(L, LX_LOAD, L->bufs[buffer].dtype);
+  e->buffer = buffer;
+  e->index = index;
+  return e;
+}
+
+const lexpr *
+lx_const(lowering *L, coil_dtype dt, double f, int64_t i)
+{
+  lexpr *e = lx_alloc(L, LX_CONST, dt);
+  if (coil_dtype_is_float(dt))
+    e->f = f;
+  else
+    e->i = dt == COIL_BOOL ? i != 0 : i;
+  return e;
+}
+
+const lexpr *
+lx_index(lowering *L, const coil_sym *index)
+{
+  lexpr *e = lx_alloc(L, LX_INDEX, COIL_I64);
+  e->index = index;
+  return e;
+}
+
+const lexpr *
+lx_op(lowering *L, coil_kop op, coil_dtype dt, const lexpr *a, const lexpr *b, const lexpr *c)
+{
+  lexpr *e = lx_alloc(L, LX_OP, dt);
+  e->op = op;
+  const lexpr *args[3] = {a, b, c};
+  for (int i = 0; i < 3 && args[i]; i++) {
+    e->args[e->nargs++] = args[i];
+    e->size += args[i]->size;
+  }
+  return e;
+}
+
+const lexpr *
+lx_cast(lowering *L, const lexpr *a, coil_dtype dt)
+{
+  if (a->dtype == dt)
+    return a;
+  if (a->kind == LX_CONST) { /* fold: a constant in another dtype, converted as .to() would */
+    double f = coil_dtype_is_float(a->dtype) ? a->f : (double)a->i;
+    int64_t i = coil_dtype_is_float(a->dtype) ? (int64_t)a->f : a->i;
+    if (dt == COIL_BOOL)
+      i = coil_dtype_is_float(a->dtype) ? a->f != 0 : a->i != 0;
+    if (!coil_dtype_is_float(dt) || coil_dtype_is_float(a->dtype) || (double)(int64_t)f == f)
+      return lx_const(L, dt, f, i);
+  }
+  return lx_op(L, COIL_KOP_CAST, dt, a, NULL, NULL);
+}
+
+/* Pointer -> pointer memo for one substitution (open addressing). */
+typedef struct {
+  const lexpr **keys, **vals;
+  size_t cap;
+} memo;
+
+static const lexpr **
+memo_slot(memo *m, const lexpr *k)
+{
+  size_t h = ((uintptr_t)k >> 4) * 0x9e3779b97f4a7c15ull;
+  for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1))
+    if (!m->keys[i] || m->keys[i] == k)
+      return &m->keys[i];
+}
+
+static const lexpr *
+subst(lowering *L, memo *m, const lexpr *e, int n, const int *vars, const coil_sym *const *repl)
+{
+  const lexpr **slot = memo_slot(m, e);
+  if (*slot)
+    return m->vals[slot - m->keys];
+  const lexpr *r = e;
+  switch (e->kind) {
+  case LX_LOAD:
+    r = lx_load(L, e->buffer, coil_sym_subst(L->sym, e->index, n, vars, repl));
+    break;
+  case LX_INDEX:
+    r = lx_index(L, coil_sym_subst(L->sym, e->index, n, vars, repl));
+    break;
+  case LX_CONST:
+    break;
+  case LX_OP: {
+    const lexpr *a[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < e->nargs; i++)
+      a[i] = subst(L, m, e->args[i], n, vars, repl);
+    r = lx_op(L, e->op, e->dtype, a[0], a[1], a[2]);
+    break;
+  }
+  }
+  if (r != e)
+    ((lexpr *)r)->origin = e->origin; /* fresh node: keeps the op it came from */
+  *slot = e;
+  m->vals[slot - m->keys] = r;
+  return r;
+}
+
+const lexpr *
+lx_subst(lowering *L, const lexpr *e, int n, const int *vars, const coil_sym *const *repl)
+{
+  memo m;
+  m.cap = 64;
+  while (m.cap < 4 * (size_t)e->size)
+    m.cap *= 2;
+  m.keys = calloc(m.cap, sizeof *m.keys);
+  m.vals = calloc(m.cap, sizeof *m.vals);
+  if (!m.keys || !m.vals)
+    abort();
+  const lexpr *r = subst(L, &m, e, n, vars, repl);
+  free(m.keys);
+  free(m.vals);
+  return r;
+}
+
+/* ---- lazy tensors ---- */
+
+static const coil_sym *
+fresh_dvar(lowering *L, const coil_sym *size)
+{
+  char name[32];
+  snprintf(name, sizeof name, "d%d", L->ndvars++);
+  const coil_sym *v = coil_sym_var(L->sym, coil_arena_strdup(L->arena, name));
+  int64_t n;
+  if (coil_sym_is_const(size, &n))
+    coil_sym_set_range(L->sym, v, 0, n > 0 ? n - 1 : 0);
+  return v;
+}
+
+lazy *
+lz_new(lowering *L, coil_dtype dt, int rank, const coil_sym *const *sizes)
+{
+  lazy *z = coil_arena_alloc(L->arena, sizeof *z);
+  z->dtype = dt;
+  z->rank = rank;
+  z->realized = -1;
+  for (int i = 0; i < rank; i++) {
+    z->sizes[i] = sizes[i];
+    z->dvars[i] = fresh_dvar(L, sizes[i]);
+  }
+  return z;
+}
+
+const lexpr *
+lz_at(lowering *L, const lazy *z, const coil_sym *const *idx)
+{
+  int vars[COIL_MAX_RANK];
+  for (int i = 0; i < z->rank; i++)
+    vars[i] = z->dvars[i]->var;
+  return lx_subst(L, z->expr, z->rank, vars, idx);
+}
+
+/* Row-major offset of index idx in a tensor of these sizes. */
+static const coil_sym *
+contiguous_index(lowering *L, int rank, const coil_sym *const *sizes, const coil_sym *const *idx)
+{
+  const coil_sym *off = K(L, 0), *stride = K(L, 1);
+  for (int i = rank - 1; i >= 0; i--) {
+    off = coil_sym_add(L->sym, off, coil_sym_mul(L->sym, idx[i], stride));
+    stride = coil_sym_mul(L->sym, stride, sizes[i]);
+  }
+  return off;
+}
+
+int
+lbuf_new(lowering *L, coil_dtype dt, int rank, const coil_sym *const *sizes)
+{
+  L->bufs = grow(L->arena, L->bufs, L->nbufs, &L->capbufs, sizeof *L->bufs);
+  lbuf *b = &L->bufs[L->nbufs];
+  memset(b, 0, sizeof *b);
+  b->kind = LB_COMPUTED;
+  b->dtype = dt;
+  b->rank = rank;
+  b->node = -1;
+  b->input = -1;
+  b->wir = -1;
+  memcpy(b->sizes, sizes, sizeof(*sizes) * (size_t)rank);
+  const coil_sym *s = K(L, 1);
+  for (int i = rank - 1; i >= 0; i--) {
+    b->strides[i] = s;
+    s = coil_sym_mul(L->sym, s, sizes[i]);
+  }
+  return L->nbufs++;
+}
+
+int
+lnode_new(lowering *L, lnode_kind kind, int out)
+{
+  L->nodes = grow(L->arena, L->nodes, L->nnodes, &L->capnodes, sizeof *L->nodes);
+  lnode *n = &L->nodes[L->nnodes];
+  memset(n, 0, sizeof *n);
+  n->kind = kind;
+  n->out = out;
+  n->group = -1;
+  n->origins = L->cur_origin;
+  if (out >= 0)
+    L->bufs[out].node = L->nnodes;
+  return L->nnodes++;
+}
+
+/* z becomes a contiguous load of buffer b. */
+static void
+lz_load_buffer(lowering *L, lazy *z, int b)
+{
+  z->expr = lx_load(L, b, contiguous_index(L, z->rank, z->sizes, z->dvars));
+  z->realized = b;
+}
+
+int
+lz_realize(lowering *L, lazy *z)
+{
+  if (z->realized >= 0)
+    return z->realized;
+  int b = lbuf_new(L, z->dtype, z->rank, z->sizes);
+  int k = lnode_new(L, LN_POINTWISE, b); /* may move L->nodes */
+  lnode *n = &L->nodes[k];
+  n->rank = z->rank;
+  memcpy(n->sizes, z->sizes, sizeof z->sizes);
+  memcpy(n->dvars, z->dvars, sizeof z->dvars);
+  n->body = z->expr;
+  n->origins = origins_of(L, z->expr);
+  n->store = contiguous_index(L, z->rank, z->sizes, z->dvars);
+  lz_load_buffer(L, z, b);
+  return b;
+}
+
+lazy *
+lz_reduce(lowering *L, const lazy *z, const bool *red, bool keepdim, coil_reduction r,
+          coil_dtype out_dtype)
+{
+  const coil_sym *osizes[COIL_MAX_RANK], *oidx[COIL_MAX_RANK];
+  int orank = 0;
+  for (int i = 0; i < z->rank; i++) {
+    if (!red[i]) {
+      oidx[orank] = z->dvars[i];
+      osizes[orank++] = z->sizes[i];
+    } else if (keepdim) {
+      oidx[orank] = K(L, 0);
+      osizes[orank++] = K(L, 1);
+    }
+  }
+  int b = lbuf_new(L, out_dtype, orank, osizes);
+  int k = lnode_new(L, LN_REDUCTION, b); /* may move L->nodes */
+  lnode *n = &L->nodes[k];
+  n->rank = z->rank;
+  memcpy(n->sizes, z->sizes, sizeof z->sizes);
+  memcpy(n->dvars, z->dvars, sizeof z->dvars);
+  memcpy(n->red, red, sizeof(bool) * COIL_MAX_RANK);
+  n->reduction = r;
+  n->body = z->expr;
+  /* the ops inlined into the body, and the reduction's own op */
+  const char *body_ops = origins_of(L, z->expr);
+  if (strstr(body_ops, L->cur_origin)) {
+    n->origins = body_ops;
+  } else {
+    coil_strbuf b = {0};
+    coil_strbuf_printf(&b, "%s %s", body_ops, L->cur_origin);
+    n->origins = coil_arena_strdup(L->arena, b.s);
+    coil_strbuf_free(&b);
+  }
+  n->store = contiguous_index(L, orank, osizes, oidx);
+  lazy *out = lz_new(L, out_dtype, orank, osizes);
+  lz_load_buffer(L, out, b);
+  return out;
+}
+
+/* If e is affine in the dims (offset + sum coef_i * d_i), fill offset and coefficients. */
+static bool
+affine(lowering *L, const lazy *z, const coil_sym *e, const coil_sym **offset, const coil_sym **coef)
+{
+  int vars[COIL_MAX_RANK];
+  const coil_sym *zero[COIL_MAX_RANK], *unit[COIL_MAX_RANK];
+  for (int i = 0; i < z->rank; i++) {
+    vars[i] = z->dvars[i]->var;
+    zero[i] = K(L, 0);
+  }
+  *offset = coil_sym_subst(L->sym, e, z->rank, vars, zero);
+  const coil_sym *rebuilt = *offset;
+  for (int i = 0; i < z->rank; i++) {
+    memcpy(unit, zero, sizeof unit);
+    unit[i] = K(L, 1);
+    coef[i] = coil_sym_sub(L->sym, coil_sym_subst(L->sym, e, z->rank, vars, unit), *offset);
+    rebuilt = coil_sym_add(L->sym, rebuilt, coil_sym_mul(L->sym, coef[i], z->dvars[i]));
+  }
+  return coil_sym_cmp(rebuilt, e) == 0;
+}
+
+int
+lz_as_view(lowering *L, lazy *z)
+{
+  if (z->realized >= 0)
+    return z->realized;
+  const coil_sym *off, *coef[COIL_MAX_RANK];
+  if (z->expr->kind == LX_LOAD && z->expr->dtype == z->dtype && affine(L, z, z->expr->index, &off, coef)) {
+    L->views = grow(L->arena, L->views, L->nviews, &L->capviews, sizeof *L->views);
+    lview *v = &L->views[L->nviews];
+    v->buffer = z->expr->buffer;
+    v->rank = z->rank;
+    v->offset = off;
+    for (int i = 0; i < z->rank; i++) {
+      v->sizes[i] = z->sizes[i];
+      v->strides[i] = coef[i];
+    }
+    return -1 - L->nviews++;
+  }
+  return lz_realize(L, z);
+}
+
+/* ---- the driver ---- */
+
+/* A graph size expression in the program's symbols. */
+static const coil_sym *
+convert(lowering *L, const coil_sym *s)
+{
+  switch (s->kind) {
+  case COIL_SYM_CONST: return K(L, s->value);
+  case COIL_SYM_VAR: return L->graph_syms[s->var];
+  default: break;
+  }
+  const coil_sym *r = convert(L, s->args[0]);
+  for (int i = 1; i < s->nargs; i++) {
+    const coil_sym *a = convert(L, s->args[i]);
+    switch (s->kind) {
+    case COIL_SYM_ADD: r = coil_sym_add(L->sym, r, a); break;
+    case COIL_SYM_MUL: r = coil_sym_mul(L->sym, r, a); break;
+    case COIL_SYM_FLOORDIV: r = coil_sym_floordiv(L->sym, r, a); break;
+    case COIL_SYM_MOD: r = coil_sym_mod(L->sym, r, a); break;
+    case COIL_SYM_MIN: r = coil_sym_min(L->sym, r, a); break;
+    default: r = coil_sym_max(L->sym, r, a); break;
+    }
+  }
+  return r;
+}
+
+/* Program sizes of a graph tensor type. */
+void coil_lower_sizes(lowering *L, const coil_type *t, const coil_sym **out);
+void
+coil_lower_sizes(lowering *L, const coil_type *t, const coil_sym **out)
+{
+  for (int i = 0; i < t->rank; i++)
+    out[i] = convert(L, t->dims[i]);
+}
+
+int
+coil_lower(lowering *L, const coil_graph *g, coil_symctx *sym, coil_arena *a, coil_diag *d)
+{
+  memset(L, 0, sizeof *L);
+  L->g = g;
+  L->arena = a;
+  L->sym = sym;
+  L->d = d;
+  int nv = g->ninputs + g->nnodes;
+  L->values = COIL_ARENA_ARRAY(a, lazy *, nv);
+  L->tuples = COIL_ARENA_ARRAY(a, lazy **, nv);
+  /* size symbols: s0, s1, ... in order of first appearance in the inputs */
+  int ngs = coil_sym_nvars(g->sym), next = 0;
+  L->graph_syms = COIL_ARENA_ARRAY(a, const coil_sym *, ngs);
+  for (int i = 0; i < g->ninputs; i++)
+    for (int k = 0; k < g->inputs[i]->type.rank; k++) {
+      const coil_sym *s = g->inputs[i]->type.dims[k];
+      if (s->kind == COIL_SYM_VAR && !L->graph_syms[s->var]) {
+        char name[32];
+        snprintf(name, sizeof name, "s%d", next++);
+        L->graph_syms[s->var] = coil_sym_var(sym, coil_arena_strdup(a, name));
+      }
+    }
+  for (int v = 0; v < ngs; v++)
+    if (!L->graph_syms[v])
+      return coil_diag_at(d, g->file, 0, 0, "size symbol %s does not appear in any input's type",
+                          coil_sym_var_name(g->sym, v));
+  for (int i = 0; i < g->ninputs; i++) {
+    const coil_type *t = &g->inputs[i]->type;
+    const coil_sym *sizes[COIL_MAX_RANK];
+    coil_lower_sizes(L, t, sizes);
+    int b = lbuf_new(L, t->dtype, t->rank, sizes);
+    L->bufs[b].kind = LB_INPUT;
+    L->bufs[b].input = i;
+    lazy *z = lz_new(L, t->dtype, t->rank, sizes);
+    lz_load_buffer(L, z, b);
+    L->values[i] = z;
+  }
+  /* how many statements read each value: a value read by several whose expression is large is
+   * realized once instead of recomputed in every reader (Inductor's realize heuristic) */
+  int *readers = COIL_ARENA_ARRAY(a, int, nv);
+  for (int i = 0; i < g->nnodes; i++)
+    for (int k = 0; k < g->nodes[i].nargs; k++) {
+      const coil_lit *l = &g->nodes[i].args[k].lit;
+      int n = l->kind == COIL_LIT_LIST ? l->n : 1;
+      for (int j = 0; j < n; j++) {
+        const coil_lit *it = l->kind == COIL_LIT_LIST ? &l->items[j] : l;
+        if (it->kind == COIL_LIT_VALUE)
+          readers[it->v->kind == COIL_VAL_NODE ? g->ninputs + it->v->index : it->v->index]++;
+      }
+    }
+  for (int i = 0; i < g->nnodes; i++) {
+    L->cur_origin = g->nodes[i].op->name;
+    if (coil_lower_node(L, &g->nodes[i]))
+      return -1;
+    lazy *z = L->values[g->ninputs + i];
+    if (z && z->realized < 0 && readers[g->ninputs + i] > 1 && z->expr->size > REALIZE_SIZE)
+      lz_realize(L, z);
+  }
+  L->cur_origin = "output";
+  for (int i = 0; i < g->noutputs; i++) {
+    const coil_value *v = g->outputs[i];
+    lazy *z = L->values[v->kind == COIL_VAL_NODE ? g->ninputs + v->index : v->index];
+    int b = lz_realize(L, z);
+    L->bufs[b].is_output = true;
+  }
+  return 0;
+}

@@ -1,0 +1,152 @@
+/* lower.h — the loop IR between the graph and the Wrapper IR (core-internal).
+ *
+ * Lowering (lower.c, lower_ops.c) turns each graph value into a lazy tensor: an expression that
+ * computes element d0..dn of the value from loads of realized buffers, the way Inductor's
+ * TensorBox carries an inner_fn. Pointwise ops and views only build expressions, so they fuse
+ * into whatever reads them; reductions, library ops and values that must exist in memory
+ * (graph outputs, inputs of library ops, values read often whose expression is large) are
+ * realized into buffers, each computed by one scheduler node. The scheduler (sched.c) groups
+ * nodes into kernels and emit.c writes the Wrapper IR with a memory plan.
+ *
+ * All of it lives in one arena (the compile's) and in the program's sym context, so index
+ * expressions are the ones the Wrapper IR will carry. */
+#ifndef COIL_LOWER_H
+#define COIL_LOWER_H
+
+#include "coil/wir.h"
+#include "graph.h"
+#include "ops.h"
+
+/* ---- expressions: one element of a lazy tensor ---- */
+
+typedef enum {
+  LX_LOAD,    /* buffer[index] */
+  LX_CONST,
+  LX_INDEX,   /* the value of an index expression (i64) */
+  LX_OP,      /* a kernel op (unary, binary, compare, where, cast) over operand expressions */
+} lx_kind;
+
+typedef struct lexpr lexpr;
+struct lexpr {
+  lx_kind kind;
+  coil_kop op;               /* LX_OP */
+  coil_dtype dtype;
+  int buffer;                /* LX_LOAD: index into the lowering's buffers */
+  const coil_sym *index;     /* LX_LOAD, LX_INDEX: over the tensor's dimension variables */
+  double f;                  /* LX_CONST, floating */
+  int64_t i;                 /* LX_CONST, integer and bool */
+  int nargs;
+  const lexpr *args[3];
+  int size;                  /* nodes in the tree (shared subtrees counted once per use) */
+  const char *origin;        /* the ATen op whose lowering made it */
+};
+
+/* A lazy tensor: element (d0, ..., dn) is `expr` with the dimension variables dvars bound. */
+typedef struct lazy {
+  coil_dtype dtype;
+  int rank;
+  const coil_sym *sizes[COIL_MAX_RANK];
+  const coil_sym *dvars[COIL_MAX_RANK]; /* fresh sym variables, one per dimension */
+  const lexpr *expr;
+  int realized;              /* buffer index when expr is exactly a contiguous load of it, or -1 */
+} lazy;
+
+/* ---- buffers and nodes ---- */
+
+typedef enum { LB_INPUT, LB_COMPUTED } lbuf_kind;
+
+typedef struct lbuf {
+  lbuf_kind kind;
+  coil_dtype dtype;
+  int rank;
+  const coil_sym *sizes[COIL_MAX_RANK];
+  const coil_sym *strides[COIL_MAX_RANK];
+  int input;                 /* LB_INPUT: graph input position */
+  int node;                  /* LB_COMPUTED: the node that writes it */
+  bool is_output;            /* returned by the graph */
+  int users;                 /* nodes reading it (after dead-code elimination) */
+  int wir;                   /* buffer index in the Wrapper IR program, once emitted */
+} lbuf;
+
+typedef enum { LN_POINTWISE, LN_REDUCTION, LN_EXTERN } lnode_kind;
+
+typedef struct lnode {
+  lnode_kind kind;
+  int out;                   /* buffer written (EXTERN: the first output) */
+  /* POINTWISE and REDUCTION: iteration space. A pointwise node iterates the output's dims; a
+   * reduction iterates its input's dims (full), reducing those marked in red[] */
+  int rank;
+  const coil_sym *sizes[COIL_MAX_RANK];
+  const coil_sym *dvars[COIL_MAX_RANK];
+  bool red[COIL_MAX_RANK];
+  coil_reduction reduction;
+  const lexpr *body;         /* value per point (REDUCTION: the value reduced) */
+  const coil_sym *store;     /* index of the output element, over dvars (kept dims only) */
+  /* EXTERN */
+  const char *op;            /* aten op name */
+  int nins, nouts;
+  int *ins;                  /* buffers, or -1 - view number for a strided view (see views) */
+  int *outs;
+  int nxparams;
+  coil_xparam *xparams;
+  /* scheduling */
+  const char *origins;       /* source ATen ops, space separated */
+  bool live;                 /* reached from the outputs */
+  int group;                 /* fused group (kernel) */
+} lnode;
+
+/* A strided view of a buffer handed to a library op (ReinterpretView). */
+typedef struct lview {
+  int buffer;
+  int rank;
+  const coil_sym *sizes[COIL_MAX_RANK];
+  const coil_sym *strides[COIL_MAX_RANK];
+  const coil_sym *offset;
+} lview;
+
+typedef struct lowering {
+  const coil_graph *g;
+  coil_arena *arena;
+  coil_symctx *sym;          /* the program's: size symbols are renamed s0, s1, ... */
+  const coil_sym **graph_syms; /* graph size symbol v -> program symbol */
+  int nbufs, capbufs;
+  lbuf *bufs;
+  int nnodes, capnodes;
+  lnode *nodes;
+  int nviews, capviews;
+  lview *views;
+  lazy **values;             /* per graph value (inputs then nodes): NULL for none/tuples */
+  lazy ***tuples;            /* per graph value: elements of tuple values */
+  int ndvars;                /* counter for fresh dimension variables */
+  const char *cur_origin;    /* the op being lowered */
+  coil_diag *d;
+} lowering;
+
+/* lower.c */
+int coil_lower(lowering *L, const coil_graph *g, coil_symctx *sym, coil_arena *a, coil_diag *d);
+lazy *lz_new(lowering *L, coil_dtype dt, int rank, const coil_sym *const *sizes);
+const lexpr *lx_load(lowering *L, int buffer, const coil_sym *index);
+const lexpr *lx_const(lowering *L, coil_dtype dt, double f, int64_t i);
+const lexpr *lx_index(lowering *L, const coil_sym *index);
+const lexpr *lx_op(lowering *L, coil_kop op, coil_dtype dt, const lexpr *a, const lexpr *b,
+                   const lexpr *c);
+const lexpr *lx_cast(lowering *L, const lexpr *a, coil_dtype dt);
+/* e with variables vars[i] replaced by repl[i] in every index (memoised: shared subtrees stay
+ * shared). */
+const lexpr *lx_subst(lowering *L, const lexpr *e, int n, const int *vars,
+                      const coil_sym *const *repl);
+/* The element of z at index idx (one expression per dimension of z). */
+const lexpr *lz_at(lowering *L, const lazy *z, const coil_sym *const *idx);
+int lz_realize(lowering *L, lazy *z);        /* returns the buffer; z becomes a load of it */
+int lbuf_new(lowering *L, coil_dtype dt, int rank, const coil_sym *const *sizes);
+int lnode_new(lowering *L, lnode_kind kind, int out);
+/* A reduction of z over dims red[] (keepdim: size-1 dims stay); realized. */
+lazy *lz_reduce(lowering *L, const lazy *z, const bool *red, bool keepdim, coil_reduction r,
+                coil_dtype out_dtype);
+/* z as a view for a library op: an existing buffer with strides, or realized first. */
+int lz_as_view(lowering *L, lazy *z);        /* >= 0 buffer, < 0: -1 - view index */
+
+/* lower_ops.c */
+int coil_lower_node(lowering *L, const coil_node *n);
+
+#endif

@@ -1,0 +1,957 @@
+/* lower_ops.c — one lowering per rule family of ops.def: pointwise ops and views build lazy
+ * expressions, reductions make reduction nodes, composites decompose into both (softmax is a
+ * max reduction, a sum reduction over exp(x - max), and a division), library ops become
+ * extern nodes over realized buffers or strided views. Numerics follow PyTorch: operands are
+ * cast to the computation dtype (f16 and bf16 compute in f32) and results to the output dtype. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lower.h"
+
+void coil_lower_sizes(lowering *L, const coil_type *t, const coil_sym **out);
+
+static const coil_sym *
+K(lowering *L, int64_t v)
+{
+  return coil_sym_const(L->sym, v);
+}
+
+static int
+slot_of(const lowering *L, const coil_value *v)
+{
+  return v->kind == COIL_VAL_NODE ? L->g->ninputs + v->index : v->index;
+}
+
+/* The lazy tensor of a bound argument (NULL for None or a number). */
+static lazy *
+arg(lowering *L, const coil_node *n, int i)
+{
+  const coil_lit *l = &n->bound[i];
+  return l->kind == COIL_LIT_VALUE ? L->values[slot_of(L, l->v)] : NULL;
+}
+
+static const coil_lit *
+lit(const coil_node *n, const char *name)
+{
+  coil_schema s;
+  if (coil_schema_parse(n->op, &s, NULL))
+    return NULL;
+  int i = coil_schema_find(&s, name);
+  return i >= 0 ? &n->bound[i] : NULL;
+}
+
+static int
+param_index(const coil_node *n, const char *name)
+{
+  coil_schema s;
+  coil_schema_parse(n->op, &s, NULL);
+  return coil_schema_find(&s, name);
+}
+
+/* The result lazy of n, shaped as its inferred type (or element k of a tuple type). */
+static lazy *
+result(lowering *L, const coil_node *n, int k)
+{
+  const coil_type *t = &n->out->type;
+  if (t->kind == COIL_TYPE_TUPLE)
+    t = &t->elems[k];
+  const coil_sym *sizes[COIL_MAX_RANK];
+  coil_lower_sizes(L, t, sizes);
+  return lz_new(L, t->dtype, t->rank, sizes);
+}
+
+static void
+set_value(lowering *L, const coil_node *n, lazy *z)
+{
+  L->values[slot_of(L, n->out)] = z;
+}
+
+static void
+set_tuple(lowering *L, const coil_node *n, lazy **elems)
+{
+  int k = n->out->type.nelems;
+  lazy **t = COIL_ARENA_ARRAY(L->arena, lazy *, k);
+  memcpy(t, elems, sizeof(lazy *) * (size_t)k);
+  L->tuples[slot_of(L, n->out)] = t;
+}
+
+static int
+wrap_dim(int64_t d, int rank)
+{
+  int r = rank > 0 ? rank : 1;
+  return (int)(d < 0 ? d + r : d);
+}
+
+static coil_dtype
+opmath(coil_dtype t)
+{
+  return t == COIL_F16 || t == COIL_BF16 ? COIL_F32 : t;
+}
+
+static double
+num(const coil_lit *l)
+{
+  return l->kind == COIL_LIT_FLOAT ? l->f : (double)l->i;
+}
+
+/* The element of operand lit/z broadcast into `out`, cast to dtype dt. */
+static const lexpr *
+operand(lowering *L, const coil_lit *l, const lazy *z, const lazy *out, coil_dtype dt)
+{
+  if (!z) {
+    if (l->kind == COIL_LIT_FLOAT)
+      return lx_const(L, dt, l->f, (int64_t)l->f);
+    return lx_cast(L, lx_const(L, l->kind == COIL_LIT_BOOL ? COIL_BOOL : COIL_I64, (double)l->i, l->i), dt);
+  }
+  const coil_sym *idx[COIL_MAX_RANK];
+  for (int j = 0; j < z->rank; j++) {
+    int k = j + out->rank - z->rank;
+    int64_t zs, os;
+    bool bcast = coil_sym_is_const(z->sizes[j], &zs) && zs == 1 &&
+                 !(coil_sym_is_const(out->sizes[k], &os) && os == 1);
+    idx[j] = bcast ? K(L, 0) : out->dvars[k];
+  }
+  return lx_cast(L, lz_at(L, z, idx), dt);
+}
+
+/* ---- pointwise ---- */
+
+static const lexpr *
+unary(lowering *L, int ew, const lexpr *x, coil_dtype dt, const coil_node *n)
+{
+  switch (ew) {
+  case EW_ABS: return lx_op(L, COIL_KOP_ABS, dt, x, NULL, NULL);
+  case EW_NEG: return lx_op(L, COIL_KOP_NEG, dt, x, NULL, NULL);
+  case EW_RELU: return lx_op(L, COIL_KOP_RELU, dt, x, NULL, NULL);
+  case EW_FLOOR: return lx_op(L, COIL_KOP_FLOOR, dt, x, NULL, NULL);
+  case EW_CEIL: return lx_op(L, COIL_KOP_CEIL, dt, x, NULL, NULL);
+  case EW_ROUND: return lx_op(L, COIL_KOP_ROUND, dt, x, NULL, NULL);
+  case EW_TRUNC: return lx_op(L, COIL_KOP_TRUNC, dt, x, NULL, NULL);
+  case EW_BITNOT:
+    return lx_op(L, dt == COIL_BOOL ? COIL_KOP_NOT : COIL_KOP_BITNOT, dt, x, NULL, NULL);
+  case EW_LEAKY_RELU: {
+    const lexpr *slope = lx_const(L, dt, num(lit(n, "negative_slope")), 0);
+    const lexpr *pos = lx_op(L, COIL_KOP_GT, COIL_BOOL, x, lx_const(L, dt, 0, 0), NULL);
+    return lx_op(L, COIL_KOP_WHERE, dt, pos, x, lx_op(L, COIL_KOP_MUL, dt, x, slope, NULL));
+  }
+  case EW_EXP: return lx_op(L, COIL_KOP_EXP, dt, x, NULL, NULL);
+  case EW_LOG: return lx_op(L, COIL_KOP_LOG, dt, x, NULL, NULL);
+  case EW_LOG1P: return lx_op(L, COIL_KOP_LOG1P, dt, x, NULL, NULL);
+  case EW_SQRT: return lx_op(L, COIL_KOP_SQRT, dt, x, NULL, NULL);
+  case EW_RSQRT: return lx_op(L, COIL_KOP_RSQRT, dt, x, NULL, NULL);
+  case EW_RECIPROCAL: return lx_op(L, COIL_KOP_RECIP, dt, x, NULL, NULL);
+  case EW_SIN: return lx_op(L, COIL_KOP_SIN, dt, x, NULL, NULL);
+  case EW_COS: return lx_op(L, COIL_KOP_COS, dt, x, NULL, NULL);
+  case EW_TANH: return lx_op(L, COIL_KOP_TANH, dt, x, NULL, NULL);
+  case EW_SIGMOID: return lx_op(L, COIL_KOP_SIGMOID, dt, x, NULL, NULL);
+  case EW_ERF: return lx_op(L, COIL_KOP_ERF, dt, x, NULL, NULL);
+  case EW_SILU: /* x * sigmoid(x) */
+    return lx_op(L, COIL_KOP_MUL, dt, x, lx_op(L, COIL_KOP_SIGMOID, dt, x, NULL, NULL), NULL);
+  case EW_GELU: {
+    const lexpr *half = lx_const(L, dt, 0.5, 0), *one = lx_const(L, dt, 1.0, 0), *inner;
+    if (strcmp(lit(n, "approximate")->s, "tanh") == 0) { /* tanh(sqrt(2/pi)*(x + 0.044715 x^3)) */
+      const lexpr *x3 = lx_op(L, COIL_KOP_MUL, dt, x, lx_op(L, COIL_KOP_MUL, dt, x, x, NULL), NULL);
+      const lexpr *t = lx_op(L, COIL_KOP_ADD, dt, x,
+                             lx_op(L, COIL_KOP_MUL, dt, lx_const(L, dt, 0.044715, 0), x3, NULL), NULL);
+      t = lx_op(L, COIL_KOP_MUL, dt, lx_const(L, dt, 0.7978845608028654, 0), t, NULL);
+      inner = lx_op(L, COIL_KOP_TANH, dt, t, NULL, NULL);
+    } else { /* erf(x / sqrt(2)) */
+      inner = lx_op(L, COIL_KOP_ERF, dt,
+                    lx_op(L, COIL_KOP_MUL, dt, x, lx_const(L, dt, 0.7071067811865476, 0), NULL),
+                    NULL, NULL);
+    }
+    return lx_op(L, COIL_KOP_MUL, dt, lx_op(L, COIL_KOP_MUL, dt, half, x, NULL),
+                 lx_op(L, COIL_KOP_ADD, dt, one, inner, NULL), NULL);
+  }
+  case EW_LOGICAL_NOT:
+    if (x->dtype == COIL_BOOL)
+      return lx_op(L, COIL_KOP_NOT, COIL_BOOL, x, NULL, NULL);
+    return lx_op(L, COIL_KOP_EQ, COIL_BOOL, x, lx_const(L, x->dtype, 0, 0), NULL);
+  }
+  return NULL;
+}
+
+static int
+lower_unary(lowering *L, const coil_node *n)
+{
+  lazy *out = result(L, n, 0), *x = arg(L, n, 0);
+  int ew = n->op->sub;
+  coil_dtype dt = ew == EW_LOGICAL_NOT ? opmath(x->dtype) : opmath(out->dtype);
+  if (ew == EW_BITNOT)
+    dt = out->dtype;
+  const lexpr *v = unary(L, ew, operand(L, &n->bound[0], x, out, dt), dt, n);
+  out->expr = lx_cast(L, v, out->dtype);
+  set_value(L, n, out);
+  return 0;
+}
+
+static const coil_kop binary_kops[] = {
+    [EW_ADD] = COIL_KOP_ADD, [EW_SUB] = COIL_KOP_SUB, [EW_MUL] = COIL_KOP_MUL,
+    [EW_DIV] = COIL_KOP_DIV, [EW_POW] = COIL_KOP_POW, [EW_MAXIMUM] = COIL_KOP_MAX,
+    [EW_MINIMUM] = COIL_KOP_MIN, [EW_BITAND] = COIL_KOP_BITAND, [EW_BITOR] = COIL_KOP_BITOR,
+    [EW_LOGICAL_AND] = COIL_KOP_AND, [EW_LOGICAL_OR] = COIL_KOP_OR, [EW_EQ] = COIL_KOP_EQ,
+    [EW_NE] = COIL_KOP_NE, [EW_LT] = COIL_KOP_LT, [EW_LE] = COIL_KOP_LE, [EW_GT] = COIL_KOP_GT,
+    [EW_GE] = COIL_KOP_GE,
+};
+
+static int
+lower_binary(lowering *L, const coil_node *n)
+{
+  lazy *out = result(L, n, 0);
+  const coil_lit *la = &n->bound[0], *lb = &n->bound[1];
+  int ew = n->op->sub;
+  const coil_lit *lits[2] = {la, lb};
+  coil_dtype common = coil_infer_common_dtype(lits, 2);
+  const coil_lit *mode = lit(n, "rounding_mode");
+  bool true_div = ew == EW_DIV || (ew == EW_DIV_MODE && mode->kind == COIL_LIT_NONE);
+  coil_dtype dt = opmath(true_div && !coil_dtype_is_float(common) ? COIL_F32 : common);
+  if (ew == EW_LOGICAL_AND || ew == EW_LOGICAL_OR)
+    dt = COIL_BOOL;
+  const lexpr *a = operand(L, la, arg(L, n, 0), out, ew == EW_LOGICAL_AND || ew == EW_LOGICAL_OR ? COIL_BOOL : dt);
+  const lexpr *b = operand(L, lb, arg(L, n, 1), out, ew == EW_LOGICAL_AND || ew == EW_LOGICAL_OR ? COIL_BOOL : dt);
+  if (ew == EW_LOGICAL_AND || ew == EW_LOGICAL_OR) { /* operands: nonzero */
+    a = operand(L, la, arg(L, n, 0), out, opmath(common));
+    b = operand(L, lb, arg(L, n, 1), out, opmath(common));
+    a = lx_op(L, COIL_KOP_NE, COIL_BOOL, a, lx_const(L, a->dtype, 0, 0), NULL);
+    b = lx_op(L, COIL_KOP_NE, COIL_BOOL, b, lx_const(L, b->dtype, 0, 0), NULL);
+  }
+  const coil_lit *al = lit(n, "alpha");
+  if (al && !(al->kind == COIL_LIT_INT && al->i == 1)) {
+    const lexpr *alpha = al->kind == COIL_LIT_FLOAT ? lx_const(L, dt, al->f, 0)
+                                                    : lx_cast(L, lx_const(L, COIL_I64, 0, al->i), dt);
+    if (ew == EW_RSUB)
+      a = lx_op(L, COIL_KOP_MUL, dt, a, alpha, NULL);
+    else
+      b = lx_op(L, COIL_KOP_MUL, dt, b, alpha, NULL);
+  }
+  const lexpr *v;
+  if (ew == EW_RSUB)
+    v = lx_op(L, COIL_KOP_SUB, dt, b, a, NULL);
+  else if (ew == EW_DIV_MODE)
+    v = lx_op(L, true_div ? COIL_KOP_DIV : strcmp(mode->s, "trunc") == 0 ? COIL_KOP_TRUNCDIV : COIL_KOP_FLOORDIV,
+              dt, a, b, NULL);
+  else if (n->op->rule == COIL_RULE_COMPARE)
+    v = lx_op(L, binary_kops[ew], COIL_BOOL, a, b, NULL);
+  else
+    v = lx_op(L, binary_kops[ew], dt, a, b, NULL);
+  out->expr = lx_cast(L, v, out->dtype);
+  set_value(L, n, out);
+  return 0;
+}
+
+static int
+lower_where(lowering *L, const coil_node *n)
+{
+  lazy *out = result(L, n, 0);
+  coil_dtype dt = out->dtype;
+  const lexpr *c = operand(L, &n->bound[0], arg(L, n, 0), out, COIL_BOOL);
+  const lexpr *a = operand(L, &n->bound[1], arg(L, n, 1), out, dt);
+  const lexpr *b = operand(L, &n->bound[2], arg(L, n, 2), out, dt);
+  out->expr = lx_op(L, COIL_KOP_WHERE, dt, c, a, b);
+  set_value(L, n, out);
+  return 0;
+}
+
+/* clamp(x, lo, hi) = min(max(x, lo), hi), NaN-propagating as torch.clamp. */
+static int
+lower_clamp(lowering *L, const coil_node *n)
+{
+  lazy *out = result(L, n, 0);
+  coil_dtype dt = opmath(out->dtype);
+  const lexpr *v = operand(L, &n->bound[0], arg(L, n, 0), out, dt);
+  if (n->bound[1].kind != COIL_LIT_NONE)
+    v = lx_op(L, COIL_KOP_MAX, dt, v, operand(L, &n->bound[1], arg(L, n, 1), out, dt), NULL);
+  if (n->bound[2].kind != COIL_LIT_NONE)
+    v = lx_op(L, COIL_KOP_MIN, dt, v, operand(L, &n->bound[2], arg(L, n, 2), out, dt), NULL);
+  out->expr = lx_cast(L, v, out->dtype);
+  set_value(L, n, out);
+  return 0;
+}
+
+static int
+lower_to_copy(lowering *L, const coil_node *n)
+{
+  lazy *out = result(L, n, 0);
+  out->expr = operand(L, &n->bound[0], arg(L, n, 0), out, out->dtype);
+  set_value(L, n, out);
+  return 0;
+}
+
+static int
+lower_creation(lowering *L, const coil_node *n)
+{
+  lazy *out = result(L, n, 0);
+  const coil_op *op = n->op;
+  if (op->rule == COIL_RULE_ARANGE) { /* start + d0 * step */
+    const coil_lit *s = lit(n, "start"), *st = lit(n, "step");
+    double start = s ? num(s) : 0, step = st ? num(st) : 1;
+    coil_dtype dt = coil_dtype_is_float(out->dtype) ? COIL_F64 : COIL_I64;
+    if (dt == COIL_I64) {
+      start = trunc(start);
+      step = trunc(step);
+    }
+    const lexpr *i = lx_cast(L, lx_index(L, out->dvars[0]), dt);
+    const lexpr *v = lx_op(L, COIL_KOP_ADD, dt, lx_const(L, dt, start, (int64_t)start),
+                           lx_op(L, COIL_KOP_MUL, dt, i, lx_const(L, dt, step, (int64_t)step), NULL), NULL);
+    out->expr = lx_cast(L, v, out->dtype);
+  } else {
+    const coil_lit *v = op->rule == COIL_RULE_FULL ? lit(n, op->sub ? "s" : "fill_value")
+                        : op->sub == 0             ? lit(n, "fill_value")
+                                                   : NULL;
+    double f = v ? num(v) : op->sub == 2;
+    int64_t i = v ? (v->kind == COIL_LIT_FLOAT ? (int64_t)v->f : v->i) : op->sub == 2;
+    coil_dtype src = v && v->kind == COIL_LIT_FLOAT ? COIL_F64 : COIL_I64;
+    out->expr = lx_cast(L, lx_const(L, src, f, i), out->dtype);
+  }
+  set_value(L, n, out);
+  return 0;
+}
+
+/* ---- reductions ---- */
+
+static void
+reduce_mask(const coil_lit *dim, int rank, bool *red)
+{
+  memset(red, 0, sizeof(bool) * COIL_MAX_RANK);
+  if (!dim || dim->kind == COIL_LIT_NONE || (dim->kind == COIL_LIT_LIST && dim->n == 0)) {
+    for (int i = 0; i < rank; i++)
+      red[i] = true;
+    return;
+  }
+  int cnt = dim->kind == COIL_LIT_LIST ? dim->n : 1;
+  for (int i = 0; i < cnt && rank > 0; i++)
+    red[wrap_dim(dim->kind == COIL_LIT_LIST ? dim->items[i].i : dim->i, rank)] = true;
+}
+
+static const coil_sym *
+reduced_count(lowering *L, const lazy *x, const bool *red)
+{
+  const coil_sym *c = K(L, 1);
+  for (int i = 0; i < x->rank; i++)
+    if (red[i])
+      c = coil_sym_mul(L->sym, c, x->sizes[i]);
+  return c;
+}
+
+/* x with its expression cast to dt (a new lazy over the same dims). */
+static lazy *
+cast_view(lowering *L, const lazy *x, coil_dtype dt)
+{
+  lazy *z = lz_new(L, dt, x->rank, x->sizes);
+  z->expr = lx_cast(L, lz_at(L, x, z->dvars), dt);
+  return z;
+}
+
+/* A lazy computed elementwise from a reduced lazy r (broadcast back over x's dims). */
+static const lexpr *
+broadcast_back(lowering *L, const lazy *r, const lazy *x, const bool *red, const lazy *onto)
+{
+  const coil_sym *idx[COIL_MAX_RANK];
+  int k = 0;
+  for (int i = 0; i < x->rank; i++) {
+    if (!red[i])
+      idx[k++] = onto->dvars[i];
+    else if (r->rank == x->rank)
+      idx[k++] = K(L, 0);
+  }
+  return lz_at(L, r, idx);
+}
+
+static int
+lower_reduce(lowering *L, const coil_node *n)
+{
+  lazy *x = arg(L, n, 0), *out = result(L, n, 0);
+  bool red[COIL_MAX_RANK];
+  reduce_mask(lit(n, "dim"), x->rank, red);
+  const coil_lit *kd = lit(n, "keepdim");
+  bool keep = kd && kd->i;
+  int sub = n->op->sub;
+  coil_dtype acc = opmath(out->dtype);
+  static const coil_reduction kinds[] = {[RED_SUM] = COIL_REDUCE_SUM, [RED_MEAN] = COIL_REDUCE_SUM,
+                                         [RED_PROD] = COIL_REDUCE_PROD, [RED_MAX] = COIL_REDUCE_MAX,
+                                         [RED_MIN] = COIL_REDUCE_MIN, [RED_ANY] = COIL_REDUCE_ANY};
+  lazy *body;
+  if (sub == RED_ANY) {
+    body = lz_new(L, COIL_BOOL, x->rank, x->sizes);
+    const lexpr *e = lz_at(L, x, body->dvars);
+    body->expr = e->dtype == COIL_BOOL ? e : lx_op(L, COIL_KOP_NE, COIL_BOOL, e, lx_const(L, e->dtype, 0, 0), NULL);
+    acc = COIL_BOOL;
+  } else {
+    body = cast_view(L, x, acc);
+  }
+  lazy *r = lz_reduce(L, body, red, keep, kinds[sub], acc);
+  if (sub == RED_MEAN) {
+    lazy *m = lz_new(L, acc, r->rank, r->sizes);
+    const lexpr *cnt = lx_cast(L, lx_index(L, reduced_count(L, x, red)), acc);
+    m->expr = lx_op(L, COIL_KOP_DIV, acc, lz_at(L, r, m->dvars), cnt, NULL);
+    r = m;
+  }
+  out->expr = lx_cast(L, lz_at(L, r, out->dvars), out->dtype);
+  set_value(L, n, out);
+  return 0;
+}
+
+/* var = sum((x - mean)^2) / (n - correction): two reductions, fused later into one kernel. */
+static int
+lower_var(lowering *L, const coil_node *n)
+{
+  lazy *x = arg(L, n, 0);
+  bool red[COIL_MAX_RANK];
+  reduce_mask(lit(n, "dim"), x->rank, red);
+  const coil_lit *cl = lit(n, "correction");
+  double corr = cl->kind == COIL_LIT_NONE ? 1.0 : num(cl);
+  coil_dtype acc = opmath(x->dtype);
+  lazy *xf = cast_view(L, x, acc);
+  lazy *sum = lz_reduce(L, xf, red, true, COIL_REDUCE_SUM, acc);
+  const lexpr *cnt = lx_cast(L, lx_index(L, reduced_count(L, x, red)), acc);
+  lazy *dev2 = lz_new(L, acc, x->rank, x->sizes);
+  const lexpr *mean = lx_op(L, COIL_KOP_DIV, acc, broadcast_back(L, sum, x, red, dev2), cnt, NULL);
+  const lexpr *dv = lx_op(L, COIL_KOP_SUB, acc, lz_at(L, xf, dev2->dvars), mean, NULL);
+  dev2->expr = lx_op(L, COIL_KOP_MUL, acc, dv, dv, NULL);
+  lazy *m2 = lz_reduce(L, dev2, red, true, COIL_REDUCE_SUM, acc);
+  lazy *outs[2];
+  int nout = n->op->sub == 1 ? 2 : 1;
+  for (int k = 0; k < nout; k++) {
+    lazy *o = outs[k] = result(L, n, k);
+    const coil_sym *idx[COIL_MAX_RANK];
+    int j = 0;
+    const coil_lit *kd = lit(n, "keepdim");
+    for (int i = 0; i < x->rank; i++)
+      idx[i] = red[i] ? K(L, 0) : o->dvars[kd->i ? i : j++];
+    if (kd->i)
+      for (int i = 0; i < x->rank; i++)
+        idx[i] = red[i] ? K(L, 0) : o->dvars[i];
+    const lexpr *s = lz_at(L, k == 0 ? m2 : sum, idx);
+    const lexpr *denom = k == 0 ? lx_op(L, COIL_KOP_MAX, acc, lx_op(L, COIL_KOP_SUB, acc, cnt, lx_const(L, acc, corr, 0), NULL),
+                                        lx_const(L, acc, 0, 0), NULL)
+                                : cnt;
+    o->expr = lx_cast(L, lx_op(L, COIL_KOP_DIV, acc, s, denom, NULL), o->dtype);
+  }
+  if (nout == 2)
+    set_tuple(L, n, outs);
+  else
+    set_value(L, n, outs[0]);
+  return 0;
+}
+
+static int
+lower_arg(lowering *L, const coil_node *n)
+{
+  lazy *x = arg(L, n, 0);
+  bool red[COIL_MAX_RANK];
+  reduce_mask(lit(n, "dim"), x->rank, red);
+  bool keep = lit(n, "keepdim")->i;
+  bool is_max = n->op->sub == RED_MAX;
+  coil_dtype acc = opmath(x->dtype);
+  lazy *xf = cast_view(L, x, acc);
+  lazy *idx = lz_reduce(L, xf, red, keep, is_max ? COIL_REDUCE_ARGMAX : COIL_REDUCE_ARGMIN, COIL_I64);
+  if (n->op->rule == COIL_RULE_ARG) {
+    lazy *out = result(L, n, 0);
+    out->expr = lz_at(L, idx, out->dvars);
+    set_value(L, n, out);
+    return 0;
+  }
+  lazy *val = lz_reduce(L, xf, red, keep, is_max ? COIL_REDUCE_MAX : COIL_REDUCE_MIN, acc);
+  lazy *outs[2] = {result(L, n, 0), result(L, n, 1)};
+  outs[0]->expr = lx_cast(L, lz_at(L, val, outs[0]->dvars), outs[0]->dtype);
+  outs[1]->expr = lz_at(L, idx, outs[1]->dvars);
+  set_tuple(L, n, outs);
+  return 0;
+}
+
+/* softmax = exp(x - max) / sum(exp(x - max)); log_softmax = (x - max) - log(sum(...)). */
+static int
+lower_softmax(lowering *L, const coil_node *n)
+{
+  lazy *x = arg(L, n, 0), *out = result(L, n, 0);
+  bool red[COIL_MAX_RANK] = {0};
+  if (x->rank > 0)
+    red[wrap_dim(lit(n, "dim")->i, x->rank)] = true;
+  coil_dtype acc = opmath(out->dtype);
+  lazy *xf = cast_view(L, x, acc);
+  lazy *mx = lz_reduce(L, xf, red, true, COIL_REDUCE_MAX, acc);
+  lazy *sh = lz_new(L, acc, x->rank, x->sizes);
+  sh->expr = lx_op(L, COIL_KOP_SUB, acc, lz_at(L, xf, sh->dvars), broadcast_back(L, mx, x, red, sh), NULL);
+  lazy *ex = lz_new(L, acc, x->rank, x->sizes);
+  ex->expr = lx_op(L, COIL_KOP_EXP, acc, lz_at(L, sh, ex->dvars), NULL, NULL);
+  lazy *sum = lz_reduce(L, ex, red, true, COIL_REDUCE_SUM, acc);
+  const lexpr *s = broadcast_back(L, sum, x, red, out);
+  const lexpr *v = n->op->sub == 0
+                       ? lx_op(L, COIL_KOP_DIV, acc, lz_at(L, ex, out->dvars), s, NULL)
+                       : lx_op(L, COIL_KOP_SUB, acc, lz_at(L, sh, out->dvars),
+                               lx_op(L, COIL_KOP_LOG, acc, s, NULL, NULL), NULL);
+  out->expr = lx_cast(L, v, out->dtype);
+  set_value(L, n, out);
+  return 0;
+}
+
+static const lexpr *
+vec_at(lowering *L, lazy *v, const coil_sym *i, coil_dtype dt)
+{
+  return lx_cast(L, lz_at(L, v, &i), dt);
+}
+
+static int
+lower_layer_norm(lowering *L, const coil_node *n)
+{
+  lazy *x = arg(L, n, 0), *w = arg(L, n, param_index(n, "weight")), *b = arg(L, n, param_index(n, "bias"));
+  int nn = lit(n, "normalized_shape")->n;
+  double eps = lit(n, "eps")->f;
+  bool red[COIL_MAX_RANK] = {0};
+  for (int i = x->rank - nn; i < x->rank; i++)
+    red[i] = true;
+  coil_dtype acc = opmath(x->dtype);
+  lazy *xf = cast_view(L, x, acc);
+  const lexpr *cnt = lx_cast(L, lx_index(L, reduced_count(L, x, red)), acc);
+  lazy *sum = lz_reduce(L, xf, red, true, COIL_REDUCE_SUM, acc);
+  lazy *dev2 = lz_new(L, acc, x->rank, x->sizes);
+  const lexpr *dv = lx_op(L, COIL_KOP_SUB, acc, lz_at(L, xf, dev2->dvars),
+                          lx_op(L, COIL_KOP_DIV, acc, broadcast_back(L, sum, x, red, dev2), cnt, NULL), NULL);
+  dev2->expr = lx_op(L, COIL_KOP_MUL, acc, dv, dv, NULL);
+  lazy *m2 = lz_reduce(L, dev2, red, true, COIL_REDUCE_SUM, acc);
+  lazy *outs[3] = {result(L, n, 0), result(L, n, 1), result(L, n, 2)};
+  /* out = (x - mean) * rstd * w + b, over x's dims */
+  lazy *o = outs[0];
+  const lexpr *mean = lx_op(L, COIL_KOP_DIV, acc, broadcast_back(L, sum, x, red, o), cnt, NULL);
+  const lexpr *rstd = lx_op(L, COIL_KOP_RSQRT, acc,
+                            lx_op(L, COIL_KOP_ADD, acc, lx_op(L, COIL_KOP_DIV, acc, broadcast_back(L, m2, x, red, o), cnt, NULL),
+                                  lx_const(L, acc, eps, 0), NULL), NULL, NULL);
+  const lexpr *v = lx_op(L, COIL_KOP_MUL, acc, lx_op(L, COIL_KOP_SUB, acc, lz_at(L, xf, o->dvars), mean, NULL), rstd, NULL);
+  const coil_sym *last = o->dvars[x->rank - 1];
+  if (nn == 1 && w)
+    v = lx_op(L, COIL_KOP_MUL, acc, v, vec_at(L, w, last, acc), NULL);
+  if (nn == 1 && b)
+    v = lx_op(L, COIL_KOP_ADD, acc, v, vec_at(L, b, last, acc), NULL);
+  o->expr = lx_cast(L, v, o->dtype);
+  /* mean and rstd, shaped like x with the normalised dims of size 1 */
+  for (int k = 1; k < 3; k++) {
+    lazy *s = outs[k];
+    const coil_sym *idx[COIL_MAX_RANK];
+    for (int i = 0; i < x->rank; i++)
+      idx[i] = red[i] ? K(L, 0) : s->dvars[i];
+    const lexpr *mk = lx_op(L, COIL_KOP_DIV, acc, lz_at(L, k == 1 ? sum : m2, idx), cnt, NULL);
+    if (k == 2)
+      mk = lx_op(L, COIL_KOP_RSQRT, acc, lx_op(L, COIL_KOP_ADD, acc, mk, lx_const(L, acc, eps, 0), NULL), NULL, NULL);
+    s->expr = lx_cast(L, mk, s->dtype);
+  }
+  set_tuple(L, n, outs);
+  return 0;
+}
+
+static int
+lower_batch_norm(lowering *L, const coil_node *n)
+{
+  lazy *x = arg(L, n, 0);
+  lazy *w = arg(L, n, 1), *b = arg(L, n, 2), *rm = arg(L, n, 3), *rv = arg(L, n, 4);
+  double eps = lit(n, "eps")->f;
+  lazy *outs[3] = {result(L, n, 0), result(L, n, 1), result(L, n, 2)};
+  lazy *o = outs[0];
+  coil_dtype acc = opmath(x->dtype);
+  const coil_sym *c = o->dvars[1];
+  const lexpr *v = lx_op(L, COIL_KOP_SUB, acc, lx_cast(L, lz_at(L, x, o->dvars), acc), vec_at(L, rm, c, acc), NULL);
+  v = lx_op(L, COIL_KOP_MUL, acc, v,
+            lx_op(L, COIL_KOP_RSQRT, acc, lx_op(L, COIL_KOP_ADD, acc, vec_at(L, rv, c, acc), lx_const(L, acc, eps, 0), NULL), NULL, NULL), NULL);
+  if (w)
+    v = lx_op(L, COIL_KOP_MUL, acc, v, vec_at(L, w, c, acc), NULL);
+  if (b)
+    v = lx_op(L, COIL_KOP_ADD, acc, v, vec_at(L, b, c, acc), NULL);
+  o->expr = lx_cast(L, v, o->dtype);
+  for (int k = 1; k < 3; k++) /* empty: nothing to compute */
+    outs[k]->expr = lx_const(L, outs[k]->dtype, 0, 0);
+  set_tuple(L, n, outs);
+  return 0;
+}
+
+/* ---- views and data movement ---- */
+
+static int
+lower_view(lowering *L, const coil_node *n)
+{
+  lazy *x = arg(L, n, 0), *out = result(L, n, 0);
+  const coil_sym *idx[COIL_MAX_RANK];
+  switch (n->op->rule) {
+  case COIL_RULE_RESHAPE: { /* flat offset in out, unravelled over x's sizes */
+    const coil_sym *flat = K(L, 0), *stride = K(L, 1);
+    for (int i = out->rank - 1; i >= 0; i--) {
+      flat = coil_sym_add(L->sym, flat, coil_sym_mul(L->sym, out->dvars[i], stride));
+      stride = coil_sym_mul(L->sym, stride, out->sizes[i]);
+    }
+    if (x->realized >= 0) { /* a contiguous buffer: the same flat offset (a ReinterpretView) */
+      out->expr = lx_load(L, x->realized, flat);
+      set_value(L, n, out);
+      return 0;
+    }
+    stride = K(L, 1);
+    for (int j = x->rank - 1; j >= 0; j--) {
+      idx[j] = coil_sym_mod(L->sym, coil_sym_floordiv(L->sym, flat, stride), x->sizes[j]);
+      stride = coil_sym_mul(L->sym, stride, x->sizes[j]);
+    }
+    break;
+  }
+  case COIL_RULE_PERMUTE: {
+    const coil_lit *p = lit(n, "dims");
+    for (int i = 0; i < out->rank; i++)
+      idx[wrap_dim(p->items[i].i, x->rank)] = out->dvars[i];
+    break;
+  }
+  case COIL_RULE_TRANSPOSE: {
+    for (int i = 0; i < x->rank; i++)
+      idx[i] = out->dvars[i];
+    if (x->rank >= 2) {
+      int a = 0, b = 1;
+      if (n->op->sub == 1) {
+        a = wrap_dim(lit(n, "dim0")->i, x->rank);
+        b = wrap_dim(lit(n, "dim1")->i, x->rank);
+      }
+      idx[a] = out->dvars[b];
+      idx[b] = out->dvars[a];
+    }
+    break;
+  }
+  case COIL_RULE_EXPAND:
+    for (int j = 0; j < x->rank; j++) {
+      int k = j + out->rank - x->rank;
+      int64_t s;
+      idx[j] = coil_sym_is_const(x->sizes[j], &s) && s == 1 ? K(L, 0) : out->dvars[k];
+    }
+    break;
+  case COIL_RULE_SLICE: {
+    int d = wrap_dim(lit(n, "dim")->i, x->rank);
+    const coil_lit *ls = lit(n, "start");
+    const coil_sym *size = x->sizes[d], *start = K(L, 0);
+    if (ls->kind != COIL_LIT_NONE) {
+      start = ls->i < 0 ? coil_sym_add(L->sym, size, K(L, ls->i)) : K(L, ls->i);
+      start = coil_sym_min(L->sym, coil_sym_max(L->sym, start, K(L, 0)), size);
+    }
+    for (int i = 0; i < x->rank; i++)
+      idx[i] = out->dvars[i];
+    idx[d] = coil_sym_add(L->sym, start, coil_sym_mul(L->sym, out->dvars[d], K(L, lit(n, "step")->i)));
+    break;
+  }
+  case COIL_RULE_SELECT: {
+    int d = wrap_dim(lit(n, "dim")->i, x->rank);
+    int64_t i0 = lit(n, "index")->i;
+    for (int i = 0, j = 0; i < x->rank; i++)
+      idx[i] = i == d ? (i0 < 0 ? coil_sym_add(L->sym, x->sizes[d], K(L, i0)) : K(L, i0)) : out->dvars[j++];
+    break;
+  }
+  case COIL_RULE_UNSQUEEZE: {
+    int d = wrap_dim(lit(n, "dim")->i, x->rank + 1);
+    for (int i = 0; i < x->rank; i++)
+      idx[i] = out->dvars[i < d ? i : i + 1];
+    break;
+  }
+  case COIL_RULE_SQUEEZE: { /* the dims removed: those named (or all) whose size is 1 */
+    bool named[COIL_MAX_RANK];
+    reduce_mask(n->op->sub == 0 ? NULL : lit(n, "dim"), x->rank, named);
+    for (int i = 0, j = 0; i < x->rank; i++) {
+      int64_t s;
+      bool gone = named[i] && coil_sym_is_const(x->sizes[i], &s) && s == 1;
+      idx[i] = gone ? K(L, 0) : out->dvars[j++];
+    }
+    break;
+  }
+  default: /* clone, alias: the same element */
+    for (int i = 0; i < x->rank; i++)
+      idx[i] = out->dvars[i];
+    break;
+  }
+  out->expr = lz_at(L, x, idx);
+  set_value(L, n, out);
+  return 0;
+}
+
+static int
+lower_copy(lowering *L, const coil_node *n)
+{
+  lazy *out = result(L, n, 0);
+  out->expr = operand(L, &n->bound[1], arg(L, n, 1), out, out->dtype);
+  set_value(L, n, out);
+  return 0;
+}
+
+static const lexpr *
+in_range(lowering *L, const coil_sym *i, const coil_sym *lo, const coil_sym *hi)
+{
+  const lexpr *v = lx_index(L, i);
+  const lexpr *a = lx_op(L, COIL_KOP_GE, COIL_BOOL, v, lx_index(L, lo), NULL);
+  const lexpr *b = lx_op(L, COIL_KOP_LT, COIL_BOOL, v, lx_index(L, hi), NULL);
+  return lx_op(L, COIL_KOP_AND, COIL_BOOL, a, b, NULL);
+}
+
+/* An index clamped into [0, size - 1]: loads stay in bounds where a select discards them. */
+static const coil_sym *
+clamped(lowering *L, const coil_sym *i, const coil_sym *size)
+{
+  return coil_sym_min(L->sym, coil_sym_max(L->sym, i, K(L, 0)), coil_sym_add(L->sym, size, K(L, -1)));
+}
+
+/* cat: a chain of selects on the concatenated dim, each input read at a clamped index. */
+static int
+lower_cat(lowering *L, const coil_node *n)
+{
+  lazy *out = result(L, n, 0);
+  const coil_lit *l = lit(n, "tensors");
+  int d = wrap_dim(lit(n, "dim")->i, out->rank);
+  const lexpr *v = NULL;
+  const coil_sym *at[256 + 1];
+  lazy *parts[256];
+  int np = 0;
+  at[0] = K(L, 0);
+  for (int k = 0; k < l->n; k++) {
+    lazy *x = L->values[slot_of(L, l->items[k].v)];
+    int64_t s;
+    if (x->rank != out->rank || (coil_sym_is_const(x->sizes[d], &s) && s == 0))
+      continue; /* legacy empty 1-D tensors and empty pieces contribute nothing */
+    parts[np] = x;
+    at[np + 1] = coil_sym_add(L->sym, at[np], x->sizes[d]);
+    np++;
+  }
+  for (int k = np - 1; k >= 0; k--) {
+    const coil_sym *idx[COIL_MAX_RANK];
+    for (int i = 0; i < out->rank; i++)
+      idx[i] = out->dvars[i];
+    idx[d] = np == 1 ? coil_sym_sub(L->sym, out->dvars[d], at[k])
+                     : clamped(L, coil_sym_sub(L->sym, out->dvars[d], at[k]), parts[k]->sizes[d]);
+    const lexpr *e = lx_cast(L, lz_at(L, parts[k], idx), out->dtype);
+    if (!v) {
+      v = e;
+    } else {
+      const lexpr *before = lx_op(L, COIL_KOP_LT, COIL_BOOL, lx_index(L, out->dvars[d]), lx_index(L, at[k + 1]), NULL);
+      v = lx_op(L, COIL_KOP_WHERE, out->dtype, before, e, v);
+    }
+  }
+  out->expr = v ? v : lx_const(L, out->dtype, 0, 0);
+  set_value(L, n, out);
+  return 0;
+}
+
+static int
+lower_split(lowering *L, const coil_node *n)
+{
+  lazy *x = arg(L, n, 0);
+  int d = wrap_dim(lit(n, "dim")->i, x->rank);
+  int k = n->out->type.nelems;
+  lazy **outs = COIL_ARENA_ARRAY(L->arena, lazy *, k);
+  const coil_sym *at = K(L, 0);
+  for (int e = 0; e < k; e++) {
+    lazy *o = outs[e] = result(L, n, e);
+    const coil_sym *idx[COIL_MAX_RANK];
+    for (int i = 0; i < x->rank; i++)
+      idx[i] = o->dvars[i];
+    idx[d] = coil_sym_add(L->sym, at, o->dvars[d]);
+    o->expr = lz_at(L, x, idx);
+    at = coil_sym_add(L->sym, at, o->sizes[d]);
+  }
+  set_tuple(L, n, outs);
+  return 0;
+}
+
+static int
+lower_pad(lowering *L, const coil_node *n)
+{
+  lazy *x = arg(L, n, 0), *out = result(L, n, 0);
+  const coil_lit *pad = lit(n, "pad"), *val = lit(n, "value");
+  const coil_sym *idx[COIL_MAX_RANK];
+  const lexpr *inside = NULL;
+  for (int i = 0; i < x->rank; i++)
+    idx[i] = out->dvars[i];
+  for (int p = 0; p < pad->n / 2; p++) {
+    int i = x->rank - 1 - p;
+    const coil_sym *src = coil_sym_sub(L->sym, out->dvars[i], K(L, pad->items[2 * p].i));
+    const lexpr *ok = in_range(L, src, K(L, 0), x->sizes[i]);
+    inside = inside ? lx_op(L, COIL_KOP_AND, COIL_BOOL, inside, ok, NULL) : ok;
+    idx[i] = clamped(L, src, x->sizes[i]);
+  }
+  const lexpr *fill = val->kind == COIL_LIT_FLOAT ? lx_const(L, out->dtype, val->f, (int64_t)val->f)
+                                                  : lx_cast(L, lx_const(L, COIL_I64, 0, val->i), out->dtype);
+  const lexpr *e = lz_at(L, x, idx);
+  out->expr = inside ? lx_op(L, COIL_KOP_WHERE, out->dtype, inside, e, fill) : e;
+  set_value(L, n, out);
+  return 0;
+}
+
+/* ---- library ops ---- */
+
+static bool
+is_scalar(const coil_lit *l)
+{
+  return l->kind == COIL_LIT_INT || l->kind == COIL_LIT_FLOAT || l->kind == COIL_LIT_BOOL;
+}
+
+static coil_xparam
+xparam_of(lowering *L, const char *name, const coil_lit *l)
+{
+  coil_xparam x = {.name = name};
+  switch (l->kind) {
+  case COIL_LIT_INT: x.kind = COIL_XP_INT; x.i = l->i; break;
+  case COIL_LIT_BOOL: x.kind = COIL_XP_BOOL; x.i = l->i; break;
+  case COIL_LIT_FLOAT: x.kind = COIL_XP_FLOAT; x.f = l->f; break;
+  case COIL_LIT_STR: x.kind = COIL_XP_STR; x.s = l->s; break;
+  case COIL_LIT_LIST: {
+    x.kind = COIL_XP_INTS;
+    x.n = l->n;
+    int64_t *v = COIL_ARENA_ARRAY(L->arena, int64_t, l->n);
+    for (int i = 0; i < l->n; i++)
+      v[i] = l->items[i].i;
+    x.ints = v;
+    break;
+  }
+  default: x.kind = COIL_XP_NONE; break;
+  }
+  return x;
+}
+
+/* An extern node for n: tensor arguments in schema order become inputs (strided views where
+ * possible; a None optional tensor becomes the parameter NAME=None), the others scalar params.
+ * Lists of optional tensors (index.Tensor) give their tensors as inputs and a parameter NAME
+ * with one entry per position: 1 for a tensor, 0 for None. Outputs: new buffers shaped as n's
+ * type. */
+static int
+lower_extern(lowering *L, const coil_node *n, const char *op)
+{
+  coil_schema s;
+  coil_schema_parse(n->op, &s, NULL);
+  int ins[64], nins = 0, nx = 0;
+  coil_xparam xp[COIL_MAX_PARAMS];
+  for (int i = 0; i < s.nparams; i++) {
+    const coil_param *p = &s.params[i];
+    const coil_lit *l = &n->bound[i];
+    if (p->type == COIL_P_TENSOR && l->kind == COIL_LIT_VALUE) {
+      ins[nins++] = lz_as_view(L, L->values[slot_of(L, l->v)]);
+    } else if (p->type == COIL_P_OPT_TENSOR_LIST || p->type == COIL_P_TENSOR_LIST) {
+      coil_xparam x = {.name = coil_arena_strdup(L->arena, p->name), .kind = COIL_XP_INTS, .n = l->n};
+      int64_t *mask = COIL_ARENA_ARRAY(L->arena, int64_t, l->n);
+      for (int k = 0; k < l->n && nins < 64; k++)
+        if (l->items[k].kind == COIL_LIT_VALUE) {
+          mask[k] = 1;
+          ins[nins++] = lz_as_view(L, L->values[slot_of(L, l->items[k].v)]);
+        }
+      x.ints = mask;
+      xp[nx++] = x;
+    } else if (p->type == COIL_P_TENSOR && is_scalar(l)) {
+      return coil_diag_at(L->d, L->g->file, n->line, n->col, "%s: a number where a tensor is expected is not supported here", n->op->name);
+    } else {
+      xp[nx++] = xparam_of(L, coil_arena_strdup(L->arena, p->name), l); /* s is on the stack */
+    }
+  }
+  const coil_type *t = &n->out->type;
+  int nout = t->kind == COIL_TYPE_TUPLE ? t->nelems : 1;
+  lazy *outs[8];
+  int node = lnode_new(L, LN_EXTERN, -1);
+  lnode *e = &L->nodes[node];
+  e->op = op;
+  e->nins = nins;
+  e->ins = COIL_ARENA_ARRAY(L->arena, int, nins);
+  memcpy(e->ins, ins, sizeof(int) * (size_t)nins);
+  e->nxparams = nx;
+  e->xparams = COIL_ARENA_ARRAY(L->arena, coil_xparam, nx);
+  memcpy(e->xparams, xp, sizeof(coil_xparam) * (size_t)nx);
+  e->nouts = nout;
+  e->outs = COIL_ARENA_ARRAY(L->arena, int, nout);
+  for (int k = 0; k < nout; k++) {
+    outs[k] = result(L, n, k);
+    int b = lbuf_new(L, outs[k]->dtype, outs[k]->rank, outs[k]->sizes);
+    L->bufs[b].node = node;
+    e->outs[k] = b;
+    lazy *loaded = outs[k];
+    /* a contiguous load of b */
+    const coil_sym *off = K(L, 0), *stride = K(L, 1);
+    for (int i = loaded->rank - 1; i >= 0; i--) {
+      off = coil_sym_add(L->sym, off, coil_sym_mul(L->sym, loaded->dvars[i], stride));
+      stride = coil_sym_mul(L->sym, stride, loaded->sizes[i]);
+    }
+    loaded->expr = lx_load(L, b, off);
+    loaded->realized = b;
+  }
+  e = &L->nodes[node];
+  e->out = e->outs[0];
+  if (t->kind == COIL_TYPE_TUPLE)
+    set_tuple(L, n, outs);
+  else
+    set_value(L, n, outs[0]);
+  return 0;
+}
+
+/* addmm(bias, a, b) = beta*bias + alpha*(a @ b): the product is a library call, the rest a
+ * pointwise epilogue that fuses with what follows (bias + relu in one kernel). */
+static int
+lower_matmul(lowering *L, const coil_node *n)
+{
+  if (n->op->sub != 2)
+    return lower_extern(L, n, n->op->sub ? "aten.bmm.default" : "aten.mm.default");
+  lazy *bias = arg(L, n, 0), *out = result(L, n, 0);
+  int a = lz_as_view(L, arg(L, n, 1)), b = lz_as_view(L, arg(L, n, 2));
+  int mmb = lbuf_new(L, out->dtype, 2, out->sizes);
+  int node = lnode_new(L, LN_EXTERN, mmb);
+  lnode *e = &L->nodes[node];
+  e->op = "aten.mm.default";
+  e->nins = 2;
+  e->ins = COIL_ARENA_ARRAY(L->arena, int, 2);
+  e->ins[0] = a;
+  e->ins[1] = b;
+  e->nouts = 1;
+  e->outs = COIL_ARENA_ARRAY(L->arena, int, 1);
+  e->outs[0] = mmb;
+  coil_dtype acc = opmath(out->dtype);
+  const coil_sym *idx[2] = {out->dvars[0], out->dvars[1]};
+  const lexpr *mm = lx_cast(L, lx_load(L, mmb, coil_sym_add(L->sym, coil_sym_mul(L->sym, idx[0], out->sizes[1]), idx[1])), acc);
+  double alpha = num(lit(n, "alpha")), beta = num(lit(n, "beta"));
+  if (alpha != 1)
+    mm = lx_op(L, COIL_KOP_MUL, acc, mm, lx_const(L, acc, alpha, 0), NULL);
+  const lexpr *v = mm;
+  if (beta != 0) {
+    const lexpr *bv = operand(L, &n->bound[0], bias, out, acc);
+    if (beta != 1)
+      bv = lx_op(L, COIL_KOP_MUL, acc, bv, lx_const(L, acc, beta, 0), NULL);
+    v = lx_op(L, COIL_KOP_ADD, acc, bv, mm, NULL);
+  }
+  out->expr = lx_cast(L, v, out->dtype);
+  set_value(L, n, out);
+  return 0;
+}
+
+int
+coil_lower_node(lowering *L, const coil_node *n)
+{
+  switch (n->op->rule) {
+  case COIL_RULE_UNARY_SAME: case COIL_RULE_UNARY_FLOAT: case COIL_RULE_UNARY_BOOL:
+    return lower_unary(L, n);
+  case COIL_RULE_BINARY: case COIL_RULE_BINARY_FLOAT: case COIL_RULE_COMPARE:
+    return lower_binary(L, n);
+  case COIL_RULE_WHERE: return lower_where(L, n);
+  case COIL_RULE_CLAMP: return lower_clamp(L, n);
+  case COIL_RULE_TO_COPY: return lower_to_copy(L, n);
+  case COIL_RULE_FULL: case COIL_RULE_FULL_LIKE: case COIL_RULE_ARANGE:
+    return lower_creation(L, n);
+  case COIL_RULE_REDUCE: return lower_reduce(L, n);
+  case COIL_RULE_VAR: return lower_var(L, n);
+  case COIL_RULE_ARG: case COIL_RULE_MINMAX_DIM: return lower_arg(L, n);
+  case COIL_RULE_SOFTMAX: return lower_softmax(L, n);
+  case COIL_RULE_LAYER_NORM: return lower_layer_norm(L, n);
+  case COIL_RULE_BATCH_NORM: return lower_batch_norm(L, n);
+  case COIL_RULE_RESHAPE: case COIL_RULE_PERMUTE: case COIL_RULE_TRANSPOSE: case COIL_RULE_EXPAND:
+  case COIL_RULE_SLICE: case COIL_RULE_SELECT: case COIL_RULE_SQUEEZE: case COIL_RULE_UNSQUEEZE:
+  case COIL_RULE_CLONE:
+    return lower_view(L, n);
+  case COIL_RULE_COPY: return lower_copy(L, n);
+  case COIL_RULE_CAT: return lower_cat(L, n);
+  case COIL_RULE_SPLIT: return lower_split(L, n);
+  case COIL_RULE_PAD: return lower_pad(L, n);
+  case COIL_RULE_MATMUL: return lower_matmul(L, n);
+  case COIL_RULE_INDEX: case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING: case COIL_RULE_CONV:
+  case COIL_RULE_POOL: case COIL_RULE_TOPK:
+    return lower_extern(L, n, n->op->name);
+  case COIL_RULE_ASSERT_META:
+    return 0;
+  case COIL_RULE_GETITEM: {
+    const coil_value *t = n->bound[0].v;
+    L->values[slot_of(L, n->out)] = L->tuples[slot_of(L, t)][n->bound[1].i];
+    return 0;
+  }
+  case COIL_RULE_COUNT:
+    break;
+  }
+  return coil_diag_at(L->d, L->g->file, n->line, n->col, "%s: no lowering", n->op->name);
+}
