@@ -287,11 +287,12 @@ short_name(const char *op, char *out, size_t cap)
 {
   const char *a = strchr(op, '.');
   const char *b = a ? strchr(a + 1, '.') : NULL;
-  if (!a || !b) {
-    snprintf(out, cap, "%s", op);
-    return;
-  }
-  snprintf(out, cap, "%.*s", (int)(b - a - 1), a + 1);
+  const char *from = a && b ? a + 1 : op;
+  size_t n = a && b ? (size_t)(b - a - 1) : strlen(op);
+  if (n >= cap)
+    n = cap - 1; /* names are cut, never overflow */
+  memcpy(out, from, n);
+  out[n] = 0;
 }
 
 static int
@@ -451,10 +452,13 @@ build_extern(emitter *E, const lnode *n)
     ins[i] = view_buffer(E, n->ins[i]);
   for (int i = 0; i < n->nouts; i++)
     allocate(E, n->outs[i]);
-  int first = E->L->bufs[n->outs[0]].wir;
+  int outs[8];
+  for (int i = 0; i < n->nouts && i < 8; i++)
+    outs[i] = E->L->bufs[n->outs[i]].wir;
+  int first = outs[0];
   line(E, (coil_line){.kind = COIL_LINE_COMMENT, .text = n->origins});
-  line(E, (coil_line){.kind = COIL_LINE_EXTERN_CALL, .op = n->op, .nargs = n->nins, .args = ins, .nouts = 1,
-                      .outs = &first, .nxparams = n->nxparams, .xparams = n->xparams});
+  line(E, (coil_line){.kind = COIL_LINE_EXTERN_CALL, .op = n->op, .nargs = n->nins, .args = ins, .nouts = n->nouts,
+                      .outs = outs, .nxparams = n->nxparams, .xparams = n->xparams});
   for (int i = 1; i < n->nouts; i++)
     line(E, (coil_line){.kind = COIL_LINE_MULTI_OUTPUT, .buffer = E->L->bufs[n->outs[i]].wir, .source = first, .element = i});
 }

@@ -339,10 +339,10 @@ lz_reduce(lowering *L, const lazy *z, const bool *red, bool keepdim, coil_reduct
   if (strstr(body_ops, L->cur_origin)) {
     n->origins = body_ops;
   } else {
-    coil_strbuf b = {0};
-    coil_strbuf_printf(&b, "%s %s", body_ops, L->cur_origin);
-    n->origins = coil_arena_strdup(L->arena, b.s);
-    coil_strbuf_free(&b);
+    coil_strbuf ob = {0};
+    coil_strbuf_printf(&ob, "%s %s", body_ops, L->cur_origin);
+    n->origins = coil_arena_strdup(L->arena, ob.s);
+    coil_strbuf_free(&ob);
   }
   n->store = contiguous_index(L, orank, osizes, oidx);
   lazy *out = lz_new(L, out_dtype, orank, osizes);

@@ -804,10 +804,9 @@ xparam_of(lowering *L, const char *name, const coil_lit *l)
 }
 
 /* An extern node for n: tensor arguments in schema order become inputs (strided views where
- * possible; a None optional tensor becomes the parameter NAME=None), the others scalar params.
- * Lists of optional tensors (index.Tensor) give their tensors as inputs and a parameter NAME
- * with one entry per position: 1 for a tensor, 0 for None. Outputs: new buffers shaped as n's
- * type. */
+ * possible; a None optional tensor is left out and becomes the parameter NAME=None), the others
+ * scalar params. Lists of optional tensors (index.Tensor) give their tensors as inputs and the
+ * parameter none_mask, the positions that are None. Outputs: new buffers shaped as n's type. */
 static int
 lower_extern(lowering *L, const coil_node *n, const char *op)
 {
@@ -821,14 +820,16 @@ lower_extern(lowering *L, const coil_node *n, const char *op)
     if (p->type == COIL_P_TENSOR && l->kind == COIL_LIT_VALUE) {
       ins[nins++] = lz_as_view(L, L->values[slot_of(L, l->v)]);
     } else if (p->type == COIL_P_OPT_TENSOR_LIST || p->type == COIL_P_TENSOR_LIST) {
-      coil_xparam x = {.name = coil_arena_strdup(L->arena, p->name), .kind = COIL_XP_INTS, .n = l->n};
-      int64_t *mask = COIL_ARENA_ARRAY(L->arena, int64_t, l->n);
-      for (int k = 0; k < l->n && nins < 64; k++)
-        if (l->items[k].kind == COIL_LIT_VALUE) {
-          mask[k] = 1;
+      /* the list's tensors are inputs; none_mask lists the positions that are None */
+      coil_xparam x = {.name = "none_mask", .kind = COIL_XP_INTS};
+      int64_t *nones = COIL_ARENA_ARRAY(L->arena, int64_t, l->n);
+      for (int k = 0; k < l->n && nins < 64; k++) {
+        if (l->items[k].kind == COIL_LIT_VALUE)
           ins[nins++] = lz_as_view(L, L->values[slot_of(L, l->items[k].v)]);
-        }
-      x.ints = mask;
+        else
+          nones[x.n++] = k;
+      }
+      x.ints = nones;
       xp[nx++] = x;
     } else if (p->type == COIL_P_TENSOR && is_scalar(l)) {
       return coil_diag_at(L->d, L->g->file, n->line, n->col, "%s: a number where a tensor is expected is not supported here", n->op->name);

@@ -12,8 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "coil/coil.h"
+#include "config.h"
 #include "graph.h"
 #include "ops.h"
 #include "coil/sym.h"
@@ -24,6 +26,12 @@ static const char usage[] =
     "commands:\n"
     "  check GRAPH             parse and type-check GRAPH; print it with every type filled in\n"
     "  run GRAPH [options]     run GRAPH and summarise its outputs\n"
+    "  compile GRAPH [--dump DIR] [--no-fuse] [-o FILE]\n"
+    "                          compile GRAPH to a Wrapper IR program; print a summary (--dump:\n"
+    "                          graph.txt, ir_pre_fusion.txt, ir_post_fusion.txt, program.wir;\n"
+    "                          -o: the program's text to FILE, - for stdout)\n"
+    "  config explain [--config FILE] [--mode M] [--backend B]\n"
+    "                          every option, its value and where it came from\n"
     "  ops [--markdown]        list the op table (--markdown: the text of docs/ops.md)\n"
     "  help                    show this text\n"
     "  --version               print the version\n"
@@ -74,6 +82,81 @@ cmd_check(int argc, char **argv)
   free(text);
   coil_graph_free(g);
   return 0;
+}
+
+static double
+now_seconds(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int
+cmd_compile(int argc, char **argv)
+{
+  const char *graph = NULL, *dump_dir = NULL, *out = NULL;
+  bool fuse = true;
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--no-fuse") == 0)
+      fuse = false;
+    else if ((strcmp(argv[i], "--dump") == 0 || strcmp(argv[i], "-o") == 0) && i + 1 < argc)
+      *(argv[i][1] == 'o' ? &out : &dump_dir) = argv[i + 1], i++;
+    else if (argv[i][0] == '-' && argv[i][1])
+      return usage_error("unknown option '%s' for compile (or a missing value)", argv[i]);
+    else if (graph)
+      return usage_error("compile takes one graph file; unexpected '%s'", argv[i]);
+    else
+      graph = argv[i];
+  }
+  if (!graph)
+    return usage_error("compile needs a graph file%s", "");
+  coil_diag d = {0};
+  double t0 = now_seconds();
+  coil_graph *g = coil_graph_load(graph, &d);
+  if (!g)
+    return fail(&d);
+  double t1 = now_seconds();
+  coil_compile_options o = {.fuse = fuse, .verify = true, .dump_dir = dump_dir};
+  coil_wir_program *p = coil_compile_graph(g, &o, &d);
+  double t2 = now_seconds();
+  if (!p) {
+    coil_graph_free(g);
+    return fail(&d);
+  }
+  int kernels = 0, externs = 0;
+  for (int i = 0; i < p->nlines; i++) {
+    kernels += p->lines[i].kind == COIL_LINE_KERNEL_CALL;
+    externs += p->lines[i].kind == COIL_LINE_EXTERN_CALL;
+  }
+  int rc = 0;
+  if (out) {
+    char *text = coil_wir_print(p);
+    if (strcmp(out, "-") == 0) {
+      fputs(text, stdout);
+    } else {
+      FILE *f = fopen(out, "w");
+      if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "coil: %s: cannot write: %s\n", out, strerror(errno));
+        rc = 1;
+      }
+    }
+    free(text);
+  }
+  if (!out || strcmp(out, "-") != 0) {
+    printf("graph %s: %d statements -> %d kernel%s, %d library call%s\n", g->name, g->nnodes, kernels,
+           kernels == 1 ? "" : "s", externs, externs == 1 ? "" : "s");
+    for (int k = 0; k < p->nkernels; k++)
+      printf("  %s  (%s)\n", p->kernels[k].name, p->kernels[k].source_ops ? p->kernels[k].source_ops : "");
+    if (p->peak_bytes >= 0)
+      printf("peak memory of intermediates and outputs: %lld bytes\n", (long long)p->peak_bytes);
+    printf("parse %.3f ms, compile %.3f ms\n", 1e3 * (t1 - t0), 1e3 * (t2 - t1));
+    if (dump_dir)
+      printf("dumps in %s/: graph.txt ir_pre_fusion.txt ir_post_fusion.txt program.wir\n", dump_dir);
+  }
+  coil_wir_free(p);
+  coil_graph_free(g);
+  return rc;
 }
 
 static int
@@ -440,6 +523,48 @@ done:
   return rc;
 }
 
+/* coil config explain [--config FILE] [--mode M] [--backend B]: every effective option with its
+ * value and origin, the plugin sections, and what each mode turns on (docs/config.md). The ini
+ * file is --config, else $COIL_CONFIG, else ./coil.ini if there is one. */
+static int
+cmd_config(int argc, char **argv)
+{
+  if (argc < 1 || strcmp(argv[0], "explain") != 0)
+    return usage_error("config takes a subcommand: explain [--config FILE] [--mode M] "
+                       "[--backend B]%s", "");
+  const char *file = NULL, *mode = NULL, *backend = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char **slot = strcmp(argv[i], "--config") == 0    ? &file
+                        : strcmp(argv[i], "--mode") == 0    ? &mode
+                        : strcmp(argv[i], "--backend") == 0 ? &backend
+                                                            : NULL;
+    if (!slot)
+      return usage_error("unknown option '%s' for config explain", argv[i]);
+    if (i + 1 == argc)
+      return usage_error("option %s needs a value", argv[i]);
+    *slot = argv[++i];
+  }
+  coil_diag d = {0};
+  coil_config *c = coil_config_new();
+  const char *path = coil_config_file_default(file);
+  int rc = 0;
+  if ((path && coil_config_load_file(c, path, &d)) || coil_config_apply_env(c, &d))
+    rc = 1;
+  else if ((mode && coil_config_set(c, "mode", mode, &d)) ||
+           (backend && coil_config_set(c, "backend", backend, &d)))
+    rc = 2;
+  if (rc == 0) {
+    coil_strbuf out = {0};
+    coil_config_explain(c, &out);
+    fputs(out.s, stdout);
+    coil_strbuf_free(&out);
+  } else {
+    fprintf(stderr, "%s\n", d.msg);
+  }
+  coil_config_free(c);
+  return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -458,7 +583,11 @@ main(int argc, char **argv)
     return cmd_check(argc - 2, argv + 2);
   if (strcmp(cmd, "ops") == 0)
     return cmd_ops(argc - 2, argv + 2);
+  if (strcmp(cmd, "compile") == 0)
+    return cmd_compile(argc - 2, argv + 2);
   if (strcmp(cmd, "run") == 0)
     return cmd_run(argc - 2, argv + 2);
+  if (strcmp(cmd, "config") == 0)
+    return cmd_config(argc - 2, argv + 2);
   return usage_error("unknown command '%s'", cmd);
 }

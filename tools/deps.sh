@@ -10,9 +10,10 @@ command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 if command -v pkg-config >/dev/null 2>&1; then
   pkg-config --exists libcjson || missing+=(libcjson-dev)
+  pkg-config --exists inih || missing+=(libinih-dev)
   pkg-config --exists criterion || missing+=(libcriterion-dev)
 else
-  missing+=(libcjson-dev libcriterion-dev)
+  missing+=(libcjson-dev libinih-dev libcriterion-dev)
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then

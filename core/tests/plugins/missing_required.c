@@ -1,0 +1,16 @@
+/* missing_required — a valid table except that compile, a required function, is NULL. */
+#include "stub.h"
+
+static const coil_plugin_api api = {
+  .struct_size = sizeof(coil_plugin_api),
+  STUB_VERSION_1_0, .name = "missing_required", .vendor = "coil tests", .version = "0.1.0",
+  .features = COIL_FEATURE_EMITS_ONLY, STUB_WIR, STUB_ERRORS, STUB_LIFECYCLE,
+  .compile = NULL,
+};
+
+const coil_plugin_api *
+coil_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor, const coil_host_api *host,
+                  const char **why_not)
+{
+  return &api;
+}
