@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "coil/coil.h"
+#include "backend.h"
 #include "config.h"
 #include "graph.h"
 #include "ops.h"
@@ -33,11 +35,15 @@ static const char usage[] =
     "  config explain [--config FILE] [--mode M] [--backend B]\n"
     "                          every option, its value and where it came from\n"
     "  ops [--markdown]        list the op table (--markdown: the text of docs/ops.md)\n"
+    "  plugins [--config FILE] list the backend plugins on the search path\n"
     "  help                    show this text\n"
     "  --version               print the version\n"
     "\n"
     "run options:\n"
-    "  --backend NAME          backend to run on (default: ref, the reference interpreter)\n"
+    "  --backend NAME          ref (the reference interpreter), interp, or any plugin name or\n"
+    "                          path (default: [coil] backend, see 'coil config explain')\n"
+    "  --config FILE           the ini file (default: $COIL_CONFIG, else ./coil.ini)\n"
+    "  --dump DIR              write the compile stages' dumps to DIR (plugin backends)\n"
     "  --weights FILE          safetensors file with the graph's param and buffer inputs\n"
     "  --inputs FILE           safetensors file with the graph's other inputs, by name\n"
     "  --out FILE              write the outputs (out0, out1, ...) to a safetensors file\n"
@@ -432,11 +438,126 @@ parse_double(const char *s, double *out)
   return errno || end == s || *end || !(*out >= 0) ? -1 : 0;
 }
 
+/* Where a plugin is found: the config's plugin_path, COIL_PLUGIN_PATH, then the build's plugin
+ * directory (or <prefix>/lib/coil/plugins beside an installed coil). */
+static const char *
+builtin_plugin_dir(void)
+{
+#ifdef COIL_BUILD_PLUGIN_DIR
+  return COIL_BUILD_PLUGIN_DIR;
+#else
+  return NULL;
+#endif
+}
+
+typedef struct {
+  coil_config *config;
+  coil_backend_env env;
+  const char *name;           /* the backend to run on */
+  const char **keys, **values; /* the plugin's options without `library` */
+} backend_setup;
+
+static void
+backend_teardown(backend_setup *b)
+{
+  coil_plugin_dirs_free(&b->env.dirs);
+  free(b->keys);
+  free(b->values);
+  coil_config_free(b->config);
+}
+
+/* The effective configuration (ini < COIL_* < --backend) and what running on its backend needs.
+ * The design's default backend is cpu; until its plugin exists, a default that finds no cpu
+ * plugin runs on ref, saying so. */
+static int
+setup_backend(backend_setup *b, const char *flag_backend, const char *config_file, coil_diag *d)
+{
+  memset(b, 0, sizeof *b);
+  b->config = coil_config_new();
+  const char *path = coil_config_file_default(config_file);
+  if ((path && coil_config_load_file(b->config, path, d)) || coil_config_apply_env(b->config, d) ||
+      (flag_backend && coil_config_set(b->config, "backend", flag_backend, d)))
+    return -1;
+  b->name = coil_config_get(b->config, "backend");
+  coil_plugin_dirs_init(&b->env.dirs, coil_config_get(b->config, "plugin_path"), builtin_plugin_dir());
+  if (strcmp(b->name, "cpu") == 0 && strcmp(coil_config_origin(b->config, "backend"), "default") == 0) {
+    bool found = false;
+    for (int i = 0; i < b->env.dirs.n && !found; i++) {
+      char file[4096];
+      snprintf(file, sizeof file, "%s/libcoil_cpu.so", b->env.dirs.dirs[i]);
+      found = access(file, F_OK) == 0;
+    }
+    if (!found) {
+      fprintf(stderr, "note: the default backend cpu is not built yet; running on ref "
+                      "(choose one with --backend or [coil] backend)\n");
+      b->name = "ref";
+    }
+  }
+  const char *const *keys = NULL, *const *values = NULL, *const *origins = NULL;
+  int n = coil_config_plugin_options(b->config, b->name, &keys, &values, &origins);
+  b->keys = calloc((size_t)n + 1, sizeof *b->keys);
+  b->values = calloc((size_t)n + 1, sizeof *b->values);
+  for (int i = 0; i < n; i++)
+    if (strcmp(keys[i], "library") != 0) { /* the host's key: where the plugin is */
+      b->keys[b->env.noptions] = keys[i];
+      b->values[b->env.noptions++] = values[i];
+    }
+  b->env.option_keys = b->keys;
+  b->env.option_values = b->values;
+  return 0;
+}
+
+static void
+list_one(void *user, const coil_plugin_listing *e)
+{
+  int *count = user;
+  (*count)++;
+  if (!e->plugin) {
+    printf("%-10s %s\n           error: %s\n", e->name, e->path, e->error);
+    return;
+  }
+  const coil_plugin_api *a = &e->plugin->api;
+  printf("%-10s %s %s (%s)%s\n           %s; Wrapper IR %u.%u-%u; features:%s%s%s%s\n", a->name, a->version,
+         e->path, a->vendor, e->shadowed ? " [shadowed by an earlier directory]" : "",
+         a->features & COIL_FEATURE_EXECUTES ? "executes" : "emits only", a->wir_major, a->wir_min_minor,
+         a->wir_max_minor, a->features & COIL_FEATURE_EXECUTES ? " executes" : "",
+         a->features & COIL_FEATURE_EMITS_ONLY ? " emits-only" : "",
+         a->features & COIL_FEATURE_GRAPH_CAPTURE ? " graph-capture" : "",
+         a->features & COIL_FEATURE_AUTOTUNE ? " autotune" : "");
+}
+
+/* coil plugins [--config FILE]: every plugin on the search path, with its metadata. */
+static int
+cmd_plugins(int argc, char **argv)
+{
+  const char *config_file = NULL;
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+      config_file = argv[++i];
+    else
+      return usage_error("usage: coil plugins [--config FILE]%s", "");
+  }
+  coil_diag d = {0};
+  backend_setup bs;
+  if (setup_backend(&bs, "ref", config_file, &d))
+    return fail(&d);
+  printf("search path:");
+  for (int i = 0; i < bs.env.dirs.n; i++)
+    printf(" %s", bs.env.dirs.dirs[i]);
+  printf("\nref        built in: the reference interpreter (f64, op by op)\n");
+  int count = 0;
+  coil_plugin_list((const char *const *)bs.env.dirs.dirs, bs.env.dirs.n, list_one, &count);
+  if (!count)
+    printf("(no plugins found)\n");
+  backend_teardown(&bs);
+  return 0;
+}
+
 static int
 cmd_run(int argc, char **argv)
 {
   const char *graph = NULL, *weights = NULL, *inputs = NULL, *out = NULL, *expect = NULL;
-  const char *backend = "ref";
+  const char *backend = NULL, *config_file = NULL, *dump_dir = NULL;
   int64_t seed = 0;
   double rtol = -1, atol = -1;
   char *sizes[64];
@@ -454,6 +575,8 @@ cmd_run(int argc, char **argv)
       return usage_error("option %s needs a value", a);
     const char *v = argv[++i];
     if (strcmp(a, "--backend") == 0) backend = v;
+    else if (strcmp(a, "--config") == 0) config_file = v;
+    else if (strcmp(a, "--dump") == 0) dump_dir = v;
     else if (strcmp(a, "--weights") == 0) weights = v;
     else if (strcmp(a, "--inputs") == 0) inputs = v;
     else if (strcmp(a, "--out") == 0) out = v;
@@ -474,13 +597,18 @@ cmd_run(int argc, char **argv)
   }
   if (!graph)
     return usage_error("run needs a graph file%s", "");
-  if (strcmp(backend, "ref") != 0)
-    return usage_error("unknown backend '%s' (available: ref)", backend);
 
   coil_diag d = {0};
-  coil_graph *g = coil_graph_load(graph, &d);
-  if (!g)
+  backend_setup bs;
+  if (setup_backend(&bs, backend, config_file, &d))
     return fail(&d);
+  bs.env.dump_dir = dump_dir;
+  backend = bs.name;
+  coil_graph *g = coil_graph_load(graph, &d);
+  if (!g) {
+    backend_teardown(&bs);
+    return fail(&d);
+  }
   coil_tensor_list given = {0}, all = {0}, outs = {0}, want = {0};
   int rc = 1;
   if ((weights && read_st(weights, &given, &d)) || (inputs && read_st(inputs, &given, &d)))
@@ -494,7 +622,7 @@ cmd_run(int argc, char **argv)
   }
   if (gather_inputs(g, &given, (uint64_t)seed, sizes, nsizes, &all, &d))
     goto done;
-  if (coil_ref_run(g, &all, &outs, &d))
+  if (coil_backend_run(g, backend, &bs.env, &all, &outs, &d))
     goto done;
   printf("graph %s on %s: %d output%s\n", g->name, backend, outs.n, outs.n == 1 ? "" : "s");
   summarise(g, &outs);
@@ -520,6 +648,7 @@ done:
   coil_tensor_list_free(&outs);
   coil_tensor_list_free(&want);
   coil_graph_free(g);
+  backend_teardown(&bs);
   return rc;
 }
 
@@ -583,6 +712,8 @@ main(int argc, char **argv)
     return cmd_check(argc - 2, argv + 2);
   if (strcmp(cmd, "ops") == 0)
     return cmd_ops(argc - 2, argv + 2);
+  if (strcmp(cmd, "plugins") == 0)
+    return cmd_plugins(argc - 2, argv + 2);
   if (strcmp(cmd, "compile") == 0)
     return cmd_compile(argc - 2, argv + 2);
   if (strcmp(cmd, "run") == 0)

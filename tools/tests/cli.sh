@@ -48,8 +48,13 @@ check "bad seed" rc_is 2
 run "$coil" run "$src/examples/mlp.coil" --bogus 1
 check "unknown option" rc_is 2
 run "$coil" run "$src/examples/mlp.coil" --backend tpu
-check "unknown backend" rc_is 2
-check "unknown backend is named" err_has "unknown backend 'tpu'"
+check "unknown backend" rc_is 1
+check "unknown backend is named" err_has "plugin 'tpu' not found"
+run "$coil" run "$src/examples/mlp.coil" --backend "bad name"
+check "malformed backend name" rc_is 1
+check "malformed backend name is explained" err_has "backend must be a plugin name"
+
+
 
 # check: prints a typed graph that parses back to itself
 for g in "$src"/examples/*.coil; do
@@ -107,6 +112,33 @@ check "bad safetensors is named" err_has "bad.safetensors"
 run "$coil" run "$src/examples/mlp.coil" --inputs "$src/examples/mlp.weights.safetensors" --out "$tmp/sub/dir/o.safetensors"
 check "unwritable --out fails" rc_is 1
 check "unwritable --out leaves nothing" test ! -e "$tmp/sub"
+
+# plugins and the interp backend: the same outputs as ref
+run "$coil" plugins
+check "plugins exits 0" rc_is 0
+check "plugins lists interp" out_has "interp "
+check "plugins lists ref" out_has "ref        built in"
+run "$coil" run "${mlp[@]}" --backend interp --expect "$tmp/o.safetensors"
+check "interp matches ref on the main job" rc_is 0
+run "$coil" run "${mlp[@]}" --backend interp --dump "$tmp/dump"
+check "--dump writes program.wir" test -s "$tmp/dump/program.wir"
+check "--dump writes ir_post_fusion.txt" test -s "$tmp/dump/ir_post_fusion.txt"
+run "$coil" run "${mlp[@]}"
+check "the default backend (cpu, not built yet) runs on ref, saying so" err_has "the default backend cpu is not built yet"
+COIL_BACKEND=interp run "$coil" run "${mlp[@]}"
+check "COIL_BACKEND selects the backend" out_has "on interp"
+
+# compile: a summary, the dumps, the program text
+run "$coil" compile "$src/examples/layernorm_gelu.coil" --dump "$tmp/cdump" -o "$tmp/p.wir"
+check "compile exits 0" rc_is 0
+check "compile reports one kernel" out_has "-> 1 kernel, 0 library calls"
+check "compile writes the dumps" test -s "$tmp/cdump/ir_pre_fusion.txt"
+check "compile -o writes the program" grep -q "^kernel_call" "$tmp/p.wir"
+run "$coil" compile "$tmp/bad.coil"
+check "compile of a bad graph exits 1" rc_is 1
+run "$coil" config explain
+check "config explain exits 0" rc_is 0
+check "config explain shows the backend and its origin" out_has "backend"
 
 # ops: docs/ops.md is generated from the op table and must be up to date
 run "$coil" ops --markdown

@@ -1,0 +1,341 @@
+/* interp_plugin.c — the `interp` plugin: the Wrapper IR interpreter behind the plugin ABI. The
+ * simplest plugin that executes, and the one a vendor reads first: compile writes the program's
+ * text and a manifest into the artifact directory; load parses and verifies the text back; run
+ * hands the tensors to the engine (interp.h) and copies its outputs into the host's.
+ * No options of its own (keys starting with "coil." are accepted and ignored). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coil/coil_plugin.h"
+#include "interp.h"
+
+#define INTERP_VERSION "0.1.0"
+
+/* ---- errors ---- */
+
+struct coil_error {
+  coil_error_code code;
+  char msg[2048];
+};
+
+static coil_error out_of_memory = {COIL_ERR_OUT_OF_MEMORY, "interp: out of memory"};
+
+static coil_error *error_new(coil_error_code code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static coil_error *
+error_new(coil_error_code code, const char *fmt, ...)
+{
+  coil_error *e = malloc(sizeof *e);
+  if (!e)
+    return &out_of_memory;
+  e->code = code;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+  va_end(ap);
+  return e;
+}
+
+static coil_error_code
+error_code(const coil_error *err)
+{
+  return err->code;
+}
+
+static const char *
+error_message(const coil_error *err)
+{
+  return err->msg;
+}
+
+static void
+error_free(coil_error *err)
+{
+  if (err != &out_of_memory)
+    free(err);
+}
+
+/* ---- instances ---- */
+
+struct coil_plugin {
+  const coil_host_api *host; /* borrowed from create until destroy */
+};
+
+struct coil_artifact {
+  coil_wir_program *program; /* owned */
+};
+
+static coil_error *
+check_options(const coil_plugin_options *o)
+{
+  size_t n = o && COIL_STRUCT_HAS(o, coil_plugin_options, values) ? o->count : 0;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(o->keys[i], "coil.", 5) != 0)
+      return error_new(COIL_ERR_INVALID_ARGUMENT, "interp: unknown option '%s' (interp has no "
+                       "options of its own)", o->keys[i]);
+  return NULL;
+}
+
+static coil_error *
+create(const coil_plugin_create_args *args, coil_plugin **out)
+{
+  coil_error *e = check_options(args->options);
+  if (e)
+    return e;
+  coil_plugin *p = calloc(1, sizeof *p);
+  if (!p)
+    return &out_of_memory;
+  p->host = COIL_STRUCT_HAS(args, coil_plugin_create_args, host) ? args->host : NULL;
+  *out = p;
+  return NULL;
+}
+
+static void
+destroy(coil_plugin *self)
+{
+  free(self);
+}
+
+/* Every kernel op and the library calls the engine implements, on every dtype. */
+static coil_support
+supports(const coil_plugin *self, const char *op, coil_dtype dtype)
+{
+  static const char *const externs[] = {
+      "aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.convolution.default",
+      "aten.max_pool2d_with_indices.default", "aten.avg_pool2d.default", "aten.topk.default",
+      "aten.gather.default", "aten.embedding.default", "aten.index.Tensor"};
+  (void)self;
+  if ((unsigned)dtype >= COIL_DTYPE_COUNT)
+    return COIL_UNSUPPORTED;
+  if (coil_kop_from_name(op, strlen(op)) >= 0)
+    return COIL_SUPPORTED;
+  for (size_t i = 0; i < sizeof externs / sizeof *externs; i++)
+    if (strcmp(op, externs[i]) == 0)
+      return COIL_SUPPORTED;
+  return COIL_UNSUPPORTED;
+}
+
+/* ---- compile and load ---- */
+
+static coil_error *
+write_file(const char *dir, const char *name, const char *text)
+{
+  char path[4096], tmp[4200];
+  if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+    return error_new(COIL_ERR_INVALID_ARGUMENT, "interp: artifact path too long: %s", dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f)
+    return error_new(COIL_ERR_IO, "interp: cannot write %s: %s", tmp, strerror(errno));
+  int bad = fputs(text, f) < 0;
+  bad |= fclose(f) != 0;
+  if (bad || rename(tmp, path) != 0) {
+    remove(tmp);
+    return error_new(COIL_ERR_IO, "interp: cannot write %s", path);
+  }
+  return NULL;
+}
+
+/* Thread-safe: reads only its arguments. The manifest is written last: it marks the artifact
+ * complete. */
+static coil_error *
+compile(coil_plugin *self, const coil_plugin_compile_args *args)
+{
+  (void)self;
+  coil_error *e = check_options(args->options);
+  if (e)
+    return e;
+  char *text = coil_wir_print(args->program);
+  e = write_file(args->artifact_dir, "program.wir", text);
+  free(text);
+  if (e)
+    return e;
+  char manifest[1024];
+  snprintf(manifest, sizeof manifest,
+           "{\"plugin\": \"interp\", \"plugin_version\": \"" INTERP_VERSION "\", "
+           "\"wir_version\": \"%d.%d\", \"files\": [\"program.wir\"]}\n",
+           args->program->version_major, args->program->version_minor);
+  return write_file(args->artifact_dir, COIL_ARTIFACT_MANIFEST, manifest);
+}
+
+static char *
+slurp(const char *path, size_t *len)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  char *buf = NULL;
+  size_t n = 0, cap = 0, got;
+  char chunk[65536];
+  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
+    if (n + got + 1 > cap) {
+      cap = 2 * (n + got + 1);
+      char *grown = realloc(buf, cap);
+      if (!grown) {
+        free(buf);
+        fclose(f);
+        return NULL;
+      }
+      buf = grown;
+    }
+    memcpy(buf + n, chunk, got);
+    n += got;
+  }
+  fclose(f);
+  if (!buf)
+    buf = calloc(1, 1);
+  else
+    buf[n] = 0;
+  *len = n;
+  return buf;
+}
+
+static coil_error *
+load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
+{
+  (void)self;
+  char path[4096];
+  size_t len = 0;
+  snprintf(path, sizeof path, "%s/%s", args->artifact_dir, COIL_ARTIFACT_MANIFEST);
+  char *manifest = slurp(path, &len);
+  if (!manifest)
+    return error_new(COIL_ERR_IO, "interp: no artifact in %s (manifest.json is missing)", args->artifact_dir);
+  bool ours = strstr(manifest, "\"plugin\": \"interp\"") != NULL;
+  free(manifest);
+  if (!ours)
+    return error_new(COIL_ERR_VERSION, "interp: %s was not written by the interp plugin", path);
+  snprintf(path, sizeof path, "%s/program.wir", args->artifact_dir);
+  char *text = slurp(path, &len);
+  if (!text)
+    return error_new(COIL_ERR_IO, "interp: cannot read %s", path);
+  coil_diag d = {0};
+  coil_wir_program *p = coil_wir_parse(path, text, len, &d);
+  free(text);
+  if (!p || coil_wir_verify(p, &d) != 0) {
+    coil_wir_free(p);
+    return error_new(COIL_ERR_INVALID_ARGUMENT, "interp: %s", d.msg);
+  }
+  coil_artifact *a = calloc(1, sizeof *a);
+  if (!a) {
+    coil_wir_free(p);
+    return &out_of_memory;
+  }
+  a->program = p;
+  *out = a;
+  return NULL;
+}
+
+/* ---- run ---- */
+
+static coil_error *
+run(coil_artifact *artifact, const coil_plugin_run_args *args)
+{
+  const coil_wir_program *p = artifact->program;
+  if ((int)args->ninputs != p->ninputs)
+    return error_new(COIL_ERR_INVALID_ARGUMENT, "interp: %zu inputs given, the program takes %d",
+                     args->ninputs, p->ninputs);
+  interp_tensor *in = calloc(args->ninputs + 1, sizeof *in);
+  if (!in)
+    return &out_of_memory;
+  for (size_t i = 0; i < args->ninputs; i++) {
+    const coil_plugin_tensor *t = args->inputs[i];
+    if (t->device_type != COIL_DEVICE_CPU || t->rank < 0 || t->rank > COIL_MAX_RANK ||
+        t->dtype < 0 || t->dtype >= COIL_DTYPE_COUNT) {
+      free(in);
+      return error_new(COIL_ERR_INVALID_ARGUMENT, "interp: input %zu is not a CPU tensor it can read", i);
+    }
+    in[i].data = t->data;
+    in[i].dtype = (coil_dtype)t->dtype;
+    in[i].rank = t->rank;
+    for (int k = 0; k < t->rank; k++) {
+      in[i].sizes[k] = t->sizes[k];
+      in[i].strides[k] = t->strides[k];
+    }
+  }
+  interp_tensor *outs = NULL;
+  int nouts = 0;
+  coil_diag d = {0};
+  int rc = interp_run(p, in, (int)args->ninputs, &outs, &nouts, &d);
+  free(in);
+  if (rc)
+    return error_new(COIL_ERR_RUNTIME, "%s", d.msg);
+  coil_error *e = NULL;
+  if ((size_t)nouts != args->noutputs)
+    e = error_new(COIL_ERR_INVALID_ARGUMENT, "interp: %zu outputs given, the program has %d", args->noutputs, nouts);
+  for (int i = 0; !e && i < nouts; i++) { /* copy into the host's tensors, through its strides */
+    const coil_plugin_tensor *t = args->outputs[i];
+    const interp_tensor *o = &outs[i];
+    bool same = t->rank == o->rank && t->dtype == (int32_t)o->dtype;
+    for (int k = 0; same && k < o->rank; k++)
+      same = t->sizes[k] == o->sizes[k];
+    if (!same) {
+      e = error_new(COIL_ERR_INVALID_ARGUMENT, "interp: output %d does not have the program's dtype and sizes", i);
+      break;
+    }
+    size_t es = coil_dtype_size(o->dtype);
+    int64_t numel = 1, idx[COIL_MAX_RANK] = {0};
+    for (int k = 0; k < o->rank; k++)
+      numel *= o->sizes[k];
+    for (int64_t n = 0; n < numel; n++) {
+      int64_t off = 0;
+      for (int k = 0; k < o->rank; k++)
+        off += idx[k] * t->strides[k];
+      memcpy((char *)t->data + (size_t)off * es, (const char *)o->data + (size_t)n * es, es);
+      for (int k = o->rank - 1; k >= 0 && ++idx[k] == o->sizes[k]; k--)
+        idx[k] = 0;
+    }
+  }
+  interp_free_outputs(outs, nouts);
+  return e;
+}
+
+static void
+artifact_free(coil_artifact *artifact)
+{
+  if (artifact)
+    coil_wir_free(artifact->program);
+  free(artifact);
+}
+
+/* ---- the table and the entry ---- */
+
+static const coil_plugin_api api = {
+    .struct_size = sizeof(coil_plugin_api),
+    .abi_major = COIL_PLUGIN_ABI_MAJOR,
+    .abi_minor = COIL_PLUGIN_ABI_MINOR,
+    .min_host_minor = 0,
+    .name = "interp",
+    .vendor = "The coil authors",
+    .version = INTERP_VERSION,
+    .features = COIL_FEATURE_EXECUTES,
+    .wir_major = COIL_WIR_VERSION_MAJOR,
+    .wir_min_minor = 0,
+    .wir_max_minor = COIL_WIR_VERSION_MINOR,
+    .error_code = error_code,
+    .error_message = error_message,
+    .error_free = error_free,
+    .create = create,
+    .destroy = destroy,
+    .supports = supports,
+    .compile = compile,
+    .load = load,
+    .run = run,
+    .artifact_free = artifact_free,
+};
+
+COIL_PLUGIN_EXPORT const coil_plugin_api *
+coil_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor, const coil_host_api *host,
+                  const char **why_not)
+{
+  (void)host_abi_minor;
+  (void)host;
+  if (host_abi_major != COIL_PLUGIN_ABI_MAJOR) {
+    *why_not = "interp is built for plugin ABI 1.x";
+    return NULL;
+  }
+  return &api;
+}
