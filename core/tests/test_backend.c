@@ -1,0 +1,179 @@
+/* Backends agree: every example, golden and exported graph runs on the interp plugin (through
+ * the whole pipeline: lowering, fusion, Wrapper IR, the plugin ABI) to the reference
+ * interpreter's outputs, and the PyTorch exports to PyTorch's own outputs. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "graph.h"
+
+static coil_backend_env
+interp_env(void)
+{
+  coil_backend_env env = {0};
+  coil_plugin_dirs_init(&env.dirs, NULL, COIL_TEST_PLUGIN_DIR_INTERP);
+  return env;
+}
+
+/* Deterministic inputs for every graph input: normal floats, small integers, fair bools; size
+ * symbols take `size`. */
+static void
+random_inputs(const coil_graph *g, int64_t size, uint64_t seed, coil_tensor_list *out)
+{
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (int i = 0; i < g->ninputs; i++) {
+    const coil_type *t = &g->inputs[i]->type;
+    int64_t shape[COIL_MAX_RANK];
+    int64_t *vals = calloc((size_t)coil_sym_nvars(g->sym) + 1, sizeof *vals);
+    for (int v = 0; v < coil_sym_nvars(g->sym); v++)
+      vals[v] = size;
+    for (int k = 0; k < t->rank; k++)
+      cr_assert_eq(coil_sym_eval(g->sym, t->dims[k], vals, coil_sym_nvars(g->sym), &shape[k], NULL), 0);
+    free(vals);
+    coil_tensor x;
+    cr_assert_eq(coil_tensor_init(&x, t->dtype, t->rank, shape, NULL), 0);
+    for (int64_t e = 0; e < coil_tensor_numel(&x); e++) {
+      s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+      double u1 = ((double)(s >> 11) + 0.5) / 9007199254740992.0;
+      s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+      double u2 = ((double)(s >> 11) + 0.5) / 9007199254740992.0;
+      if (coil_dtype_is_float(t->dtype))
+        coil_tensor_set_f64(&x, e, sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
+      else
+        coil_tensor_set_i64(&x, e, t->dtype == COIL_BOOL ? (int64_t)(u1 < 0.5) : (int64_t)(u1 * 5));
+    }
+    coil_tensor_list_add(out, g->inputs[i]->name, &x);
+  }
+}
+
+/* Runs g on ref and interp with the same inputs; every output must agree within the dtype's
+ * tolerance (interp computes f32 in f32 where ref computes in f64). Returns mismatches. */
+static int
+agree(const char *path, coil_graph *g, const coil_tensor_list *in)
+{
+  coil_backend_env env = interp_env();
+  coil_diag d = {0};
+  coil_tensor_list a = {0}, b = {0};
+  cr_assert_eq(coil_backend_run(g, "ref", &env, in, &a, &d), 0, "%s on ref: %s", path, d.msg);
+  cr_assert_eq(coil_backend_run(g, "interp", &env, in, &b, &d), 0, "%s on interp: %s", path, d.msg);
+  cr_assert_eq(a.n, b.n);
+  int bad = 0;
+  for (int i = 0; i < a.n; i++) {
+    double rtol, atol;
+    coil_tolerance_default(a.tensors[i].dtype, &rtol, &atol);
+    rtol = rtol < 1e-5 ? 1e-5 : rtol; /* f32 sums in another order than f64 ones */
+    coil_compare c;
+    bool ok = coil_tensor_allclose(&b.tensors[i], &a.tensors[i], rtol, atol, &c);
+    cr_expect(ok, "%s out%d: interp differs from ref at %lld of %lld elements (worst: %.9g vs %.9g)", path, i,
+              (long long)c.mismatches, (long long)coil_tensor_numel(&a.tensors[i]), c.worst_got, c.worst_want);
+    bad += !ok;
+  }
+  coil_tensor_list_free(&a);
+  coil_tensor_list_free(&b);
+  coil_plugin_dirs_free(&env.dirs);
+  return bad;
+}
+
+static int
+agree_on_dir(const char *dir, int64_t size)
+{
+  DIR *dp = opendir(dir);
+  if (!dp)
+    return -1;
+  struct dirent *e;
+  int n = 0;
+  while ((e = readdir(dp))) {
+    size_t len = strlen(e->d_name);
+    if (len < 6 || strcmp(e->d_name + len - 5, ".coil") != 0)
+      continue;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    coil_diag d = {0};
+    coil_graph *g = coil_graph_load(path, &d);
+    cr_assert_not_null(g, "%s", d.msg);
+    coil_tensor_list in = {0};
+    random_inputs(g, size, (uint64_t)len, &in);
+    cr_expect_eq(agree(path, g, &in), 0);
+    coil_tensor_list_free(&in);
+    coil_graph_free(g);
+    n++;
+  }
+  closedir(dp);
+  return n;
+}
+
+Test(backend, interp_matches_ref_on_examples_and_goldens)
+{
+  cr_expect_geq(agree_on_dir(COIL_SOURCE_DIR "/examples", 5), 4);
+  cr_expect_geq(agree_on_dir(COIL_SOURCE_DIR "/core/tests/golden", 5), 7);
+  cr_expect_geq(agree_on_dir(COIL_SOURCE_DIR "/core/tests/golden", 1), 7); /* size-1 symbols */
+}
+
+Test(backend, interp_matches_ref_on_exports_with_random_inputs)
+{
+  int n = agree_on_dir(COIL_SHARED_DIR "/torch-exports", 7);
+  if (n < 0)
+    cr_skip_test("../shared/torch-exports not found");
+  cr_expect_geq(n, 12);
+}
+
+/* Through the whole pipeline on interp, the exports give PyTorch's outputs. */
+Test(backend, interp_matches_pytorch)
+{
+  const char *dir = COIL_SHARED_DIR "/torch-exports";
+  DIR *dp = opendir(dir);
+  if (!dp)
+    cr_skip_test("%s not found", dir);
+  struct dirent *e;
+  int cases = 0;
+  while ((e = readdir(dp))) {
+    size_t len = strlen(e->d_name);
+    if (len < 20 || strcmp(e->d_name + len - 19, ".inputs.safetensors") != 0)
+      continue;
+    char stem[256], graph_stem[256], path[1024];
+    snprintf(stem, sizeof stem, "%.*s", (int)(len - 19), e->d_name);
+    snprintf(graph_stem, sizeof graph_stem, "%s", stem);
+    char *us = strrchr(graph_stem, '_'); /* NAME_0: a second size of NAME */
+    snprintf(path, sizeof path, "%s/%s.coil", dir, graph_stem);
+    if (access(path, R_OK) != 0 && us) {
+      *us = 0;
+      snprintf(path, sizeof path, "%s/%s.coil", dir, graph_stem);
+    }
+    coil_diag d = {0};
+    coil_graph *g = coil_graph_load(path, &d);
+    cr_assert_not_null(g, "%s", d.msg);
+    coil_tensor_list in = {0}, want = {0}, got = {0}, w = {0};
+    snprintf(path, sizeof path, "%s/%s.inputs.safetensors", dir, stem);
+    cr_assert_eq(coil_safetensors_read(path, &in, &d), 0, "%s", d.msg);
+    snprintf(path, sizeof path, "%s/%s.weights.safetensors", dir, graph_stem);
+    if (access(path, R_OK) == 0) {
+      cr_assert_eq(coil_safetensors_read(path, &w, &d), 0, "%s", d.msg);
+      for (int i = 0; i < w.n; i++)
+        coil_tensor_list_add(&in, w.names[i], &w.tensors[i]);
+    }
+    snprintf(path, sizeof path, "%s/%s.expected.safetensors", dir, stem);
+    cr_assert_eq(coil_safetensors_read(path, &want, &d), 0, "%s", d.msg);
+    coil_backend_env env = interp_env();
+    cr_assert_eq(coil_backend_run(g, "interp", &env, &in, &got, &d), 0, "%s: %s", stem, d.msg);
+    for (int i = 0; i < got.n; i++) {
+      const coil_tensor *x = coil_tensor_list_find(&want, got.names[i]);
+      cr_assert_not_null(x);
+      double rtol, atol;
+      coil_tolerance_default(x->dtype, &rtol, &atol);
+      coil_compare c;
+      cr_expect(coil_tensor_allclose(&got.tensors[i], x, rtol, atol, &c), "%s %s: %lld mismatches (%.9g vs %.9g)",
+                stem, got.names[i], (long long)c.mismatches, c.worst_got, c.worst_want);
+    }
+    coil_plugin_dirs_free(&env.dirs);
+    coil_tensor_list_free(&in), coil_tensor_list_free(&want), coil_tensor_list_free(&got), coil_tensor_list_free(&w);
+    coil_graph_free(g);
+    cases++;
+  }
+  closedir(dp);
+  cr_expect_geq(cases, 13, "twelve exports and one second size");
+}
