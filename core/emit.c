@@ -30,6 +30,23 @@ K(emitter *E, int64_t v)
   return coil_sym_const(E->p->sym, v);
 }
 
+/* An expression of the lowering, in the program's symbols. */
+static const coil_sym *
+imp(emitter *E, const coil_sym *s)
+{
+  return coil_sym_import(E->p->sym, E->L->sym, s);
+}
+
+static void
+imp_layout(emitter *E, int rank, const coil_sym *const *sizes, const coil_sym *const *strides,
+           coil_buffer *w)
+{
+  for (int i = 0; i < rank; i++) {
+    w->sizes[i] = imp(E, sizes[i]);
+    w->strides[i] = imp(E, strides[i]);
+  }
+}
+
 static void
 line(emitter *E, coil_line l)
 {
@@ -67,9 +84,8 @@ allocate(emitter *E, int b)
   char name[32];
   snprintf(name, sizeof name, "buf%d", E->nbuf++);
   w.name = name;
-  memcpy(w.sizes, lb->sizes, sizeof w.sizes);
-  memcpy(w.strides, lb->strides, sizeof w.strides);
-  const coil_sym *want = numel(E, lb->rank, lb->sizes);
+  imp_layout(E, lb->rank, lb->sizes, lb->strides, &w);
+  const coil_sym *want = numel(E, w.rank, w.sizes);
   for (int i = 0; i < E->npool; i++) {
     const coil_buffer *dead = &E->p->buffers[E->pool[i]];
     if (dead->dtype == lb->dtype && coil_sym_cmp(numel(E, dead->rank, dead->sizes), want) == 0) {
@@ -114,8 +130,7 @@ emit_inputs(emitter *E)
     char name[32];
     snprintf(name, sizeof name, "arg%d", lb->input);
     w.name = name;
-    memcpy(w.sizes, lb->sizes, sizeof w.sizes);
-    memcpy(w.strides, lb->strides, sizeof w.strides);
+    imp_layout(E, lb->rank, lb->sizes, lb->strides, &w);
     lb->wir = coil_wir_add_buffer(E->p, &w);
     const coil_value *v = g->inputs[lb->input];
     coil_wir_add_input(E->p, lb->wir, v->name, v->kind != COIL_VAL_INPUT);
@@ -129,7 +144,7 @@ emit_inputs(emitter *E)
       const coil_sym *s = t->dims[k];
       if (s->kind == COIL_SYM_VAR && !defined[s->var]) {
         defined[s->var] = true;
-        line(E, (coil_line){.kind = COIL_LINE_SYMBOL, .sym = L->graph_syms[s->var], .buffer = lb->wir, .dim = k});
+        line(E, (coil_line){.kind = COIL_LINE_SYMBOL, .sym = imp(E, L->graph_syms[s->var]), .buffer = lb->wir, .dim = k});
       }
     }
   }
@@ -146,14 +161,14 @@ emit_inputs(emitter *E)
         defining = defining || (l->kind == COIL_LINE_SYMBOL && l->buffer == lb->wir && l->dim == k);
       }
       if (!defining)
-        line(E, (coil_line){.kind = COIL_LINE_ASSERT, .assert_kind = COIL_ASSERT_SIZE, .buffer = lb->wir, .dim = k, .value = lb->sizes[k]});
+        line(E, (coil_line){.kind = COIL_LINE_ASSERT, .assert_kind = COIL_ASSERT_SIZE, .buffer = lb->wir, .dim = k, .value = imp(E, lb->sizes[k])});
       (void)s;
     }
     for (int k = 0; k < lb->rank; k++) {
       int64_t one;
       if (coil_sym_is_const(lb->sizes[k], &one) && one == 1)
         continue; /* any stride is fine for a size-1 dim */
-      line(E, (coil_line){.kind = COIL_LINE_ASSERT, .assert_kind = COIL_ASSERT_STRIDE, .buffer = lb->wir, .dim = k, .value = lb->strides[k]});
+      line(E, (coil_line){.kind = COIL_LINE_ASSERT, .assert_kind = COIL_ASSERT_STRIDE, .buffer = lb->wir, .dim = k, .value = imp(E, lb->strides[k])});
     }
   }
   free(defined);
@@ -229,7 +244,7 @@ emit_expr(kbuild *kb, const lexpr *e)
         return kb->internals[i].value;
     in.op = COIL_KOP_LOAD;
     in.param = param_for(kb, e->buffer, false);
-    in.index = e->index;
+    in.index = imp(kb->E, e->index);
     return add_inst(kb, in);
   case LX_CONST:
     in.op = COIL_KOP_CONST;
@@ -238,7 +253,7 @@ emit_expr(kbuild *kb, const lexpr *e)
     return add_inst(kb, in);
   case LX_INDEX:
     in.op = COIL_KOP_INDEX;
-    in.index = e->index;
+    in.index = imp(kb->E, e->index);
     return add_inst(kb, in);
   case LX_OP:
     in.op = e->op;
@@ -249,35 +264,16 @@ emit_expr(kbuild *kb, const lexpr *e)
   return -1;
 }
 
+/* Is buffer b an output, or read by a node outside group gi? */
 static bool
-needed_outside(const emitter *E, int b, const sgroup *g, int gi)
+needed_outside(const emitter *E, int b, int gi)
 {
-  const lowering *L = E->L;
-  if (L->bufs[b].is_output)
+  if (E->L->bufs[b].is_output)
     return true;
-  for (int k = 0; k < L->nnodes; k++) {
-    const lnode *n = &L->nodes[k];
-    if (!n->live || n->group == gi)
-      continue;
-    if (n->kind == LN_EXTERN) {
-      for (int i = 0; i < n->nins; i++)
-        if ((n->ins[i] >= 0 ? n->ins[i] : L->views[-1 - n->ins[i]].buffer) == b)
-          return true;
-    } else {
-      /* any load of b in n's body */
-      const lexpr *stack[256];
-      int sp = 0;
-      stack[sp++] = n->body;
-      while (sp) {
-        const lexpr *e = stack[--sp];
-        if (e->kind == LX_LOAD && e->buffer == b)
-          return true;
-        for (int i = 0; i < e->nargs && sp < 256; i++)
-          stack[sp++] = e->args[i];
-      }
-    }
-  }
-  (void)g;
+  const sched_ints *r = &E->S->readers[b];
+  for (int k = 0; k < r->n; k++)
+    if (E->L->nodes[r->v[k]].group != gi)
+      return true;
   return false;
 }
 
@@ -307,16 +303,19 @@ build_kernel(emitter *E, int gi, int *stored, int *nstored)
     char name[16];
     bool r = g->red[i];
     snprintf(name, sizeof name, "%c%d", r ? 'r' : 'x', r ? k->nr : k->nx);
-    const coil_sym *v = coil_sym_var(E->p->sym, coil_arena_strdup(E->p->arena, name));
     int64_t n;
-    coil_sym_set_range(E->p->sym, v, 0, coil_sym_is_const(g->sizes[i], &n) ? (n > 0 ? n - 1 : 0) : INT64_MAX);
+    int64_t hi = coil_sym_is_const(g->sizes[i], &n) ? (n > 0 ? n - 1 : 0) : INT64_MAX;
+    const coil_sym *v = coil_sym_var(L->sym, coil_arena_strdup(L->arena, name));   /* to substitute */
+    const coil_sym *pv = coil_sym_var(E->p->sym, coil_arena_strdup(E->p->arena, name)); /* to keep */
+    coil_sym_set_range(L->sym, v, 0, hi);
+    coil_sym_set_range(E->p->sym, pv, 0, hi);
     kb.loopvar[i] = v;
     if (r) {
-      k->rvars[k->nr] = v;
-      k->rsize[k->nr++] = g->sizes[i];
+      k->rvars[k->nr] = pv;
+      k->rsize[k->nr++] = imp(E, g->sizes[i]);
     } else {
-      k->xvars[k->nx] = v;
-      k->xsize[k->nx++] = g->sizes[i];
+      k->xvars[k->nx] = pv;
+      k->xsize[k->nx++] = imp(E, g->sizes[i]);
     }
   }
   *nstored = 0;
@@ -331,7 +330,7 @@ build_kernel(emitter *E, int gi, int *stored, int *nstored)
     for (int i = 0; i < n->rank; i++)
       vars[i] = n->dvars[i]->var;
     const lexpr *body = lx_subst(L, n->body, n->rank, vars, repl);
-    const coil_sym *store = coil_sym_subst(E->p->sym, n->store, n->rank, vars, repl);
+    const coil_sym *store = coil_sym_subst(L->sym, n->store, n->rank, vars, repl);
     int v = emit_expr(&kb, body);
     if (n->kind == LN_REDUCTION) {
       coil_dtype dt = n->reduction == COIL_REDUCE_ARGMAX || n->reduction == COIL_REDUCE_ARGMIN ? COIL_I64 : L->bufs[n->out].dtype;
@@ -339,9 +338,9 @@ build_kernel(emitter *E, int gi, int *stored, int *nstored)
     }
     if (kb.ninternal < 128)
       kb.internals[kb.ninternal++] = (internal){n->out, store, v};
-    if (needed_outside(E, n->out, g, gi)) {
+    if (needed_outside(E, n->out, gi)) {
       int prm = param_for(&kb, n->out, true);
-      add_inst(&kb, (coil_kinst){.op = COIL_KOP_STORE, .dtype = L->bufs[n->out].dtype, .args = {v, -1, -1}, .param = prm, .index = store});
+      add_inst(&kb, (coil_kinst){.op = COIL_KOP_STORE, .dtype = L->bufs[n->out].dtype, .args = {v, -1, -1}, .param = prm, .index = imp(E, store)});
       stored[(*nstored)++] = n->out;
     }
     for (const char *o = n->origins; o && *o;) { /* each source op once, in order */
@@ -393,14 +392,13 @@ build_kernel(emitter *E, int gi, int *stored, int *nstored)
   const coil_sym *syms[64];
   int nsyms = 0;
   int ngs = coil_sym_nvars(L->g->sym);
-  for (int s = 0; s < ngs && nsyms < 64; s++) /* graph symbols in order: s0, s1, ... */
-    for (int q = 0; q < ngs; q++) {
-      const coil_sym *ps = L->graph_syms[q];
-      char want[16];
-      snprintf(want, sizeof want, "s%d", s);
-      if (strcmp(coil_sym_var_name(E->p->sym, ps->var), want) == 0 && used[ps->var])
-        syms[nsyms++] = ps;
-    }
+  for (int s = 0; s < ngs && nsyms < 64; s++) { /* size symbols in order: s0, s1, ... */
+    char want[16];
+    snprintf(want, sizeof want, "s%d", s);
+    const coil_sym *ps = coil_sym_var(E->p->sym, coil_arena_strdup(E->p->arena, want));
+    if (ps->var < nv && used[ps->var])
+      syms[nsyms++] = ps;
+  }
   k->nsyms = nsyms;
   k->syms = syms;
   int id = coil_wir_add_kernel(E->p, k);
@@ -433,12 +431,11 @@ view_buffer(emitter *E, int ref)
     return E->views[v];
   const lview *lv = &E->L->views[v];
   coil_buffer w = {.kind = COIL_BUF_VIEW, .dtype = E->L->bufs[lv->buffer].dtype, .rank = lv->rank,
-                   .base = E->L->bufs[lv->buffer].wir, .offset = lv->offset};
+                   .base = E->L->bufs[lv->buffer].wir, .offset = imp(E, lv->offset)};
   char name[32];
   snprintf(name, sizeof name, "v%d", E->nview++);
   w.name = name;
-  memcpy(w.sizes, lv->sizes, sizeof w.sizes);
-  memcpy(w.strides, lv->strides, sizeof w.strides);
+  imp_layout(E, lv->rank, lv->sizes, lv->strides, &w);
   int id = coil_wir_add_buffer(E->p, &w);
   line(E, (coil_line){.kind = COIL_LINE_VIEW, .buffer = id});
   return E->views[v] = id;
@@ -476,28 +473,26 @@ coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
   for (int b = 0; b < L->nbufs; b++)
     E.last_use[b] = -1;
   for (int k = 0; k < L->nnodes; k++) {
-    const lnode *n = &L->nodes[k];
-    if (!n->live)
+    if (!L->nodes[k].live)
       continue;
-    int pos = S->groups[n->group].order;
-    if (n->kind == LN_EXTERN) {
-      for (int i = 0; i < n->nins; i++) {
-        int b = n->ins[i] >= 0 ? n->ins[i] : L->views[-1 - n->ins[i]].buffer;
-        if (E.last_use[b] < pos)
-          E.last_use[b] = pos;
-      }
-    } else {
-      const lexpr *stack[512];
-      int sp = 0;
-      stack[sp++] = n->body;
-      while (sp) {
-        const lexpr *e = stack[--sp];
-        if (e->kind == LX_LOAD && E.last_use[e->buffer] < pos)
-          E.last_use[e->buffer] = pos;
-        for (int i = 0; i < e->nargs && sp < 512; i++)
-          stack[sp++] = e->args[i];
-      }
+    int pos = S->groups[L->nodes[k].group].order;
+    for (int i = 0; i < S->reads[k].n; i++)
+      if (E.last_use[S->reads[k].v[i]] < pos)
+        E.last_use[S->reads[k].v[i]] = pos;
+  }
+  sched_ints *dies = calloc((size_t)S->norder + 1, sizeof *dies); /* per position: last reads */
+  for (int b = 0; b < L->nbufs; b++) {
+    int pos = E.last_use[b];
+    if (pos < 0)
+      continue;
+    sched_ints *s = &dies[pos];
+    if (s->n == s->cap) {
+      s->cap = s->cap ? 2 * s->cap : 4;
+      s->v = realloc(s->v, sizeof(int) * (size_t)s->cap);
+      if (!s->v)
+        abort();
     }
+    s->v[s->n++] = b;
   }
   emit_inputs(&E);
   for (int i = 0; i < S->norder; i++) {
@@ -511,14 +506,18 @@ coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
     } else {
       build_kernel(&E, S->order[i], stored, &nstored);
     }
-    /* free what is read for the last time here, and what nobody reads at all */
-    for (int b = 0; b < L->nbufs; b++) {
+    /* free what is read for the last time here, and what nobody reads after writing */
+    for (int k = 0; k < dies[i].n; k++) {
+      int b = dies[i].v[k];
       bool written_here = false;
-      for (int k = 0; k < nstored; k++)
-        written_here = written_here || stored[k] == b;
-      if ((E.last_use[b] == i && !written_here) || (written_here && E.last_use[b] < i))
+      for (int q = 0; q < nstored; q++)
+        written_here = written_here || stored[q] == b;
+      if (!written_here)
         release(&E, b);
     }
+    for (int q = 0; q < nstored; q++)
+      if (E.last_use[stored[q]] <= i)
+        release(&E, stored[q]);
   }
   int outs[1024], nout = 0;
   for (int i = 0; i < L->g->noutputs && nout < 1024; i++) {
@@ -528,6 +527,9 @@ coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
   }
   line(&E, (coil_line){.kind = COIL_LINE_OUTPUT, .nargs = nout, .args = outs});
   E.p->peak_bytes = E.sizes_known ? E.peak : -1;
+  for (int i = 0; i < S->norder; i++)
+    free(dies[i].v);
+  free(dies);
   free(E.last_use);
   free(E.views);
   free(E.pool);

@@ -19,10 +19,7 @@
 
 /* ---- reads ---- */
 
-typedef struct {
-  int n, cap;
-  int *v;
-} ints;
+typedef sched_ints ints;
 
 static void
 push(ints *s, int x)
@@ -235,34 +232,60 @@ merged_space(const sgroup *a, const sgroup *b, sgroup *out)
   return true;
 }
 
-static int
-group_of(const schedule *S, int buffer)
+
+/* Calls fn for every group that reads a buffer group g writes (repeats possible). */
+static void
+for_successors(const schedule *S, int g, void (*fn)(void *, int), void *user)
 {
-  const lbuf *b = &S->L->bufs[buffer];
-  return b->kind == LB_COMPUTED && b->node >= 0 ? S->L->nodes[b->node].group : -1;
+  const sgroup *gr = &S->groups[g];
+  for (int m = 0; m < gr->nmembers; m++) {
+    const ints *w = &S->writes[gr->members[m]];
+    for (int i = 0; i < w->n; i++) {
+      const ints *r = &S->readers[w->v[i]];
+      for (int k = 0; k < r->n; k++) {
+        int h = S->L->nodes[r->v[k]].group;
+        if (h != g)
+          fn(user, h);
+      }
+    }
+  }
 }
 
-/* Does any group other than a and b lie on a path from `from` to `to`? */
-static bool
-reaches(const schedule *S, int from, int to, int skip, char *seen)
+typedef struct {
+  const schedule *S;
+  char *seen;
+  int *stack, sp;
+  int skip;                  /* a start point not to take (the direct edge a -> b) */
+  int horizon;               /* groups whose first node comes after this cannot reach the target */
+} walk;
+
+static void
+visit(void *user, int h)
 {
-  if (from == to)
-    return true;
-  if (seen[from])
-    return false;
+  walk *w = user;
+  if (!w->seen[h] && h != w->skip && w->S->groups[h].members[0] <= w->horizon) {
+    w->seen[h] = 1;
+    w->stack[w->sp++] = h;
+  }
+}
+
+/* Is there a path from -> X -> ... -> to through some group X other than from and to? Node
+ * indices grow along every edge, so a group whose first node comes after the target's last node
+ * leads nowhere near it: the walk stays inside that horizon. */
+static bool
+indirect_path(const schedule *S, int from, int to, char *seen, int *stack)
+{
+  memset(seen, 0, (size_t)S->ngroups);
+  const sgroup *t = &S->groups[to];
+  walk w = {S, seen, stack, 0, to, t->members[t->nmembers - 1]};
   seen[from] = 1;
-  for (int k = 0; k < S->L->nnodes; k++) {
-    const lnode *n = &S->L->nodes[k];
-    if (!n->live || n->group == from || n->group == skip)
-      continue;
-    ints r = {0};
-    node_reads(S->L, n, &r);
-    bool reads_from = false;
-    for (int i = 0; i < r.n && !reads_from; i++)
-      reads_from = group_of(S, r.v[i]) == from;
-    free(r.v);
-    if (reads_from && reaches(S, n->group, to, skip, seen))
+  for_successors(S, from, visit, &w);
+  w.skip = -1;
+  while (w.sp) {
+    int g = w.stack[--w.sp];
+    if (g == to)
       return true;
+    for_successors(S, g, visit, &w);
   }
   return false;
 }
@@ -270,31 +293,12 @@ reaches(const schedule *S, int from, int to, int skip, char *seen)
 static bool
 creates_cycle(const schedule *S, int a, int b)
 {
-  /* a path a -> X -> b or b -> X -> a with X outside {a, b} */
-  for (int dir = 0; dir < 2; dir++) {
-    int from = dir ? b : a, to = dir ? a : b;
-    char *seen = calloc((size_t)S->ngroups + 1, 1);
-    bool bad = false;
-    for (int k = 0; k < S->L->nnodes && !bad; k++) {
-      const lnode *n = &S->L->nodes[k];
-      if (!n->live || n->group == from || n->group == to)
-        continue;
-      ints r = {0};
-      node_reads(S->L, n, &r);
-      bool reads_from = false;
-      for (int i = 0; i < r.n; i++)
-        reads_from = reads_from || group_of(S, r.v[i]) == from;
-      free(r.v);
-      if (reads_from) {
-        memset(seen, 0, (size_t)S->ngroups + 1);
-        bad = reaches(S, n->group, to, -1, seen);
-      }
-    }
-    free(seen);
-    if (bad)
-      return true;
-  }
-  return false;
+  char *seen = malloc((size_t)S->ngroups + 1);
+  int *stack = malloc(sizeof(int) * (size_t)(S->ngroups + 1) * 2);
+  bool bad = indirect_path(S, a, b, seen, stack) || indirect_path(S, b, a, seen, stack);
+  free(seen);
+  free(stack);
+  return bad;
 }
 
 bool
@@ -355,9 +359,11 @@ score_fusion(const schedule *S, int a, int b)
   for (int side = 0; side < 2; side++) {
     const sgroup *g = &S->groups[side ? b : a];
     for (int i = 0; i < g->nmembers; i++) {
-      const lnode *n = &S->L->nodes[g->members[i]];
-      node_writes(n, side ? &wb : &wa);
-      node_reads(S->L, n, side ? &rb : &ra);
+      int m = g->members[i];
+      for (int k = 0; k < S->writes[m].n; k++)
+        push(side ? &wb : &wa, S->writes[m].v[k]);
+      for (int k = 0; k < S->reads[m].n; k++)
+        push(side ? &rb : &ra, S->reads[m].v[k]);
     }
   }
   double s = 0;
@@ -423,22 +429,68 @@ cmp_candidate(const void *x, const void *y)
 }
 
 static void
+add_pair(ints *pairs, int a, int b)
+{
+  if (a == b)
+    return;
+  push(&pairs[a < b ? a : b], a < b ? b : a);
+}
+
+/* Candidate pairs: a producer and a consumer, or two readers of one buffer (neighbours in
+ * program order only, so a buffer read by many groups adds pairs linearly). */
+static void
+related_pairs(const schedule *S, ints *pairs)
+{
+  for (int g = 0; g < S->ngroups; g++) {
+    const sgroup *gr = &S->groups[g];
+    if (gr->dead || gr->is_extern)
+      continue;
+    for (int m = 0; m < gr->nmembers; m++) {
+      const ints *w = &S->writes[gr->members[m]];
+      for (int i = 0; i < w->n; i++) {
+        const ints *r = &S->readers[w->v[i]];
+        for (int k = 0; k < r->n; k++)
+          add_pair(pairs, g, S->L->nodes[r->v[k]].group);
+      }
+    }
+  }
+  for (int b = 0; b < S->L->nbufs; b++) {
+    const ints *r = &S->readers[b];
+    int prev = -1;
+    for (int k = 0; k < r->n; k++) {
+      int h = S->L->nodes[r->v[k]].group;
+      if (S->groups[h].is_extern || h == prev)
+        continue;
+      if (prev >= 0)
+        add_pair(pairs, prev, h);
+      prev = h;
+    }
+  }
+}
+
+static void
 fuse(schedule *S)
 {
   for (int round = 0; round < MAX_ROUNDS; round++) {
+    ints *pairs = calloc((size_t)S->ngroups + 1, sizeof *pairs);
+    related_pairs(S, pairs);
     int cap = 64, n = 0;
     candidate *c = malloc(sizeof *c * (size_t)cap);
-    for (int a = 0; a < S->ngroups; a++)
-      for (int b = a + 1; b < S->ngroups; b++) {
+    for (int a = 0; a < S->ngroups; a++) {
+      for (int k = 0; k < pairs[a].n; k++) {
+        int b = pairs[a].v[k];
         if (S->groups[a].dead || S->groups[b].dead || S->groups[a].is_extern || S->groups[b].is_extern)
           continue;
-        double s = score_fusion(S, a, b);
-        if (s <= 0)
+        double sc = score_fusion(S, a, b);
+        if (sc <= 0)
           continue;
         if (n == cap)
           c = realloc(c, sizeof *c * (size_t)(cap *= 2));
-        c[n++] = (candidate){a, b, s, S->groups[b].members[0] - S->groups[a].members[0]};
+        c[n++] = (candidate){a, b, sc, abs(S->groups[b].members[0] - S->groups[a].members[0])};
       }
+      free(pairs[a].v);
+    }
+    free(pairs);
     qsort(c, (size_t)n, sizeof *c, cmp_candidate);
     int merged = 0;
     for (int i = 0; i < n; i++)
@@ -452,47 +504,95 @@ fuse(schedule *S)
   }
 }
 
-/* Kahn's algorithm over the group graph; ties go to the group with the earliest node. */
+typedef struct {
+  ints *succ;                /* per group: distinct successor groups */
+  int *mark;                 /* per group: last group that listed it (for dedupe) */
+  int cur;
+} adjacency;
+
+static void
+add_succ(void *user, int h)
+{
+  adjacency *a = user;
+  if (a->mark[h] != a->cur) {
+    a->mark[h] = a->cur;
+    ints *s = &a->succ[a->cur];
+    if (s->n == s->cap) {
+      s->cap = s->cap ? 2 * s->cap : 4;
+      s->v = realloc(s->v, sizeof(int) * (size_t)s->cap);
+      if (!s->v)
+        abort();
+    }
+    s->v[s->n++] = h;
+  }
+}
+
+/* Kahn's algorithm over the group graph with a min-heap on each group's first node, so ties go
+ * to the group that comes first in the program. */
 static void
 order_groups(schedule *S)
 {
   int ng = S->ngroups;
-  int *indeg = calloc((size_t)ng + 1, sizeof(int));
-  char *edge = calloc((size_t)ng * (size_t)ng + 1, 1);
-  for (int k = 0; k < S->L->nnodes; k++) {
-    const lnode *n = &S->L->nodes[k];
-    if (!n->live)
+  adjacency a = {calloc((size_t)ng + 1, sizeof(ints)), malloc(sizeof(int) * (size_t)(ng + 1)), 0};
+  int *indeg = calloc((size_t)ng + 1, sizeof(int)), *heap = malloc(sizeof(int) * (size_t)(ng + 1));
+  for (int g = 0; g < ng; g++)
+    a.mark[g] = -1;
+  for (int g = 0; g < ng; g++) {
+    if (S->groups[g].dead)
       continue;
-    ints r = {0};
-    node_reads(S->L, n, &r);
-    for (int i = 0; i < r.n; i++) {
-      int from = group_of(S, r.v[i]);
-      if (from >= 0 && from != n->group && !edge[from * ng + n->group]) {
-        edge[from * ng + n->group] = 1;
-        indeg[n->group]++;
+    a.cur = g;
+    a.mark[g] = g; /* no self edges */
+    for_successors(S, g, add_succ, &a);
+    for (int i = 0; i < a.succ[g].n; i++)
+      indeg[a.succ[g].v[i]]++;
+  }
+  int hn = 0;
+#define KEY(x) (S->groups[x].members[0])
+  for (int g = 0; g < ng; g++)
+    if (!S->groups[g].dead && indeg[g] == 0) {
+      int i = hn++;
+      for (heap[i] = g; i > 0 && KEY(heap[(i - 1) / 2]) > KEY(heap[i]); i = (i - 1) / 2) {
+        int t = heap[i];
+        heap[i] = heap[(i - 1) / 2];
+        heap[(i - 1) / 2] = t;
       }
     }
-    free(r.v);
-  }
   S->order = malloc(sizeof(int) * (size_t)(ng + 1));
   S->norder = 0;
-  char *done = calloc((size_t)ng + 1, 1);
-  for (;;) {
-    int best = -1;
-    for (int g = 0; g < ng; g++)
-      if (!S->groups[g].dead && !done[g] && indeg[g] == 0 &&
-          (best < 0 || S->groups[g].members[0] < S->groups[best].members[0]))
-        best = g;
-    if (best < 0)
-      break;
-    done[best] = 1;
+  while (hn) {
+    int best = heap[0];
+    heap[0] = heap[--hn];
+    for (int i = 0;;) { /* sift down */
+      int l = 2 * i + 1, r = l + 1, m = i;
+      if (l < hn && KEY(heap[l]) < KEY(heap[m]))
+        m = l;
+      if (r < hn && KEY(heap[r]) < KEY(heap[m]))
+        m = r;
+      if (m == i)
+        break;
+      int t = heap[i];
+      heap[i] = heap[m];
+      heap[m] = t;
+      i = m;
+    }
     S->groups[best].order = S->norder;
     S->order[S->norder++] = best;
-    for (int g = 0; g < ng; g++)
-      if (edge[best * ng + g])
-        indeg[g]--;
+    for (int k = 0; k < a.succ[best].n; k++) {
+      int g = a.succ[best].v[k];
+      if (--indeg[g] == 0) {
+        int i = hn++;
+        for (heap[i] = g; i > 0 && KEY(heap[(i - 1) / 2]) > KEY(heap[i]); i = (i - 1) / 2) {
+          int t = heap[i];
+          heap[i] = heap[(i - 1) / 2];
+          heap[(i - 1) / 2] = t;
+        }
+      }
+    }
   }
-  free(indeg), free(edge), free(done);
+#undef KEY
+  for (int g = 0; g < ng; g++)
+    free(a.succ[g].v);
+  free(a.succ), free(a.mark), free(indeg), free(heap);
 }
 
 int
@@ -517,14 +617,18 @@ coil_sched_build(schedule *S, lowering *L, bool do_fuse, coil_diag *d)
         L->nodes[L->bufs[r.v[i]].node].live = true;
     free(r.v);
   }
+  S->reads = calloc((size_t)L->nnodes + 1, sizeof *S->reads);
+  S->writes = calloc((size_t)L->nnodes + 1, sizeof *S->writes);
+  S->readers = calloc((size_t)L->nbufs + 1, sizeof *S->readers);
   for (int k = 0; k < L->nnodes; k++) {
     if (!L->nodes[k].live)
       continue;
-    ints r = {0};
-    node_reads(L, &L->nodes[k], &r);
-    for (int i = 0; i < r.n; i++)
-      L->bufs[r.v[i]].users++;
-    free(r.v);
+    node_reads(L, &L->nodes[k], &S->reads[k]);
+    node_writes(&L->nodes[k], &S->writes[k]);
+    for (int i = 0; i < S->reads[k].n; i++) {
+      L->bufs[S->reads[k].v[i]].users++;
+      push(&S->readers[S->reads[k].v[i]], k);
+    }
   }
   S->groups = calloc((size_t)L->nnodes + 1, sizeof *S->groups);
   for (int k = 0; k < L->nnodes; k++) {
@@ -549,6 +653,15 @@ coil_sched_free(schedule *S)
 {
   for (int g = 0; g < S->ngroups; g++)
     free(S->groups[g].members);
+  for (int k = 0; S->reads && k < S->L->nnodes; k++) {
+    free(S->reads[k].v);
+    free(S->writes[k].v);
+  }
+  for (int b = 0; S->readers && b < S->L->nbufs; b++)
+    free(S->readers[b].v);
+  free(S->reads);
+  free(S->writes);
+  free(S->readers);
   free(S->groups);
   free(S->order);
 }

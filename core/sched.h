@@ -17,8 +17,17 @@ typedef struct sgroup {
   int order;                 /* position in the final schedule */
 } sgroup;
 
+/* A small set of ints (buffer or node indices), malloc'd. */
+typedef struct sched_ints {
+  int n, cap;
+  int *v;
+} sched_ints;
+
 typedef struct schedule {
   lowering *L;
+  sched_ints *reads;         /* per node: buffers it reads (a view counts as its base) */
+  sched_ints *writes;        /* per node: buffers it writes */
+  sched_ints *readers;       /* per buffer: live nodes that read it */
   int ngroups;
   sgroup *groups;
   int *order;                /* group indices in execution order */

@@ -36,6 +36,8 @@ static const char usage[] =
     "                          every option, its value and where it came from\n"
     "  ops [--markdown]        list the op table (--markdown: the text of docs/ops.md)\n"
     "  plugins [--config FILE] list the backend plugins on the search path\n"
+    "  bench --core-only [--nodes N]\n"
+    "                          time parse + compile on generated graphs up to N statements\n"
     "  help                    show this text\n"
     "  --version               print the version\n"
     "\n"
@@ -89,6 +91,8 @@ cmd_check(int argc, char **argv)
   coil_graph_free(g);
   return 0;
 }
+
+int coil_bench_core(int argc, char **argv); /* bench.c */
 
 static double
 now_seconds(void)
@@ -712,6 +716,8 @@ main(int argc, char **argv)
     return cmd_check(argc - 2, argv + 2);
   if (strcmp(cmd, "ops") == 0)
     return cmd_ops(argc - 2, argv + 2);
+  if (strcmp(cmd, "bench") == 0)
+    return coil_bench_core(argc - 2, argv + 2);
   if (strcmp(cmd, "plugins") == 0)
     return cmd_plugins(argc - 2, argv + 2);
   if (strcmp(cmd, "compile") == 0)

@@ -37,7 +37,30 @@ struct coil_symctx {
   coil_arena *arena;
   symvar *vars; /* arena array, grown by copying */
   int nvars, cap;
+  int *slots;   /* name hash -> variable + 1 (0 = empty); open addressing, power-of-two size */
+  int nslots;
 };
+
+static uint64_t
+name_hash(const char *s, size_t n)
+{
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  return h;
+}
+
+/* The slot holding name, or the empty slot where it would go. */
+static int *
+var_slot(coil_symctx *c, const char *name, size_t n)
+{
+  size_t mask = (size_t)c->nslots - 1;
+  for (size_t i = name_hash(name, n) & mask;; i = (i + 1) & mask) {
+    int v = c->slots[i] - 1;
+    if (v < 0 || (strncmp(c->vars[v].name, name, n) == 0 && c->vars[v].name[n] == 0))
+      return &c->slots[i];
+  }
+}
 
 /* ---- integer helpers: Python floor semantics ---- */
 
@@ -126,9 +149,16 @@ coil_sym_const(coil_symctx *c, int64_t v)
 static const coil_sym *
 intern(coil_symctx *c, const char *name, size_t n)
 {
-  for (int i = 0; i < c->nvars; i++)
-    if (strncmp(c->vars[i].name, name, n) == 0 && c->vars[i].name[n] == 0)
-      return c->vars[i].node;
+  if (2 * (c->nvars + 1) > c->nslots) { /* rehash into twice the slots (old ones stay in the arena) */
+    int nslots = c->nslots ? 2 * c->nslots : 64;
+    c->slots = COIL_ARENA_ARRAY(c->arena, int, nslots);
+    c->nslots = nslots;
+    for (int i = 0; i < c->nvars; i++)
+      *var_slot(c, c->vars[i].name, strlen(c->vars[i].name)) = i + 1;
+  }
+  int *slot = var_slot(c, name, n);
+  if (*slot)
+    return c->vars[*slot - 1].node;
   if (c->nvars == c->cap) {
     int cap = c->cap ? 2 * c->cap : 16;
     symvar *vars = COIL_ARENA_ARRAY(c->arena, symvar, cap);
@@ -142,6 +172,7 @@ intern(coil_symctx *c, const char *name, size_t n)
   v->sym.var = c->nvars;
   v->name = coil_arena_strndup(c->arena, name, n);
   c->vars[c->nvars++] = (symvar){v->name, 0, INT64_MAX, &v->sym};
+  *slot = c->nvars;
   return &v->sym;
 }
 
@@ -949,4 +980,32 @@ coil_sym_vars_used(const coil_sym *s, bool *used, int nvars)
   }
   for (int i = 0; i < s->nargs; i++)
     coil_sym_vars_used(s->args[i], used, nvars);
+}
+
+const coil_sym *
+coil_sym_import(coil_symctx *dst, const coil_symctx *src, const coil_sym *s)
+{
+  switch (s->kind) {
+  case COIL_SYM_CONST:
+    return coil_sym_const(dst, s->value);
+  case COIL_SYM_VAR: {
+    const char *name = coil_sym_var_name(src, s->var);
+    return intern(dst, name, strlen(name));
+  }
+  default:
+    break;
+  }
+  const coil_sym *r = coil_sym_import(dst, src, s->args[0]);
+  for (int i = 1; i < s->nargs; i++) {
+    const coil_sym *a = coil_sym_import(dst, src, s->args[i]);
+    switch (s->kind) {
+    case COIL_SYM_ADD: r = coil_sym_add(dst, r, a); break;
+    case COIL_SYM_MUL: r = coil_sym_mul(dst, r, a); break;
+    case COIL_SYM_FLOORDIV: r = coil_sym_floordiv(dst, r, a); break;
+    case COIL_SYM_MOD: r = coil_sym_mod(dst, r, a); break;
+    case COIL_SYM_MIN: r = coil_sym_min(dst, r, a); break;
+    default: r = coil_sym_max(dst, r, a); break;
+    }
+  }
+  return r;
 }

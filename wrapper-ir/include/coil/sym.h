@@ -66,6 +66,9 @@ bool coil_sym_is_const(const coil_sym *s, int64_t *value); /* value may be NULL 
 /* s with each variable vars[i] replaced by repl[i], rebuilt (and so simplified) canonically. */
 const coil_sym *coil_sym_subst(coil_symctx *c, const coil_sym *s, int n, const int *vars,
                                const coil_sym *const *repl);
+/* s, an expression of context src, rebuilt in context dst: variables are matched by name
+ * (created in dst on first use, with dst's ranges applying to the rebuilt expression). */
+const coil_sym *coil_sym_import(coil_symctx *dst, const coil_symctx *src, const coil_sym *s);
 /* Marks in used[v] (v < nvars) every variable s mentions. */
 void coil_sym_vars_used(const coil_sym *s, bool *used, int nvars);
 /* Total order on canonical expressions; 0 means equal. */
