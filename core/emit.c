@@ -15,6 +15,7 @@ typedef struct {
   lowering *L;
   coil_wir_program *p;
   int *last_use;             /* per lbuf: last group position that reads it */
+  bool *donated;             /* per lbuf: its storage went on to hold a kernel's output */
   int *views;                /* per lview: its Wrapper IR buffer, or -1 */
   int *pool;                 /* freed Wrapper IR buffers available for reuse */
   int npool;
@@ -107,7 +108,7 @@ static void
 release(emitter *E, int b)
 {
   const lbuf *lb = &E->L->bufs[b];
-  if (lb->kind != LB_COMPUTED || lb->is_output || lb->wir < 0)
+  if (lb->kind != LB_COMPUTED || lb->is_output || lb->wir < 0 || E->donated[b])
     return;
   line(E, (coil_line){.kind = COIL_LINE_FREE, .buffer = lb->wir});
   E->pool[E->npool++] = lb->wir;
@@ -291,8 +292,43 @@ short_name(const char *op, char *out, size_t cap)
   out[n] = 0;
 }
 
+/* In place: a pointwise kernel may write output param `out` into the storage of input param
+ * `in` when this kernel is the input's last reader, the two have the same dtype and size, and
+ * every load of the input is at the very index the output is stored (each point reads its
+ * element before writing it, and no point reads another's). */
+static bool
+can_write_in_place(const emitter *E, const kbuild *kb, int in, int out, int pos)
+{
+  const lowering *L = E->L;
+  int ib = kb->param_buf[in], ob = kb->param_buf[out];
+  const lbuf *a = &L->bufs[ib], *b = &L->bufs[ob];
+  if (a->kind != LB_COMPUTED || a->is_output || a->wir < 0 || E->donated[ib] || E->last_use[ib] != pos ||
+      a->dtype != b->dtype)
+    return false;
+  const coil_buffer *w = &E->p->buffers[a->wir];
+  if (w->kind != COIL_BUF_ALLOC && w->kind != COIL_BUF_REUSE)
+    return false;
+  const coil_sym *store = NULL;
+  for (int i = 0; i < kb->ninsts; i++)
+    if (kb->insts[i].op == COIL_KOP_STORE && kb->insts[i].param == out)
+      store = kb->insts[i].index;
+  if (!store)
+    return false;
+  const coil_sym *na = coil_sym_const(E->p->sym, 1), *nb = na;
+  for (int i = 0; i < w->rank; i++)
+    na = coil_sym_mul(E->p->sym, na, w->sizes[i]);
+  for (int i = 0; i < b->rank; i++)
+    nb = coil_sym_mul(E->p->sym, nb, coil_sym_import(E->p->sym, L->sym, b->sizes[i]));
+  if (coil_sym_cmp(na, nb) != 0)
+    return false;
+  for (int i = 0; i < kb->ninsts; i++)
+    if (kb->insts[i].op == COIL_KOP_LOAD && kb->insts[i].param == in && coil_sym_cmp(kb->insts[i].index, store) != 0)
+      return false;
+  return true;
+}
+
 static int
-build_kernel(emitter *E, int gi, int *stored, int *nstored)
+build_kernel(emitter *E, int gi, int pos, int *stored, int *nstored)
 {
   lowering *L = E->L;
   const sgroup *g = &E->S->groups[gi];
@@ -403,21 +439,32 @@ build_kernel(emitter *E, int gi, int *stored, int *nstored)
   k->syms = syms;
   int id = coil_wir_add_kernel(E->p, k);
   free(used);
-  free(kb.insts);
   coil_strbuf_free(&names);
   coil_strbuf_free(&origins);
   /* the call: params in order, inputs by their buffers, outputs allocated now */
   int args[64];
   for (int i = 0; i < kb.nparams; i++)
     args[i] = kb.param_buf[i];
-  for (int i = 0; i < kb.nparams; i++)
-    if (kb.params[i].is_output)
+  for (int i = 0; i < kb.nparams; i++) {
+    if (!kb.params[i].is_output)
+      continue;
+    int donor = -1;
+    for (int j = 0; j < kb.nparams && donor < 0 && k->kind == COIL_KERNEL_POINTWISE; j++)
+      if (!kb.params[j].is_output && can_write_in_place(E, &kb, j, i, pos))
+        donor = j;
+    if (donor >= 0) {
+      E->donated[args[donor]] = true;
+      L->bufs[args[i]].wir = L->bufs[args[donor]].wir;
+    } else {
       allocate(E, args[i]);
+    }
+  }
   int wargs[64];
   for (int i = 0; i < kb.nparams; i++)
     wargs[i] = L->bufs[args[i]].wir;
   line(E, (coil_line){.kind = COIL_LINE_COMMENT, .text = E->p->kernels[id].source_ops ? E->p->kernels[id].source_ops : "copy"});
   line(E, (coil_line){.kind = COIL_LINE_KERNEL_CALL, .kernel = id, .nargs = kb.nparams, .args = wargs});
+  free(kb.insts);
   return 0;
 }
 
@@ -466,6 +513,7 @@ coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
   lowering *L = S->L;
   emitter E = {.S = S, .L = L, .p = p, .d = d, .sizes_known = true};
   E.last_use = calloc((size_t)L->nbufs + 1, sizeof(int));
+  E.donated = calloc((size_t)L->nbufs + 1, sizeof(bool));
   E.views = malloc(sizeof(int) * (size_t)(L->nviews + 1));
   E.pool = malloc(sizeof(int) * (size_t)(L->nbufs + 1));
   for (int v = 0; v < L->nviews; v++)
@@ -504,7 +552,7 @@ coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
       for (int k = 0; k < n->nouts; k++)
         stored[nstored++] = n->outs[k];
     } else {
-      build_kernel(&E, S->order[i], stored, &nstored);
+      build_kernel(&E, S->order[i], i, stored, &nstored);
     }
     /* free what is read for the last time here, and what nobody reads after writing */
     for (int k = 0; k < dies[i].n; k++) {
@@ -531,6 +579,7 @@ coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
     free(dies[i].v);
   free(dies);
   free(E.last_use);
+  free(E.donated);
   free(E.views);
   free(E.pool);
   return 0;
