@@ -677,7 +677,7 @@ dump_expr(const lowering *L, const lexpr *e, coil_strbuf *b, int depth)
   }
   switch (e->kind) {
   case LX_LOAD:
-    coil_strbuf_printf(b, "load(buf%d[", e->buffer);
+    coil_strbuf_printf(b, "load(t%d[", e->buffer);
     coil_sym_print(L->sym, e->index, COIL_SYM_PY_SYNTAX, b);
     coil_strbuf_puts(b, "])");
     return;
@@ -712,12 +712,12 @@ dump_node(const lowering *L, int k, coil_strbuf *b)
   ints r = {0};
   node_reads(L, n, &r);
   if (n->kind == LN_EXTERN) {
-    coil_strbuf_printf(b, "node %d: extern %s -> buf%d", k, n->op, n->out);
+    coil_strbuf_printf(b, "node %d: extern %s -> t%d", k, n->op, n->out);
   } else {
     coil_strbuf_printf(b, "node %d: %s", k, n->kind == LN_POINTWISE ? "pointwise" : "reduction ");
     if (n->kind == LN_REDUCTION)
       coil_strbuf_puts(b, coil_reduction_name(n->reduction));
-    coil_strbuf_printf(b, " -> buf%d, sizes [", n->out);
+    coil_strbuf_printf(b, " -> t%d, sizes [", n->out);
     for (int i = 0; i < n->rank; i++) {
       if (i)
         coil_strbuf_puts(b, ", ");
@@ -729,7 +729,7 @@ dump_node(const lowering *L, int k, coil_strbuf *b)
   }
   coil_strbuf_puts(b, ", reads");
   for (int i = 0; i < r.n; i++)
-    coil_strbuf_printf(b, " buf%d", r.v[i]);
+    coil_strbuf_printf(b, " t%d", r.v[i]);
   if (!r.n)
     coil_strbuf_puts(b, " nothing");
   coil_strbuf_printf(b, "  (%s)\n", n->origins ? n->origins : "");
@@ -747,6 +747,10 @@ void
 coil_sched_dump(const schedule *S, bool groups, coil_strbuf *out)
 {
   const lowering *L = S->L;
+  /* t0, t1, ... are the lowering's tensors; the graph's inputs come first */
+  for (int b = 0; b < L->nbufs; b++)
+    if (L->bufs[b].kind == LB_INPUT)
+      coil_strbuf_printf(out, "# t%d = %%%s (input)\n", b, L->g->inputs[L->bufs[b].input]->name);
   if (!groups) {
     for (int k = 0; k < L->nnodes; k++)
       if (L->nodes[k].live)
