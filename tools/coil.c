@@ -8,6 +8,8 @@
  * Exit status: 0 success, 1 a graph, data or comparison error, 2 a usage error. This is the
  * only place in coil that exits. */
 #include <errno.h>
+#include <sys/stat.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,14 +104,19 @@ now_seconds(void)
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+static int plugin_compile(const char *backend, const coil_wir_program *p, const char *dump_dir,
+                          coil_diag *d);
+
 static int
 cmd_compile(int argc, char **argv)
 {
-  const char *graph = NULL, *dump_dir = NULL, *out = NULL;
+  const char *graph = NULL, *dump_dir = NULL, *out = NULL, *backend = NULL;
   bool fuse = true;
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--no-fuse") == 0)
       fuse = false;
+    else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
+      backend = argv[++i];
     else if ((strcmp(argv[i], "--dump") == 0 || strcmp(argv[i], "-o") == 0) && i + 1 < argc)
       *(argv[i][1] == 'o' ? &out : &dump_dir) = argv[i + 1], i++;
     else if (argv[i][0] == '-' && argv[i][1])
@@ -163,6 +170,10 @@ cmd_compile(int argc, char **argv)
     printf("parse %.3f ms, compile %.3f ms\n", 1e3 * (t1 - t0), 1e3 * (t2 - t1));
     if (dump_dir)
       printf("dumps in %s/: graph.txt ir_pre_fusion.txt ir_post_fusion.txt program.wir\n", dump_dir);
+  }
+  if (rc == 0 && backend && strcmp(backend, "ref") != 0 && plugin_compile(backend, p, dump_dir, &d)) {
+    fprintf(stderr, "%s\n", d.msg);
+    rc = 1;
   }
   coil_wir_free(p);
   coil_graph_free(g);
@@ -509,6 +520,65 @@ setup_backend(backend_setup *b, const char *flag_backend, const char *config_fil
   b->env.option_keys = b->keys;
   b->env.option_values = b->values;
   return 0;
+}
+
+/* Hands p to the plugin's compile: into DUMP/BACKEND/ when dumping (the plugin's output code
+ * beside the other dumps), else into a temporary directory removed afterwards. */
+static int
+plugin_compile(const char *backend, const coil_wir_program *p, const char *dump_dir, coil_diag *d)
+{
+  backend_setup bs;
+  if (setup_backend(&bs, backend, NULL, d))
+    return -1;
+  char dir[4096];
+  bool keep = dump_dir != NULL;
+  if (keep && strlen(dump_dir) > 3000) {
+    backend_teardown(&bs);
+    return coil_diag_set(d, "%s: dump directory name too long", dump_dir);
+  }
+  if (keep) {
+    snprintf(dir, sizeof dir, "%s/%s", dump_dir, bs.name);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+      backend_teardown(&bs);
+      return coil_diag_set(d, "%s: cannot create: %s", dir, strerror(errno));
+    }
+  } else {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/coil-compile-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+      backend_teardown(&bs);
+      return coil_diag_set(d, "%s: cannot create a directory: %s", dir, strerror(errno));
+    }
+  }
+  coil_loaded_plugin *lp = NULL;
+  coil_plugin *inst = NULL;
+  coil_plugin_options opts = {.struct_size = sizeof opts, .count = (size_t)bs.env.noptions,
+                              .keys = bs.env.option_keys, .values = bs.env.option_values};
+  int rc = coil_plugin_open(bs.name, (const char *const *)bs.env.dirs.dirs, bs.env.dirs.n, &lp, d) ||
+                   coil_plugin_create(lp, &opts, &inst, d) || coil_plugin_compile(lp, inst, p, dir, &opts, d)
+               ? -1
+               : 0;
+  if (rc == 0)
+    printf("plugin %s compiled it%s%s\n", bs.name, keep ? " into " : "", keep ? dir : "");
+  if (inst)
+    coil_plugin_destroy(lp, inst);
+  coil_plugin_close(lp);
+  if (!keep) { /* the artifact was only a check: remove it */
+    DIR *dp = opendir(dir);
+    struct dirent *e;
+    while (dp && (e = readdir(dp))) {
+      char f[4096 + 260];
+      if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+        snprintf(f, sizeof f, "%.4000s/%.255s", dir, e->d_name);
+        remove(f);
+      }
+    }
+    if (dp)
+      closedir(dp);
+    rmdir(dir);
+  }
+  backend_teardown(&bs);
+  return rc;
 }
 
 static void

@@ -136,6 +136,11 @@ check "compile writes the dumps" test -s "$tmp/cdump/ir_pre_fusion.txt"
 check "compile -o writes the program" grep -q "^kernel_call" "$tmp/p.wir"
 run "$coil" compile "$tmp/bad.coil"
 check "compile of a bad graph exits 1" rc_is 1
+run "$coil" compile "$src/examples/mlp.coil" --backend interp --dump "$tmp/pdump"
+check "compile --backend hands the program to the plugin" out_has "plugin interp compiled it into"
+check "the plugin's artifact sits beside the dumps" test -s "$tmp/pdump/interp/manifest.json"
+run "$coil" compile "$src/examples/mlp.coil" --backend nosuch
+check "compile with a missing plugin exits 1" rc_is 1
 run "$coil" config explain
 check "config explain exits 0" rc_is 0
 check "config explain shows the backend and its origin" out_has "backend"
