@@ -180,6 +180,32 @@ cmd_compile(int argc, char **argv)
   return rc;
 }
 
+/* What the compiler core makes of an op (core/lower_ops.c). */
+static const char *
+lowers_to(const coil_op *op)
+{
+  switch (op->rule) {
+  case COIL_RULE_REDUCE: case COIL_RULE_ARG: case COIL_RULE_MINMAX_DIM: return "reduction";
+  case COIL_RULE_VAR: return "two reductions (mean, squared deviations)";
+  case COIL_RULE_SOFTMAX: return "max and sum reductions + pointwise";
+  case COIL_RULE_LAYER_NORM: return "two reductions + pointwise epilogue";
+  case COIL_RULE_BATCH_NORM: return "pointwise";
+  case COIL_RULE_RESHAPE: case COIL_RULE_PERMUTE: case COIL_RULE_TRANSPOSE: case COIL_RULE_EXPAND:
+  case COIL_RULE_SLICE: case COIL_RULE_SELECT: case COIL_RULE_SQUEEZE: case COIL_RULE_UNSQUEEZE:
+    return "index function (no data)";
+  case COIL_RULE_CLONE: case COIL_RULE_COPY: case COIL_RULE_TO_COPY: return "pointwise (a copy)";
+  case COIL_RULE_CAT: case COIL_RULE_PAD: return "pointwise (selects, clamped loads)";
+  case COIL_RULE_SPLIT: return "index functions (no data)";
+  case COIL_RULE_MATMUL: return op->sub == 2 ? "library mm + pointwise epilogue" : "library call";
+  case COIL_RULE_INDEX: case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING: case COIL_RULE_CONV:
+  case COIL_RULE_POOL: case COIL_RULE_TOPK:
+    return "library call";
+  case COIL_RULE_ASSERT_META: return "nothing (checked at compile time)";
+  case COIL_RULE_GETITEM: return "nothing (selects a tuple element)";
+  default: return op->kind == COIL_OPK_COMPOSITE ? "pointwise (decomposed)" : "pointwise";
+  }
+}
+
 static int
 cmd_ops(int argc, char **argv)
 {
@@ -200,12 +226,17 @@ cmd_ops(int argc, char **argv)
          "it: pointwise and reduction ops become loops, views only change the index function,\n"
          "move ops copy data, extern ops are library calls, composite ops are decomposed,\n"
          "noop ops check or select and compute nothing.\n\n"
+         "*Lowers to* is what the compiler core makes of it in the Wrapper IR: pointwise work and\n"
+         "reductions become kernels (fused with their neighbours), views only index functions,\n"
+         "library calls extern_call lines. Every op runs on the interp plugin, which executes\n"
+         "every kernel op and every library call listed.\n\n"
          "%d ops.\n\n"
-         "| op | kind | schema | ref |\n|---|---|---|---|\n",
+         "| op | kind | schema | ref | lowers to |\n|---|---|---|---|---|\n",
          (int)COIL_OP_COUNT);
   for (int i = 0; i < COIL_OP_COUNT; i++) {
     const coil_op *op = coil_op_get((coil_op_id)i);
-    printf("| `%s` | %s | `%s` | yes |\n", op->name, coil_op_kind_name(op->kind), op->schema);
+    printf("| `%s` | %s | `%s` | yes | %s |\n", op->name, coil_op_kind_name(op->kind), op->schema,
+           lowers_to(op));
   }
   return 0;
 }
