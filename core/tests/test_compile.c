@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "coil/coil.h"
 
@@ -155,6 +156,63 @@ Test(compile, golden_wrapper_ir)
   }
   closedir(dir);
   cr_expect_geq(n, 7);
+}
+
+/* The loop IR before fusion (the lowering's output) of each golden graph equals its snapshot
+ * NAME.lower.txt, and the groups after fusion NAME.fused.txt. */
+Test(compile, golden_lowering_and_fusion_dumps)
+{
+  DIR *dir = opendir(GOLDEN);
+  cr_assert_not_null(dir);
+  bool update = getenv("COIL_UPDATE_GOLDEN") != NULL;
+  char tmp[] = "/tmp/coil-golden-XXXXXX";
+  cr_assert_not_null(mkdtemp(tmp));
+  struct dirent *e;
+  int n = 0;
+  while ((e = readdir(dir))) {
+    size_t len = strlen(e->d_name);
+    if (len < 6 || strcmp(e->d_name + len - 5, ".coil") != 0)
+      continue;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", GOLDEN, e->d_name);
+    coil_diag d = {0};
+    coil_graph *g = coil_graph_load(path, &d);
+    cr_assert_not_null(g, "%s", d.msg);
+    coil_compile_options o = {.fuse = true, .verify = true, .dump_dir = tmp};
+    coil_wir_program *p = coil_compile_graph(g, &o, &d);
+    cr_assert_not_null(p, "%s", d.msg);
+    const char *dumps[2][2] = {{"ir_pre_fusion.txt", "lower.txt"}, {"ir_post_fusion.txt", "fused.txt"}};
+    for (int k = 0; k < 2; k++) {
+      char got_path[600], want_path[600];
+      snprintf(got_path, sizeof got_path, "%s/%s", tmp, dumps[k][0]);
+      snprintf(want_path, sizeof want_path, "%s/%.*s.%s", GOLDEN, (int)(len - 5), e->d_name, dumps[k][1]);
+      char *got = slurp(got_path);
+      cr_assert_not_null(got);
+      if (update) {
+        FILE *f = fopen(want_path, "w");
+        fputs(got, f);
+        fclose(f);
+      }
+      char *want = slurp(want_path);
+      cr_expect_not_null(want, "%s missing (run with COIL_UPDATE_GOLDEN=1 once)", want_path);
+      if (want)
+        cr_expect_str_eq(got, want, "%s differs from its snapshot", want_path);
+      free(got);
+      free(want);
+      remove(got_path);
+    }
+    char other[600];
+    for (int k = 0; k < 2; k++) {
+      snprintf(other, sizeof other, "%s/%s", tmp, k ? "graph.txt" : "program.wir");
+      remove(other);
+    }
+    coil_wir_free(p);
+    coil_graph_free(g);
+    n++;
+  }
+  closedir(dir);
+  rmdir(tmp);
+  cr_expect_geq(n, 9);
 }
 
 /* Every real export compiles to a program that verifies and round-trips. */
