@@ -122,7 +122,9 @@ emit_inputs(emitter *E)
   lowering *L = E->L;
   const coil_graph *g = L->g;
   int nsym = coil_sym_nvars(g->sym);
-  bool *defined = calloc((size_t)nsym + 1, sizeof(bool));
+  int *def_buf = malloc(sizeof(int) * (size_t)(nsym + 1)), *def_dim = malloc(sizeof(int) * (size_t)(nsym + 1));
+  for (int v = 0; v < nsym; v++)
+    def_buf[v] = def_dim[v] = -1;
   for (int b = 0; b < L->nbufs; b++) {
     lbuf *lb = &L->bufs[b];
     if (lb->kind != LB_INPUT)
@@ -136,43 +138,36 @@ emit_inputs(emitter *E)
     const coil_value *v = g->inputs[lb->input];
     coil_wir_add_input(E->p, lb->wir, v->name, v->kind != COIL_VAL_INPUT);
   }
-  for (int b = 0; b < L->nbufs; b++) {
-    const lbuf *lb = &L->bufs[b];
-    if (lb->kind != LB_INPUT)
-      continue;
-    const coil_type *t = &g->inputs[lb->input]->type;
-    for (int k = 0; k < t->rank; k++) {
-      const coil_sym *s = t->dims[k];
-      if (s->kind == COIL_SYM_VAR && !defined[s->var]) {
-        defined[s->var] = true;
-        line(E, (coil_line){.kind = COIL_LINE_SYMBOL, .sym = imp(E, L->graph_syms[s->var]), .buffer = lb->wir, .dim = k});
+  /* each size symbol is defined by its first appearance as a whole dimension of an input;
+   * every other dimension is guarded by an assert (constants, repeats, expressions) */
+  for (int pass = 0; pass < 2; pass++)
+    for (int b = 0; b < L->nbufs; b++) {
+      const lbuf *lb = &L->bufs[b];
+      if (lb->kind != LB_INPUT)
+        continue;
+      const coil_type *t = &g->inputs[lb->input]->type;
+      for (int k = 0; k < t->rank; k++) {
+        const coil_sym *s = t->dims[k];
+        bool defines = s->kind == COIL_SYM_VAR && def_buf[s->var] == b && def_dim[s->var] == k;
+        if (pass == 0 && s->kind == COIL_SYM_VAR && def_buf[s->var] < 0) {
+          def_buf[s->var] = b;
+          def_dim[s->var] = k;
+          line(E, (coil_line){.kind = COIL_LINE_SYMBOL, .sym = imp(E, L->graph_syms[s->var]), .buffer = lb->wir, .dim = k});
+        } else if (pass == 1 && !defines) {
+          line(E, (coil_line){.kind = COIL_LINE_ASSERT, .assert_kind = COIL_ASSERT_SIZE, .buffer = lb->wir, .dim = k,
+                              .value = imp(E, lb->sizes[k])});
+        }
+      }
+      for (int k = 0; pass == 1 && k < lb->rank; k++) {
+        int64_t one;
+        if (coil_sym_is_const(lb->sizes[k], &one) && one == 1)
+          continue; /* any stride is fine for a size-1 dim */
+        line(E, (coil_line){.kind = COIL_LINE_ASSERT, .assert_kind = COIL_ASSERT_STRIDE, .buffer = lb->wir, .dim = k,
+                            .value = imp(E, lb->strides[k])});
       }
     }
-  }
-  for (int b = 0; b < L->nbufs; b++) {
-    const lbuf *lb = &L->bufs[b];
-    if (lb->kind != LB_INPUT)
-      continue;
-    const coil_type *t = &g->inputs[lb->input]->type;
-    for (int k = 0; k < t->rank; k++) {
-      const coil_sym *s = t->dims[k];
-      bool defining = false;
-      for (int q = 0; q < E->p->nlines; q++) {
-        const coil_line *l = &E->p->lines[q];
-        defining = defining || (l->kind == COIL_LINE_SYMBOL && l->buffer == lb->wir && l->dim == k);
-      }
-      if (!defining)
-        line(E, (coil_line){.kind = COIL_LINE_ASSERT, .assert_kind = COIL_ASSERT_SIZE, .buffer = lb->wir, .dim = k, .value = imp(E, lb->sizes[k])});
-      (void)s;
-    }
-    for (int k = 0; k < lb->rank; k++) {
-      int64_t one;
-      if (coil_sym_is_const(lb->sizes[k], &one) && one == 1)
-        continue; /* any stride is fine for a size-1 dim */
-      line(E, (coil_line){.kind = COIL_LINE_ASSERT, .assert_kind = COIL_ASSERT_STRIDE, .buffer = lb->wir, .dim = k, .value = imp(E, lb->strides[k])});
-    }
-  }
-  free(defined);
+  free(def_buf);
+  free(def_dim);
 }
 
 /* ---- kernels ---- */
