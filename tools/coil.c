@@ -1,8 +1,9 @@
 /* coil — the command-line tool: check a graph, run it on a backend, summarise the outputs.
  *
  *   coil check GRAPH
- *   coil run GRAPH [--backend ref] [--weights W] [--inputs I] [--out O] [--seed N]
- *                  [--size SYM=N] [--expect E [--rtol R] [--atol A]]
+ *   coil run GRAPH|ARTIFACT [--backend ref] [--weights W] [--inputs I] [--out O] [--seed N]
+ *                  [--size SYM=N] [--expect E [--rtol R] [--atol A]] [--no-cache]
+ *   coil compile GRAPH [--backend NAME -o DIR [--embed-weights W]]
  *   coil --version | help
  *
  * Exit status: 0 success, 1 a graph, data or comparison error, 2 a usage error. This is the
@@ -18,7 +19,9 @@
 #include <unistd.h>
 
 #include "coil/coil.h"
+#include "artifact.h"
 #include "backend.h"
+#include "cache.h"
 #include "config.h"
 #include "graph.h"
 #include "ops.h"
@@ -30,10 +33,16 @@ static const char usage[] =
     "commands:\n"
     "  check GRAPH             parse and type-check GRAPH; print it with every type filled in\n"
     "  run GRAPH [options]     run GRAPH and summarise its outputs\n"
+    "  run ARTIFACT [options]  run an artifact directory (written by compile --backend -o)\n"
+    "                          without the graph and without compiling\n"
     "  compile GRAPH [--dump DIR] [--no-fuse] [-o FILE]\n"
     "                          compile GRAPH to a Wrapper IR program; print a summary (--dump:\n"
     "                          graph.txt, ir_pre_fusion.txt, ir_post_fusion.txt, program.wir;\n"
     "                          -o: the program's text to FILE, - for stdout)\n"
+    "  compile GRAPH --backend NAME -o DIR [--embed-weights W]\n"
+    "                          compile GRAPH with plugin NAME into the artifact directory DIR\n"
+    "                          (replacing an artifact there); --embed-weights stores the params\n"
+    "                          of safetensors file W in it\n"
     "  config explain [--config FILE] [--mode M] [--backend B]\n"
     "                          every option, its value and where it came from\n"
     "  ops [--markdown]        list the op table (--markdown: the text of docs/ops.md)\n"
@@ -48,6 +57,8 @@ static const char usage[] =
     "                          path (default: [coil] backend, see 'coil config explain')\n"
     "  --config FILE           the ini file (default: $COIL_CONFIG, else ./coil.ini)\n"
     "  --dump DIR              write the compile stages' dumps to DIR (plugin backends)\n"
+    "  --no-cache              compile even when the compile cache ([coil] cache_dir) has the\n"
+    "                          artifact, and do not store it there\n"
     "  --weights FILE          safetensors file with the graph's param and buffer inputs\n"
     "  --inputs FILE           safetensors file with the graph's other inputs, by name\n"
     "  --out FILE              write the outputs (out0, out1, ...) to a safetensors file\n"
@@ -60,7 +71,9 @@ static const char usage[] =
     "                          bools must match exactly)\n"
     "\n"
     "Inputs not given in --inputs or --weights are generated from --seed: floating-point\n"
-    "values from a standard normal distribution, integers uniform in [0, 10), bools fair.\n";
+    "values from a standard normal distribution, integers uniform in [0, 10), bools fair.\n"
+    "An artifact's embedded weights are used for the params --weights does not give; it runs\n"
+    "only on the plugin and version that compiled it, and every file of it is checked first.\n";
 
 static int
 fail(const coil_diag *d)
@@ -106,17 +119,21 @@ now_seconds(void)
 
 static int plugin_compile(const char *backend, const coil_wir_program *p, const char *dump_dir,
                           coil_diag *d);
+static int artifact_compile(const char *backend, const coil_graph *g, const coil_wir_program *p,
+                            const char *dir, const char *weights, coil_diag *d);
 
 static int
 cmd_compile(int argc, char **argv)
 {
-  const char *graph = NULL, *dump_dir = NULL, *out = NULL, *backend = NULL;
+  const char *graph = NULL, *dump_dir = NULL, *out = NULL, *backend = NULL, *embed = NULL;
   bool fuse = true;
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--no-fuse") == 0)
       fuse = false;
     else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
       backend = argv[++i];
+    else if (strcmp(argv[i], "--embed-weights") == 0 && i + 1 < argc)
+      embed = argv[++i];
     else if ((strcmp(argv[i], "--dump") == 0 || strcmp(argv[i], "-o") == 0) && i + 1 < argc)
       *(argv[i][1] == 'o' ? &out : &dump_dir) = argv[i + 1], i++;
     else if (argv[i][0] == '-' && argv[i][1])
@@ -128,6 +145,13 @@ cmd_compile(int argc, char **argv)
   }
   if (!graph)
     return usage_error("compile needs a graph file%s", "");
+  /* -o with a plugin backend writes an artifact directory; otherwise the program's text. */
+  bool artifact = out && backend && strcmp(backend, "ref") != 0;
+  if (artifact && strcmp(out, "-") == 0)
+    return usage_error("an artifact is a directory, not stdout (-o - writes the program text, "
+                       "without --backend)%s", "");
+  if (embed && !artifact)
+    return usage_error("--embed-weights needs --backend NAME and -o DIR%s", "");
   coil_diag d = {0};
   double t0 = now_seconds();
   coil_graph *g = coil_graph_load(graph, &d);
@@ -147,7 +171,7 @@ cmd_compile(int argc, char **argv)
     externs += p->lines[i].kind == COIL_LINE_EXTERN_CALL;
   }
   int rc = 0;
-  if (out) {
+  if (out && !artifact) {
     char *text = coil_wir_print(p);
     if (strcmp(out, "-") == 0) {
       fputs(text, stdout);
@@ -171,7 +195,12 @@ cmd_compile(int argc, char **argv)
     if (dump_dir)
       printf("dumps in %s/: graph.txt ir_pre_fusion.txt ir_post_fusion.txt program.wir\n", dump_dir);
   }
-  if (rc == 0 && backend && strcmp(backend, "ref") != 0 && plugin_compile(backend, p, dump_dir, &d)) {
+  int plugin_rc = 0;
+  if (rc == 0 && artifact)
+    plugin_rc = artifact_compile(backend, g, p, out, embed, &d);
+  else if (rc == 0 && backend && strcmp(backend, "ref") != 0)
+    plugin_rc = plugin_compile(backend, p, dump_dir, &d);
+  if (plugin_rc) {
     fprintf(stderr, "%s\n", d.msg);
     rc = 1;
   }
@@ -285,20 +314,95 @@ parse_i64(const char *s, int64_t *out)
   return 0;
 }
 
-/* Binds every size symbol: from given inputs first, then --size, then the default 8. */
-static int
-bind_sizes(const coil_graph *g, const coil_tensor_list *given, char **sizes, int nsizes,
-           int64_t *bind, coil_diag *d)
+/* What a run needs to know of its inputs and outputs, from a graph or from an artifact's
+ * program (coil run GRAPH and coil run ARTIFACT share everything below). */
+typedef struct run_input {
+  const char *name;
+  coil_dtype dtype;
+  int rank;
+  const coil_sym *const *dims;  /* rank sizes, in the signature's sym context */
+  const char *weight;           /* NULL for a plain input, else "param" or "buffer" */
+  const coil_tensor *embedded;  /* the artifact's embedded value, used when none is given */
+} run_input;
+
+typedef struct run_sig {
+  const char *name;             /* the graph's */
+  const coil_symctx *sym;
+  int ninputs;
+  run_input *inputs;            /* malloc'd */
+  int noutputs;
+  const char *const *output_names;
+  bool *size_var;               /* [coil_sym_nvars]: a size symbol of the inputs (malloc'd) */
+} run_sig;
+
+static void
+sig_finish(run_sig *s)
 {
-  int nsym = coil_sym_nvars(g->sym);
-  bool *done = calloc((size_t)nsym + 1, sizeof(bool));
+  int nsym = coil_sym_nvars(s->sym);
+  s->size_var = calloc((size_t)nsym + 1, sizeof(bool));
+  for (int i = 0; i < s->ninputs; i++)
+    for (int k = 0; k < s->inputs[i].rank; k++)
+      coil_sym_vars_used(s->inputs[i].dims[k], s->size_var, nsym);
+}
+
+static void
+sig_from_graph(run_sig *s, const coil_graph *g, const char **names)
+{
+  *s = (run_sig){.name = g->name, .sym = g->sym, .ninputs = g->ninputs,
+                 .inputs = calloc((size_t)g->ninputs + 1, sizeof(run_input)),
+                 .noutputs = g->noutputs, .output_names = names};
   for (int i = 0; i < g->ninputs; i++) {
     const coil_value *v = g->inputs[i];
+    s->inputs[i] = (run_input){v->name, v->type.dtype, v->type.rank, v->type.dims,
+                               v->kind == COIL_VAL_PARAM    ? "param"
+                               : v->kind == COIL_VAL_BUFFER ? "buffer"
+                                                            : NULL, NULL};
+  }
+  for (int i = 0; i < g->noutputs; i++)
+    names[i] = g->outputs[i]->name;
+  sig_finish(s);
+}
+
+static void
+sig_from_artifact(run_sig *s, const coil_stored_artifact *a)
+{
+  const coil_wir_program *p = a->program;
+  *s = (run_sig){.name = a->graph, .sym = p->sym, .ninputs = p->ninputs,
+                 .inputs = calloc((size_t)p->ninputs + 1, sizeof(run_input)),
+                 .noutputs = a->noutputs, .output_names = (const char *const *)a->output_names};
+  for (int i = 0; i < p->ninputs; i++) {
+    const coil_buffer *b = &p->buffers[p->inputs[i].buffer];
+    const char *label = p->inputs[i].label;
+    s->inputs[i] = (run_input){label, b->dtype, b->rank, b->sizes,
+                               p->inputs[i].is_param ? "param" : NULL,
+                               p->inputs[i].is_param ? coil_tensor_list_find(&a->weights, label) : NULL};
+  }
+  sig_finish(s);
+}
+
+static void
+sig_free(run_sig *s)
+{
+  free(s->inputs);
+  free(s->size_var);
+}
+
+/* Binds every size symbol: from given inputs (or embedded weights) first, then --size, then the
+ * default 8. */
+static int
+bind_sizes(const run_sig *sig, const coil_tensor_list *given, char **sizes, int nsizes,
+           int64_t *bind, coil_diag *d)
+{
+  int nsym = coil_sym_nvars(sig->sym);
+  bool *done = calloc((size_t)nsym + 1, sizeof(bool));
+  for (int i = 0; i < sig->ninputs; i++) {
+    const run_input *v = &sig->inputs[i];
     const coil_tensor *t = coil_tensor_list_find(given, v->name);
-    if (!t || t->rank != v->type.rank)
+    t = t ? t : v->embedded;
+    if (!t || t->rank != v->rank)
       continue;
     for (int k = 0; k < t->rank; k++) {
-      const coil_sym *s = v->type.dims[k];
+      const coil_sym *s = v->dims[k];
       if (s->kind == COIL_SYM_VAR && !done[s->var]) {
         bind[s->var] = t->shape[k];
         done[s->var] = true;
@@ -314,8 +418,8 @@ bind_sizes(const coil_graph *g, const coil_tensor_list *given, char **sizes, int
     }
     int k;
     for (k = 0; k < nsym; k++)
-      if (strlen(coil_sym_var_name(g->sym, k)) == (size_t)(eq - sizes[i]) &&
-          strncmp(coil_sym_var_name(g->sym, k), sizes[i], (size_t)(eq - sizes[i])) == 0)
+      if (sig->size_var[k] && strlen(coil_sym_var_name(sig->sym, k)) == (size_t)(eq - sizes[i]) &&
+          strncmp(coil_sym_var_name(sig->sym, k), sizes[i], (size_t)(eq - sizes[i])) == 0)
         break;
     if (k == nsym) {
       free(done);
@@ -328,48 +432,51 @@ bind_sizes(const coil_graph *g, const coil_tensor_list *given, char **sizes, int
     }
   }
   for (int k = 0; k < nsym; k++)
-    if (!done[k]) {
+    if (sig->size_var[k] && !done[k]) {
       bind[k] = 8;
       fprintf(stderr, "note: size %s = 8 (no input fixes it; set it with --size %s=N)\n",
-              coil_sym_var_name(g->sym, k), coil_sym_var_name(g->sym, k));
+              coil_sym_var_name(sig->sym, k), coil_sym_var_name(sig->sym, k));
     }
   free(done);
   return 0;
 }
 
-/* Moves the tensors of `from` that the graph needs into `to`; generates the missing ones. */
+/* Moves the tensors of `from` that the run needs into `to`; generates the missing ones, except
+ * those an artifact has embedded (it binds them itself). */
 static int
-gather_inputs(const coil_graph *g, coil_tensor_list *given, uint64_t seed, char **sizes,
+gather_inputs(const run_sig *sig, coil_tensor_list *given, uint64_t seed, char **sizes,
               int nsizes, coil_tensor_list *to, coil_diag *d)
 {
-  int64_t *bind = calloc((size_t)coil_sym_nvars(g->sym) + 1, sizeof(int64_t));
-  if (bind_sizes(g, given, sizes, nsizes, bind, d)) {
+  int64_t *bind = calloc((size_t)coil_sym_nvars(sig->sym) + 1, sizeof(int64_t));
+  if (bind_sizes(sig, given, sizes, nsizes, bind, d)) {
     free(bind);
     return -1;
   }
   uint64_t state = seed;
-  for (int i = 0; i < g->ninputs; i++) {
-    const coil_value *v = g->inputs[i];
+  for (int i = 0; i < sig->ninputs; i++) {
+    const run_input *v = &sig->inputs[i];
     coil_tensor *t = coil_tensor_list_find(given, v->name);
     coil_tensor fresh;
     if (t) {
       fresh = *t;
       memset(t, 0, sizeof *t); /* moved */
+    } else if (v->embedded) {
+      continue;
     } else {
       int64_t shape[COIL_MAX_RANK];
-      for (int k = 0; k < v->type.rank; k++)
-        if (coil_sym_eval(g->sym, v->type.dims[k], bind, coil_sym_nvars(g->sym), &shape[k], d)) {
+      for (int k = 0; k < v->rank; k++)
+        if (coil_sym_eval(sig->sym, v->dims[k], bind, coil_sym_nvars(sig->sym), &shape[k], d)) {
           free(bind);
           return -1;
         }
-      if (coil_tensor_init(&fresh, v->type.dtype, v->type.rank, shape, d)) {
+      if (coil_tensor_init(&fresh, v->dtype, v->rank, shape, d)) {
         free(bind);
         return -1;
       }
       fill_random(&fresh, &state);
-      if (v->kind != COIL_VAL_INPUT)
+      if (v->weight)
         fprintf(stderr, "note: %s %%%s was not given (--weights); using random values\n",
-                v->kind == COIL_VAL_PARAM ? "param" : "buffer", v->name);
+                v->weight, v->name);
     }
     coil_tensor_list_add(to, v->name, &fresh);
   }
@@ -387,12 +494,12 @@ print_shape(const coil_tensor *t)
 }
 
 static void
-summarise(const coil_graph *g, const coil_tensor_list *outs)
+summarise(const run_sig *sig, const coil_tensor_list *outs)
 {
   for (int i = 0; i < outs->n; i++) {
     const coil_tensor *t = &outs->tensors[i];
     int64_t n = coil_tensor_numel(t);
-    printf("%s (%%%s): ", outs->names[i], g->outputs[i]->name);
+    printf("%s (%%%s): ", outs->names[i], i < sig->noutputs ? sig->output_names[i] : "?");
     print_shape(t);
     double lo = INFINITY, hi = -INFINITY, sum = 0;
     int64_t nans = 0;
@@ -550,6 +657,7 @@ setup_backend(backend_setup *b, const char *flag_backend, const char *config_fil
     }
   b->env.option_keys = b->keys;
   b->env.option_values = b->values;
+  b->env.cache_dir = coil_config_get(b->config, "cache_dir"); /* "" turns the cache off */
   return 0;
 }
 
@@ -612,6 +720,44 @@ plugin_compile(const char *backend, const coil_wir_program *p, const char *dump_
   return rc;
 }
 
+/* ---- artifacts (core/artifact.h): coil compile --backend NAME -o DIR ---- */
+
+/* Compiles p with the backend's plugin into the artifact directory dir (replacing an artifact
+ * there), with the graph's name and output names and, when weights is set, its params. */
+static int
+artifact_compile(const char *backend, const coil_graph *g, const coil_wir_program *p,
+                 const char *dir, const char *weights, coil_diag *d)
+{
+  backend_setup bs;
+  if (setup_backend(&bs, backend, NULL, d))
+    return -1;
+  coil_loaded_plugin *lp = NULL;
+  coil_plugin *inst = NULL;
+  coil_plugin_options opts = {.struct_size = sizeof opts, .count = (size_t)bs.env.noptions,
+                              .keys = bs.env.option_keys, .values = bs.env.option_values};
+  const char **names = calloc((size_t)g->noutputs + 1, sizeof *names);
+  for (int i = 0; i < g->noutputs; i++)
+    names[i] = g->outputs[i]->name;
+  coil_artifact_write_opts o = {.graph_name = g->name, .noutput_names = g->noutputs,
+                                .output_names = names, .embed_weights = weights, .replace = true};
+  int rc = -1;
+  if (coil_plugin_open(bs.name, (const char *const *)bs.env.dirs.dirs, bs.env.dirs.n, &lp, d) == 0 &&
+      coil_plugin_create(lp, &opts, &inst, d) == 0 &&
+      coil_artifact_write(lp, inst, p, &opts, &o, dir, d) == 0) {
+    printf("artifact %s: compiled by plugin %s %s%s%s\n", dir, lp->api.name, lp->api.version,
+           weights ? ", with the params of " : "", weights ? weights : "");
+    rc = 0;
+  }
+  if (inst)
+    coil_plugin_destroy(lp, inst);
+  coil_plugin_close(lp);
+  free(names);
+  backend_teardown(&bs);
+  return rc;
+}
+
+/* ---- end of artifacts ---- */
+
 static void
 list_one(void *user, const coil_plugin_listing *e)
 {
@@ -667,6 +813,7 @@ cmd_run(int argc, char **argv)
   double rtol = -1, atol = -1;
   char *sizes[64];
   int nsizes = 0;
+  bool no_cache = false;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     bool has_val = i + 1 < argc;
@@ -674,6 +821,10 @@ cmd_run(int argc, char **argv)
       if (graph)
         return usage_error("run takes one graph file; unexpected '%s'", a);
       graph = a;
+      continue;
+    }
+    if (strcmp(a, "--no-cache") == 0) {
+      no_cache = true;
       continue;
     }
     if (!has_val)
@@ -704,33 +855,72 @@ cmd_run(int argc, char **argv)
     return usage_error("run needs a graph file%s", "");
 
   coil_diag d = {0};
+  /* ---- artifacts: coil run DIR runs what coil.json describes, on the plugin it names ---- */
+  coil_stored_artifact *art = NULL;
+  struct stat st;
+  if (stat(graph, &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (dump_dir)
+      return usage_error("--dump compiles; %s is compiled already", graph);
+    if (coil_artifact_open(graph, &art, &d))
+      return fail(&d);
+    if (backend && strcmp(backend, art->plugin) != 0) {
+      fprintf(stderr, "coil: %s was compiled for plugin %s, not %s\n", graph, art->plugin, backend);
+      coil_artifact_close(art);
+      return 1;
+    }
+    backend = art->plugin;
+  }
+  /* ---- end of artifacts ---- */
   backend_setup bs;
-  if (setup_backend(&bs, backend, config_file, &d))
+  if (setup_backend(&bs, backend, config_file, &d)) {
+    coil_artifact_close(art);
     return fail(&d);
+  }
   bs.env.dump_dir = dump_dir;
+  if (no_cache)
+    bs.env.cache_dir = NULL;
+  if (!art && bs.env.cache_dir && *bs.env.cache_dir && strcmp(bs.name, "ref") != 0 &&
+      coil_cache_prepare(bs.env.cache_dir, &d)) {
+    fprintf(stderr, "note: compiling without the cache: %s\n", d.msg);
+    bs.env.cache_dir = NULL;
+    d.msg[0] = 0;
+  }
   backend = bs.name;
-  coil_graph *g = coil_graph_load(graph, &d);
-  if (!g) {
+  coil_graph *g = art ? NULL : coil_graph_load(graph, &d);
+  if (!g && !art) {
     backend_teardown(&bs);
     return fail(&d);
   }
+  run_sig sig;
+  const char **out_names = g ? calloc((size_t)g->noutputs + 1, sizeof *out_names) : NULL;
+  if (g)
+    sig_from_graph(&sig, g, out_names);
+  else
+    sig_from_artifact(&sig, art);
   coil_tensor_list given = {0}, all = {0}, outs = {0}, want = {0};
   int rc = 1;
   if ((weights && read_st(weights, &given, &d)) || (inputs && read_st(inputs, &given, &d)))
     goto done;
   for (int i = 0; i < given.n; i++) {
     bool used = false;
-    for (int k = 0; k < g->ninputs; k++)
-      used = used || strcmp(g->inputs[k]->name, given.names[i]) == 0;
+    for (int k = 0; k < sig.ninputs; k++)
+      used = used || strcmp(sig.inputs[k].name, given.names[i]) == 0;
     if (!used)
-      fprintf(stderr, "note: tensor '%s' is not an input of graph %s; ignored\n", given.names[i], g->name);
+      fprintf(stderr, "note: tensor '%s' is not an input of graph %s; ignored\n", given.names[i], sig.name);
   }
-  if (gather_inputs(g, &given, (uint64_t)seed, sizes, nsizes, &all, &d))
+  if (gather_inputs(&sig, &given, (uint64_t)seed, sizes, nsizes, &all, &d))
     goto done;
-  if (coil_backend_run(g, backend, &bs.env, &all, &outs, &d))
+  if (art) {
+    coil_plugin_options opts = {.struct_size = sizeof opts, .count = (size_t)bs.env.noptions,
+                                .keys = bs.env.option_keys, .values = bs.env.option_values};
+    if (coil_artifact_run(art, (const char *const *)bs.env.dirs.dirs, bs.env.dirs.n, &opts, &all,
+                          &outs, &d))
+      goto done;
+  } else if (coil_backend_run(g, backend, &bs.env, &all, &outs, &d)) {
     goto done;
-  printf("graph %s on %s: %d output%s\n", g->name, backend, outs.n, outs.n == 1 ? "" : "s");
-  summarise(g, &outs);
+  }
+  printf("graph %s on %s: %d output%s\n", sig.name, backend, outs.n, outs.n == 1 ? "" : "s");
+  summarise(&sig, &outs);
   if (out && coil_safetensors_write(out, &outs, &d))
     goto done;
   if (expect) {
@@ -752,7 +942,10 @@ done:
   coil_tensor_list_free(&all);
   coil_tensor_list_free(&outs);
   coil_tensor_list_free(&want);
+  sig_free(&sig);
+  free(out_names);
   coil_graph_free(g);
+  coil_artifact_close(art);
   backend_teardown(&bs);
   return rc;
 }

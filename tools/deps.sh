@@ -12,9 +12,12 @@ if command -v pkg-config >/dev/null 2>&1; then
   pkg-config --exists libcjson || missing+=(libcjson-dev)
   pkg-config --exists inih || missing+=(libinih-dev)
   pkg-config --exists criterion || missing+=(libcriterion-dev)
+  pkg-config --exists libxxhash || missing+=(libxxhash-dev)
+  pkg-config --exists openblas || missing+=(libopenblas-dev)
 else
-  missing+=(libcjson-dev libinih-dev libcriterion-dev)
+  missing+=(libcjson-dev libinih-dev libcriterion-dev libxxhash-dev libopenblas-dev)
 fi
+# OpenMP needs nothing more: gcc brings libgomp.
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then

@@ -1,6 +1,7 @@
-/* Backends agree: every example, golden and exported graph runs on the interp plugin (through
- * the whole pipeline: lowering, fusion, Wrapper IR, the plugin ABI) to the reference
- * interpreter's outputs, and the PyTorch exports to PyTorch's own outputs. */
+/* Backends agree: every example, golden and exported graph runs on the interp and cpu plugins
+ * (through the whole pipeline: lowering, fusion, Wrapper IR, the plugin ABI, and for cpu the
+ * generated C compiled by the system compiler) to the reference interpreter's outputs, and the
+ * PyTorch exports to PyTorch's own outputs. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <math.h>
@@ -53,29 +54,42 @@ random_inputs(const coil_graph *g, int64_t size, uint64_t seed, coil_tensor_list
 
 /* Runs g on ref and interp with the same inputs; every output must agree within the dtype's
  * tolerance (interp computes f32 in f32 where ref computes in f64). Returns mismatches. */
+static const char *const plugins[] = {"interp", "cpu"};
+
 static int
-agree(const char *path, coil_graph *g, const coil_tensor_list *in)
+agree_on(const char *backend, const char *path, coil_graph *g, const coil_tensor_list *in)
 {
   coil_backend_env env = interp_env();
   coil_diag d = {0};
   coil_tensor_list a = {0}, b = {0};
   cr_assert_eq(coil_backend_run(g, "ref", &env, in, &a, &d), 0, "%s on ref: %s", path, d.msg);
-  cr_assert_eq(coil_backend_run(g, "interp", &env, in, &b, &d), 0, "%s on interp: %s", path, d.msg);
+  cr_assert_eq(coil_backend_run(g, backend, &env, in, &b, &d), 0, "%s on %s: %s", path, backend, d.msg);
   cr_assert_eq(a.n, b.n);
   int bad = 0;
   for (int i = 0; i < a.n; i++) {
     double rtol, atol;
     coil_tolerance_default(a.tensors[i].dtype, &rtol, &atol);
-    rtol = rtol < 1e-5 ? 1e-5 : rtol; /* f32 sums in another order than f64 ones */
+    /* plugins compute f32 in f32 (BLAS included) where ref computes in f64: a chain of four
+     * matmuls over normal inputs drifts by ~1e-4 relative where values cancel */
+    rtol = rtol < 2e-4 ? 2e-4 : rtol;
     coil_compare c;
     bool ok = coil_tensor_allclose(&b.tensors[i], &a.tensors[i], rtol, atol, &c);
-    cr_expect(ok, "%s out%d: interp differs from ref at %lld of %lld elements (worst: %.9g vs %.9g)", path, i,
+    cr_expect(ok, "%s out%d: %s differs from ref at %lld of %lld elements (worst: %.9g vs %.9g)", path, i, backend,
               (long long)c.mismatches, (long long)coil_tensor_numel(&a.tensors[i]), c.worst_got, c.worst_want);
     bad += !ok;
   }
   coil_tensor_list_free(&a);
   coil_tensor_list_free(&b);
   coil_plugin_dirs_free(&env.dirs);
+  return bad;
+}
+
+static int
+agree(const char *path, coil_graph *g, const coil_tensor_list *in)
+{
+  int bad = 0;
+  for (size_t k = 0; k < sizeof plugins / sizeof *plugins; k++)
+    bad += agree_on(plugins[k], path, g, in);
   return bad;
 }
 
@@ -107,14 +121,14 @@ agree_on_dir(const char *dir, int64_t size)
   return n;
 }
 
-Test(backend, interp_matches_ref_on_examples_and_goldens)
+Test(backend, plugins_match_ref_on_examples_and_goldens, .timeout = 600)
 {
   cr_expect_geq(agree_on_dir(COIL_SOURCE_DIR "/examples", 5), 4);
   cr_expect_geq(agree_on_dir(COIL_SOURCE_DIR "/core/tests/golden", 5), 7);
   cr_expect_geq(agree_on_dir(COIL_SOURCE_DIR "/core/tests/golden", 1), 7); /* size-1 symbols */
 }
 
-Test(backend, interp_matches_ref_on_exports_with_random_inputs)
+Test(backend, plugins_match_ref_on_exports_with_random_inputs, .timeout = 600)
 {
   int n = agree_on_dir(COIL_SHARED_DIR "/torch-exports", 7);
   if (n < 0)
@@ -123,7 +137,7 @@ Test(backend, interp_matches_ref_on_exports_with_random_inputs)
 }
 
 /* Through the whole pipeline on interp, the exports give PyTorch's outputs. */
-Test(backend, interp_matches_pytorch)
+Test(backend, plugins_match_pytorch, .timeout = 600)
 {
   const char *dir = COIL_SHARED_DIR "/torch-exports";
   DIR *dp = opendir(dir);
@@ -158,18 +172,21 @@ Test(backend, interp_matches_pytorch)
     }
     snprintf(path, sizeof path, "%s/%s.expected.safetensors", dir, stem);
     cr_assert_eq(coil_safetensors_read(path, &want, &d), 0, "%s", d.msg);
-    coil_backend_env env = interp_env();
-    cr_assert_eq(coil_backend_run(g, "interp", &env, &in, &got, &d), 0, "%s: %s", stem, d.msg);
-    for (int i = 0; i < got.n; i++) {
-      const coil_tensor *x = coil_tensor_list_find(&want, got.names[i]);
-      cr_assert_not_null(x);
-      double rtol, atol;
-      coil_tolerance_default(x->dtype, &rtol, &atol);
-      coil_compare c;
-      cr_expect(coil_tensor_allclose(&got.tensors[i], x, rtol, atol, &c), "%s %s: %lld mismatches (%.9g vs %.9g)",
-                stem, got.names[i], (long long)c.mismatches, c.worst_got, c.worst_want);
+    for (size_t k = 0; k < sizeof plugins / sizeof *plugins; k++) {
+      coil_backend_env env = interp_env();
+      cr_assert_eq(coil_backend_run(g, plugins[k], &env, &in, &got, &d), 0, "%s on %s: %s", stem, plugins[k], d.msg);
+      for (int i = 0; i < got.n; i++) {
+        const coil_tensor *x = coil_tensor_list_find(&want, got.names[i]);
+        cr_assert_not_null(x);
+        double rtol, atol;
+        coil_tolerance_default(x->dtype, &rtol, &atol);
+        coil_compare c;
+        cr_expect(coil_tensor_allclose(&got.tensors[i], x, rtol, atol, &c), "%s %s on %s: %lld mismatches (%.9g vs %.9g)",
+                  stem, got.names[i], plugins[k], (long long)c.mismatches, c.worst_got, c.worst_want);
+      }
+      coil_tensor_list_free(&got);
+      coil_plugin_dirs_free(&env.dirs);
     }
-    coil_plugin_dirs_free(&env.dirs);
     coil_tensor_list_free(&in), coil_tensor_list_free(&want), coil_tensor_list_free(&got), coil_tensor_list_free(&w);
     coil_graph_free(g);
     cases++;

@@ -6,6 +6,7 @@ coil=$1
 src=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+export COIL_CACHE_DIR="$tmp/cache" # the compile cache of plugin runs: never the user's own
 pass=0
 failed=0
 
@@ -27,6 +28,7 @@ run() { # run CMD...: captures stdout, stderr and status in $tmp
 rc_is() { [ "$(cat "$tmp/rc")" = "$1" ]; }
 out_has() { grep -qF -- "$1" "$tmp/out"; }
 err_has() { grep -qF -- "$1" "$tmp/err"; }
+err_lacks() { ! grep -qF -- "$1" "$tmp/err"; }
 
 run "$coil" --version
 check "--version exits 0" rc_is 0
@@ -124,7 +126,7 @@ run "$coil" run "${mlp[@]}" --backend interp --dump "$tmp/dump"
 check "--dump writes program.wir" test -s "$tmp/dump/program.wir"
 check "--dump writes ir_post_fusion.txt" test -s "$tmp/dump/ir_post_fusion.txt"
 run "$coil" run "${mlp[@]}"
-check "the default backend (cpu, not built yet) runs on ref, saying so" err_has "the default backend cpu is not built yet"
+check "the default backend is cpu" out_has "on cpu"
 COIL_BACKEND=interp run "$coil" run "${mlp[@]}"
 check "COIL_BACKEND selects the backend" out_has "on interp"
 
@@ -141,6 +143,85 @@ check "compile --backend hands the program to the plugin" out_has "plugin interp
 check "the plugin's artifact sits beside the dumps" test -s "$tmp/pdump/interp/manifest.json"
 run "$coil" compile "$src/examples/mlp.coil" --backend nosuch
 check "compile with a missing plugin exits 1" rc_is 1
+# artifacts: compile --backend NAME -o DIR writes one; run DIR runs it without the graph
+run "$coil" compile "$src/examples/mlp.coil" --backend interp -o "$tmp/art"
+check "compile -o DIR exits 0" rc_is 0
+check "compile -o DIR says what it wrote" out_has "artifact $tmp/art: compiled by plugin interp 0.1.0"
+check "the artifact has the host manifest" grep -q '"plugin_version":' "$tmp/art/coil.json"
+check "the artifact has the host's program" grep -q "^kernel_call" "$tmp/art/coil.wir"
+check "the artifact has the plugin's manifest" test -s "$tmp/art/manifest.json"
+check "no temporary directory is left beside it" test -z "$(ls -A "$tmp" | grep '^\.art\.')"
+run "$coil" run "$tmp/art" "${mlp[@]:1}" --expect "$tmp/o.safetensors"
+check "run DIR matches the graph on ref" rc_is 0
+check "run DIR names the outputs as the graph does" out_has "out0 (%probs): f32[4, 10]"
+run "$coil" run "$tmp/art" "${mlp[@]:1}"
+cp "$tmp/out" "$tmp/art.out"
+run "$coil" run "${mlp[@]}" --backend interp
+check "run DIR prints what running the graph on interp prints" cmp -s "$tmp/out" "$tmp/art.out"
+run "$coil" run "$tmp/art" --inputs "$src/examples/mlp.inputs.safetensors"
+check "run DIR without weights uses random params, saying so" err_has "param %w1 was not given"
+run "$coil" compile "$src/examples/mlp.coil" --backend interp -o "$tmp/art" --embed-weights "$src/examples/mlp.weights.safetensors"
+check "compile replaces an artifact" rc_is 0
+check "--embed-weights stores the weights" test -s "$tmp/art/weights.safetensors"
+run "$coil" run "$tmp/art" --inputs "$src/examples/mlp.inputs.safetensors" --expect "$tmp/o.safetensors"
+check "embedded weights are bound at load" rc_is 0
+check "embedded weights are not noted as random" err_lacks "was not given"
+cp -r "$tmp/art" "$tmp/art2"
+echo "# edited" >>"$tmp/art2/program.wir"
+run "$coil" run "$tmp/art2" --inputs "$src/examples/mlp.inputs.safetensors"
+check "a changed artifact file fails" rc_is 1
+check "a changed artifact file is named" err_has "art2/program.wir: changed or corrupted since the artifact was written"
+rm -r "$tmp/art2" && cp -r "$tmp/art" "$tmp/art2"
+sed -i 's/"plugin_version":\t"0.1.0"/"plugin_version":\t"0.2.0"/' "$tmp/art2/coil.json"
+run "$coil" run "$tmp/art2" --inputs "$src/examples/mlp.inputs.safetensors"
+check "another plugin version fails" rc_is 1
+check "another plugin version says to recompile" err_has "artifact was compiled by interp 0.2.0; the plugin found is interp 0.1.0"
+rm -r "$tmp/art2" && cp -r "$tmp/art" "$tmp/art2"
+sed -i 's/"plugin":\t"interp"/"plugin":\t"nosuch"/' "$tmp/art2/coil.json"
+run "$coil" run "$tmp/art2" --inputs "$src/examples/mlp.inputs.safetensors"
+check "a missing plugin fails" rc_is 1
+check "a missing plugin is named" err_has "artifact was compiled by nosuch 0.1.0, which cannot be opened now"
+run "$coil" run "$tmp/art" --backend ref
+check "run DIR on another backend fails" rc_is 1
+check "run DIR on another backend says which" err_has "was compiled for plugin interp, not ref"
+mkdir "$tmp/mine" && echo keep >"$tmp/mine/notes.txt"
+run "$coil" compile "$src/examples/mlp.coil" --backend interp -o "$tmp/mine"
+check "compile -o never replaces a directory that is not an artifact" rc_is 1
+check "... and says so" err_has "exists and is not a coil artifact"
+check "... and leaves it alone" test "$(ls -A "$tmp/mine")" = notes.txt
+run "$coil" run "$tmp/mine"
+check "run of a directory that is not an artifact fails" rc_is 1
+check "... naming coil.json" err_has "not a coil artifact: cannot read coil.json"
+run "$coil" compile "$src/examples/mlp.coil" --backend interp -o -
+check "compile --backend -o - is a usage error" rc_is 2
+run "$coil" compile "$src/examples/mlp.coil" --embed-weights "$src/examples/mlp.weights.safetensors"
+check "--embed-weights without an artifact is a usage error" rc_is 2
+
+# the compile cache: a second run loads the entry, a damaged entry is compiled again
+rm -rf "$tmp/cache"
+run "$coil" run "${mlp[@]}" --backend interp
+check "a cached run exits 0" rc_is 0
+entry=$(ls "$tmp/cache")
+check "the cache holds one entry" test "$(ls -A "$tmp/cache" | wc -l)" = 1
+check "the cache is private" test "$(stat -c %a "$tmp/cache")" = 700
+inode=$(stat -c %i "$tmp/cache/$entry/coil.json")
+run "$coil" run "${mlp[@]}" --backend interp
+check "the second run uses the entry as it was" test "$(stat -c %i "$tmp/cache/$entry/coil.json")" = "$inode"
+check "the second run prints the same" cmp -s "$tmp/out" "$tmp/art.out"
+echo "# damaged" >>"$tmp/cache/$entry/program.wir"
+run "$coil" run "${mlp[@]}" --backend interp
+check "a damaged cache entry is compiled again" rc_is 0
+check "the rebuilt entry is whole" cmp -s "$tmp/cache/$entry/program.wir" "$tmp/cache/$entry/coil.wir"
+check "and is the only one" test "$(ls -A "$tmp/cache" | wc -l)" = 1
+COIL_CACHE_DIR="$tmp/cache2" run "$coil" run "${mlp[@]}" --backend interp --no-cache
+check "--no-cache runs" rc_is 0
+check "--no-cache writes no cache" test ! -e "$tmp/cache2"
+mkdir -m 777 "$tmp/shared-cache"
+COIL_CACHE_DIR="$tmp/shared-cache" run "$coil" run "${mlp[@]}" --backend interp
+check "a cache others may write is not used" err_has "note: compiling without the cache: cache_dir $tmp/shared-cache: others may write to it"
+check "... and the run goes on" rc_is 0
+check "... writing nothing there" test -z "$(ls -A "$tmp/shared-cache")"
+
 run "$coil" config explain
 check "config explain exits 0" rc_is 0
 check "config explain shows the backend and its origin" out_has "backend"

@@ -1,0 +1,101 @@
+/* artifact.h — compiled artifacts that outlive the process (core-internal): `coil compile GRAPH
+ * --backend NAME -o DIR` writes one, `coil run DIR` runs one without the graph and without
+ * recompiling, and the compile cache (cache.h) keeps one per key.
+ *
+ * An artifact is a directory holding what the plugin's compile wrote (its manifest.json, see
+ * coil_plugin.h) plus the host's own files, whose names the plugin must not use:
+ *
+ *   coil.wir             the program's text (coil_wir_print): the input signature, the size
+ *                        symbols and the output sizes the host needs to run it
+ *   weights.safetensors  the graph's params, when embedded at compile time (optional)
+ *   coil.json            the host manifest, written last: format and coil version, graph name,
+ *                        plugin name and version, Wrapper IR version, plugin options, input and
+ *                        output signatures, the embedded weights' names, and per file its size
+ *                        and XXH3-128 hash, with a content hash over them all
+ *
+ * A writer builds the whole directory under a temporary hidden sibling name and renames it into
+ * place, so a crash leaves either nothing or a complete artifact, never half of one. Opening an
+ * artifact checks every file against coil.json first: a file changed, missing or added since is
+ * an error naming it. Every fallible function returns -1 with a message in *d. */
+#ifndef COIL_ARTIFACT_H
+#define COIL_ARTIFACT_H
+
+#include <stdbool.h>
+
+#include "coil/coil.h"
+#include "runtime.h"
+
+#define COIL_ARTIFACT_FORMAT 1                   /* of coil.json; bumped on incompatible change */
+#define COIL_ARTIFACT_HOST_MANIFEST "coil.json"
+#define COIL_ARTIFACT_PROGRAM "coil.wir"
+#define COIL_ARTIFACT_WEIGHTS "weights.safetensors"
+
+/* What coil_artifact_write records beyond the program; every field may be zero/NULL. */
+typedef struct coil_artifact_write_opts {
+  const char *graph_name;            /* NULL: the program's name */
+  int noutput_names;                 /* the graph's output names (for summaries), in order; */
+  const char *const *output_names;   /* NULL: none recorded ("out0", ... are used) */
+  const char *embed_weights;         /* a safetensors file: its tensors named like a param
+                                        input of the program are checked against the input's
+                                        type and stored as weights.safetensors; NULL: none */
+  const char *cache_key;             /* recorded as "cache_key" (cache entries) */
+  bool replace;                      /* dir is an artifact already: replace it; else keep it and
+                                        return 1 (a concurrent writer of the same cache entry) */
+  bool private_dir;                  /* mode 0700 (the cache); else 0777 less the umask */
+} coil_artifact_write_opts;
+
+/* Compiles p with the plugin instance into a temporary sibling of dir, adds coil.wir, the
+ * embedded weights and coil.json, and renames the result to dir. dir may be missing, an empty
+ * directory, or (with o->replace) an artifact; anything else there is an error and is left
+ * alone. o may be NULL. Returns 0 when written, 1 when dir was an artifact already and
+ * !o->replace (nothing written), -1 on error (nothing left behind). */
+int coil_artifact_write(const coil_loaded_plugin *lp, coil_plugin *inst, const coil_wir_program *p,
+                        const coil_plugin_options *opts, const coil_artifact_write_opts *o,
+                        const char *dir, coil_diag *d);
+
+/* Whether path is a directory holding coil.json (an artifact, maybe a damaged one). */
+bool coil_artifact_is(const char *path);
+
+/* Checks dir's integrity only: coil.json is there, of a format this coil reads, and every file
+ * of the directory has the size and hash it records (none missing, none added). */
+int coil_artifact_verify(const char *dir, coil_diag *d);
+
+/* An artifact opened for running: verified, its program parsed and verified, its embedded
+ * weights read. Everything is owned by it (coil_artifact_close). */
+typedef struct coil_stored_artifact {
+  char *dir;
+  char *coil_version;        /* of the coil that wrote it */
+  char *graph;               /* the graph's name */
+  char *plugin;              /* the plugin's name and version at compile time */
+  char *plugin_version;
+  char *cache_key;           /* NULL unless a cache entry */
+  coil_wir_program *program; /* from coil.wir */
+  int noutputs;              /* == the program's outputs */
+  char **output_names;       /* the graph's output names, or "out0", ... when not recorded */
+  coil_tensor_list weights;  /* embedded params (empty when none) */
+} coil_stored_artifact;
+
+int coil_artifact_open(const char *dir, coil_stored_artifact **out, coil_diag *d);
+void coil_artifact_close(coil_stored_artifact *a); /* NULL is a no-op */
+
+/* Runs an opened artifact: opens its plugin by name on the search path (dirs), checks that it
+ * has the name and version recorded at compile time ("artifact was compiled by cpu 0.1.0; the
+ * plugin found is cpu 0.2.0: recompile"), creates an instance with opts, loads the artifact,
+ * binds the inputs by label (params not in `inputs` from the embedded weights), runs, and tears
+ * down. The outputs are out0, out1, ... */
+int coil_artifact_run(const coil_stored_artifact *a, const char *const *dirs, int ndirs,
+                      const coil_plugin_options *opts, const coil_tensor_list *inputs,
+                      coil_tensor_list *outputs, coil_diag *d);
+
+/* One run of a loaded plugin artifact of program p (shared by coil_artifact_run and
+ * backend.c): binds each program input by label from `inputs`, else (params only) from
+ * `weights` (may be NULL), checks its dtype and sizes against the program, binds the size
+ * symbols, allocates the outputs at the sizes the program gives them, and runs. */
+int coil_artifact_exec(const coil_loaded_plugin *lp, coil_artifact *art, const coil_wir_program *p,
+                       const coil_tensor_list *inputs, const coil_tensor_list *weights,
+                       coil_tensor_list *outputs, coil_diag *d);
+
+/* Removes dir and everything under it (no symlink is followed). Missing dir is no error. */
+void coil_artifact_remove(const char *dir);
+
+#endif

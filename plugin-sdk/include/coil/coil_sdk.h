@@ -1,0 +1,53 @@
+/* coil_sdk.h — helpers for plugin authors (the coil-sdk library): what every C-family code
+ * generator needs from a Wrapper IR program, so a vendor's emitter only writes what differs in
+ * its dialect. The CPU plugin (C + OpenMP) is its first user; CUDA and HIP share it.
+ *
+ *   - C types and literals for dtypes (storage and compute types, exact hex-float constants);
+ *   - index expressions in C syntax (coil_sym_print with the kernel's loop ranges set);
+ *   - the right-hand side of every kernel instruction, given its operands' C names, with the
+ *     dialect choosing the spelling of math functions (expf, __expf, coil_expf, ...);
+ *   - which instructions of a kernel vary over the reduction (r) loops;
+ *   - a prelude of small C helpers (floor division, NaN-propagating min/max, casts with
+ *     PyTorch's semantics, f16/bf16 conversions) that generated code can include.
+ * Everything takes the program read-only; nothing here keeps state. */
+#ifndef COIL_SDK_H
+#define COIL_SDK_H
+
+#include <stdbool.h>
+
+#include "coil/strbuf.h"
+#include "coil/wir.h"
+
+/* A C-family dialect: the parts that differ between C, CUDA and HIP. */
+typedef struct coil_c_dialect {
+  /* Spelling of the math function for a unary op on floating dtype t (F32 or F64), e.g. "expf".
+   * NULL: the SDK's default (libm names). */
+  const char *(*math_fn)(coil_kop op, coil_dtype t);
+} coil_c_dialect;
+
+/* The C type a value of dtype t is held in while computing: float for f32/f16/bf16, double
+ * for f64, bool for bool, the exact integer type otherwise. */
+const char *coil_c_compute_type(coil_dtype t);
+/* The C type of t in memory: uint16_t for f16/bf16, uint8_t for bool. */
+const char *coil_c_storage_type(coil_dtype t);
+/* A literal of dtype t (exact: hex floats; INFINITY, NAN with sign). */
+void coil_c_literal(coil_strbuf *b, coil_dtype t, double f, int64_t i);
+/* Sets the ranges of kernel k's loop variables in p's symbol context (each kernel has its own
+ * extents; call before printing its indices). */
+void coil_c_set_loop_ranges(const coil_wir_program *p, const coil_kernel *k);
+/* An index expression in C syntax (int64_t arithmetic). */
+void coil_c_index(const coil_wir_program *p, const coil_sym *e, coil_strbuf *b);
+/* The expression computing instruction `in` (not LOAD, STORE or REDUCE) from operand names. */
+void coil_c_inst_expr(const coil_c_dialect *dl, const coil_kinst *in, const coil_kinst *insts,
+                      const char *const *args, coil_strbuf *b);
+/* The expression for reading element `index` of a param of dtype t named `ptr` (converting
+ * f16/bf16 to float), and the statement storing value `v` there. */
+void coil_c_load(coil_strbuf *b, coil_dtype t, const char *ptr, const char *index);
+void coil_c_store(coil_strbuf *b, coil_dtype t, const char *ptr, const char *index, const char *v);
+/* per_r[i] = instruction i of k varies over the r loops (its value is one per r point). */
+void coil_c_per_r(const coil_wir_program *p, const coil_kernel *k, bool *per_r);
+/* C source of the helpers generated code uses (coil_floordiv, coil_mod, coil_min, coil_max for
+ * indices; coil_f2i64, coil_fmax/fmin NaN-propagating, f16/bf16 conversions, ...). Static. */
+const char *coil_c_prelude(void);
+
+#endif

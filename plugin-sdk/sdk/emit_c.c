@@ -1,0 +1,300 @@
+/* emit_c.c — the C-family emitter of coil-sdk (see coil/coil_sdk.h). Semantics follow
+ * docs/wrapper-ir.md, which follows PyTorch: integer arithmetic wraps, max/min propagate NaN,
+ * floor division rounds toward negative infinity, float-to-integer casts truncate (NaN -> 0,
+ * saturating), f16 and bf16 values are held in float registers rounded to their type. */
+#include "coil/coil_sdk.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *
+coil_c_compute_type(coil_dtype t)
+{
+  switch (t) {
+  case COIL_F64: return "double";
+  case COIL_F32: case COIL_F16: case COIL_BF16: return "float";
+  case COIL_I64: return "int64_t";
+  case COIL_I32: return "int32_t";
+  case COIL_I16: return "int16_t";
+  case COIL_I8: return "int8_t";
+  case COIL_U8: return "uint8_t";
+  case COIL_BOOL: return "bool";
+  default: return "?";
+  }
+}
+
+const char *
+coil_c_storage_type(coil_dtype t)
+{
+  switch (t) {
+  case COIL_F16: case COIL_BF16: return "uint16_t";
+  case COIL_BOOL: return "uint8_t";
+  default: return coil_c_compute_type(t);
+  }
+}
+
+void
+coil_c_literal(coil_strbuf *b, coil_dtype t, double f, int64_t i)
+{
+  if (t == COIL_BOOL) {
+    coil_strbuf_puts(b, i ? "true" : "false");
+    return;
+  }
+  if (!coil_dtype_is_float(t)) {
+    if (i == INT64_MIN)
+      coil_strbuf_puts(b, "INT64_MIN");
+    else
+      coil_strbuf_printf(b, "(%s)%lldLL", coil_c_compute_type(t), (long long)i);
+    return;
+  }
+  bool dbl = t == COIL_F64;
+  if (isnan(f))
+    coil_strbuf_printf(b, "%s(NAN)", dbl ? "(double)" : "(float)");
+  else if (isinf(f))
+    coil_strbuf_printf(b, "%s(%sINFINITY)", dbl ? "(double)" : "(float)", f < 0 ? "-" : "");
+  else if (dbl)
+    coil_strbuf_printf(b, "%a", f);
+  else
+    coil_strbuf_printf(b, "%af", (double)(float)f);
+}
+
+void
+coil_c_set_loop_ranges(const coil_wir_program *p, const coil_kernel *k)
+{
+  for (int i = 0; i < k->nx + k->nr; i++) {
+    const coil_sym *v = i < k->nx ? k->xvars[i] : k->rvars[i - k->nx];
+    const coil_sym *n = i < k->nx ? k->xsize[i] : k->rsize[i - k->nx];
+    int64_t c;
+    coil_sym_set_range(p->sym, v, 0, coil_sym_is_const(n, &c) ? (c > 0 ? c - 1 : 0) : INT64_MAX);
+  }
+}
+
+void
+coil_c_index(const coil_wir_program *p, const coil_sym *e, coil_strbuf *b)
+{
+  coil_sym_print(p->sym, e, COIL_SYM_C_SYNTAX, b);
+}
+
+void
+coil_c_load(coil_strbuf *b, coil_dtype t, const char *ptr, const char *index)
+{
+  if (t == COIL_F16 || t == COIL_BF16)
+    coil_strbuf_printf(b, "coil_%c2f(%s[%s])", t == COIL_F16 ? 'h' : 'b', ptr, index);
+  else if (t == COIL_BOOL)
+    coil_strbuf_printf(b, "(%s[%s] != 0)", ptr, index);
+  else
+    coil_strbuf_printf(b, "%s[%s]", ptr, index);
+}
+
+void
+coil_c_store(coil_strbuf *b, coil_dtype t, const char *ptr, const char *index, const char *v)
+{
+  if (t == COIL_F16 || t == COIL_BF16)
+    coil_strbuf_printf(b, "%s[%s] = coil_f2%c(%s);", ptr, index, t == COIL_F16 ? 'h' : 'b', v);
+  else if (t == COIL_BOOL)
+    coil_strbuf_printf(b, "%s[%s] = (uint8_t)(%s);", ptr, index, v);
+  else
+    coil_strbuf_printf(b, "%s[%s] = %s;", ptr, index, v);
+}
+
+static const char *
+default_math(coil_kop op, coil_dtype t)
+{
+  bool f = t != COIL_F64;
+  switch (op) {
+  case COIL_KOP_EXP: return f ? "expf" : "exp";
+  case COIL_KOP_LOG: return f ? "logf" : "log";
+  case COIL_KOP_LOG1P: return f ? "log1pf" : "log1p";
+  case COIL_KOP_SQRT: return f ? "sqrtf" : "sqrt";
+  case COIL_KOP_SIN: return f ? "sinf" : "sin";
+  case COIL_KOP_COS: return f ? "cosf" : "cos";
+  case COIL_KOP_TANH: return f ? "tanhf" : "tanh";
+  case COIL_KOP_ERF: return f ? "erff" : "erf";
+  case COIL_KOP_FLOOR: return f ? "floorf" : "floor";
+  case COIL_KOP_CEIL: return f ? "ceilf" : "ceil";
+  case COIL_KOP_TRUNC: return f ? "truncf" : "trunc";
+  case COIL_KOP_ROUND: return f ? "rintf" : "rint"; /* ties to even in the default mode */
+  case COIL_KOP_ABS: return f ? "fabsf" : "fabs";
+  case COIL_KOP_POW: return f ? "powf" : "pow";
+  case COIL_KOP_SIGMOID: return f ? "coil_sigmoidf_ref" : "coil_sigmoid";
+  case COIL_KOP_RSQRT: return f ? "coil_rsqrtf_ref" : "coil_rsqrt";
+  case COIL_KOP_MAX: return f ? "coil_fmaxf" : "coil_fmax";
+  case COIL_KOP_MIN: return f ? "coil_fminf" : "coil_fmin";
+  case COIL_KOP_FLOORDIV: return f ? "coil_floordivf" : "coil_floordivd";
+  default: return NULL;
+  }
+}
+
+static const char *
+math(const coil_c_dialect *dl, coil_kop op, coil_dtype t)
+{
+  coil_dtype ct = t == COIL_F64 ? COIL_F64 : COIL_F32;
+  const char *s = dl && dl->math_fn ? dl->math_fn(op, ct) : NULL;
+  return s ? s : default_math(op, ct);
+}
+
+/* A float expression of dtype t, rounded to f16/bf16 when t is one of them. */
+static void
+rounded(coil_strbuf *b, coil_dtype t, const char *expr)
+{
+  if (t == COIL_F16 || t == COIL_BF16)
+    coil_strbuf_printf(b, "coil_rnd_%c(%s)", t == COIL_F16 ? 'h' : 'b', expr);
+  else
+    coil_strbuf_puts(b, expr);
+}
+
+static void
+cast_expr(coil_strbuf *b, coil_dtype to, coil_dtype from, const char *a)
+{
+  const char *T = coil_c_compute_type(to);
+  if (to == COIL_BOOL) {
+    coil_strbuf_printf(b, "((%s) != 0)", a);
+  } else if (coil_dtype_is_float(to)) {
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "(%s)(%s)", T, a);
+    rounded(b, to, tmp);
+  } else if (coil_dtype_is_float(from)) {
+    coil_strbuf_printf(b, "(%s)coil_f2i64((double)(%s))", T, a);
+  } else {
+    coil_strbuf_printf(b, "(%s)(%s)", T, a);
+  }
+}
+
+void
+coil_c_inst_expr(const coil_c_dialect *dl, const coil_kinst *in, const coil_kinst *insts,
+                 const char *const *args, coil_strbuf *b)
+{
+  coil_dtype t = in->dtype;
+  const char *T = coil_c_compute_type(t);
+  bool fl = coil_dtype_is_float(t);
+  coil_dtype at = in->args[0] >= 0 ? insts[in->args[0]].dtype : t;
+  const char *a = args[0], *c = args[1];
+  char tmp[1024];
+  switch (coil_kop_class_of(in->op)) {
+  case COIL_KCLASS_LEAF:
+    coil_c_literal(b, t, in->f, in->i);
+    return;
+  case COIL_KCLASS_CAST:
+    cast_expr(b, t, at, a);
+    return;
+  case COIL_KCLASS_SELECT:
+    coil_strbuf_printf(b, "(%s ? %s : %s)", args[0], args[1], args[2]);
+    return;
+  case COIL_KCLASS_CMP: {
+    static const char *const ops[] = {[COIL_KOP_EQ] = "==", [COIL_KOP_NE] = "!=", [COIL_KOP_LT] = "<",
+                                      [COIL_KOP_LE] = "<=", [COIL_KOP_GT] = ">", [COIL_KOP_GE] = ">=",
+                                      [COIL_KOP_AND] = "&&", [COIL_KOP_OR] = "||"};
+    coil_strbuf_printf(b, "(%s %s %s)", a, ops[in->op], c);
+    return;
+  }
+  case COIL_KCLASS_UNARY:
+    if (fl) {
+      switch (in->op) {
+      case COIL_KOP_NEG: snprintf(tmp, sizeof tmp, "(-%s)", a); break;
+      case COIL_KOP_RECIP: snprintf(tmp, sizeof tmp, "(%s)1 / %s", T, a); break;
+      case COIL_KOP_RELU: snprintf(tmp, sizeof tmp, "(%s != %s ? %s : %s > 0 ? %s : (%s)0)", a, a, a, a, a, T); break;
+      case COIL_KOP_NOT: snprintf(tmp, sizeof tmp, "(%s == 0)", a); break;
+      default: snprintf(tmp, sizeof tmp, "%s(%s)", math(dl, in->op, t), a); break;
+      }
+      rounded(b, t, tmp);
+      return;
+    }
+    switch (in->op) {
+    case COIL_KOP_NEG: coil_strbuf_printf(b, "(%s)(0 - (uint64_t)%s)", T, a); return;
+    case COIL_KOP_ABS: coil_strbuf_printf(b, "(%s)(%s < 0 ? 0 - (uint64_t)%s : (uint64_t)%s)", T, a, a, a); return;
+    case COIL_KOP_RELU: coil_strbuf_printf(b, "(%s > 0 ? %s : (%s)0)", a, a, T); return;
+    case COIL_KOP_BITNOT: coil_strbuf_printf(b, t == COIL_BOOL ? "(!%s)" : "(%s)(~%s)", t == COIL_BOOL ? a : T, a); return;
+    case COIL_KOP_NOT: coil_strbuf_printf(b, "(!%s)", a); return;
+    default: coil_strbuf_puts(b, a); return; /* floor, ceil, round, trunc of an integer */
+    }
+  case COIL_KCLASS_BINARY:
+    if (fl) {
+      switch (in->op) {
+      case COIL_KOP_ADD: snprintf(tmp, sizeof tmp, "(%s + %s)", a, c); break;
+      case COIL_KOP_SUB: snprintf(tmp, sizeof tmp, "(%s - %s)", a, c); break;
+      case COIL_KOP_MUL: snprintf(tmp, sizeof tmp, "(%s * %s)", a, c); break;
+      case COIL_KOP_DIV: snprintf(tmp, sizeof tmp, "(%s / %s)", a, c); break;
+      case COIL_KOP_TRUNCDIV: snprintf(tmp, sizeof tmp, "%s(%s / %s)", math(dl, COIL_KOP_TRUNC, t), a, c); break;
+      default: snprintf(tmp, sizeof tmp, "%s(%s, %s)", math(dl, in->op, t), a, c); break;
+      }
+      rounded(b, t, tmp);
+      return;
+    }
+    switch (in->op) {
+    case COIL_KOP_ADD: coil_strbuf_printf(b, "(%s)((uint64_t)%s + (uint64_t)%s)", T, a, c); return;
+    case COIL_KOP_SUB: coil_strbuf_printf(b, "(%s)((uint64_t)%s - (uint64_t)%s)", T, a, c); return;
+    case COIL_KOP_MUL: coil_strbuf_printf(b, "(%s)((uint64_t)%s * (uint64_t)%s)", T, a, c); return;
+    case COIL_KOP_FLOORDIV: coil_strbuf_printf(b, "(%s)coil_floordiv_i64(%s, %s)", T, a, c); return;
+    case COIL_KOP_DIV: case COIL_KOP_TRUNCDIV: coil_strbuf_printf(b, "(%s)coil_truncdiv_i64(%s, %s)", T, a, c); return;
+    case COIL_KOP_POW: coil_strbuf_printf(b, "(%s)coil_ipow(%s, %s)", T, a, c); return;
+    case COIL_KOP_MAX: coil_strbuf_printf(b, "(%s > %s ? %s : %s)", a, c, a, c); return;
+    case COIL_KOP_MIN: coil_strbuf_printf(b, "(%s < %s ? %s : %s)", a, c, a, c); return;
+    case COIL_KOP_BITAND: coil_strbuf_printf(b, "(%s)(%s & %s)", T, a, c); return;
+    case COIL_KOP_BITOR: coil_strbuf_printf(b, "(%s)(%s | %s)", T, a, c); return;
+    default: coil_strbuf_printf(b, "0 /* %s */", coil_kop_name(in->op)); return;
+    }
+  default:
+    coil_strbuf_printf(b, "0 /* %s */", coil_kop_name(in->op));
+    return;
+  }
+}
+
+void
+coil_c_per_r(const coil_wir_program *p, const coil_kernel *k, bool *per_r)
+{
+  int nv = coil_sym_nvars(p->sym);
+  bool used[1024];
+  for (int i = 0; i < k->ninsts; i++) {
+    const coil_kinst *in = &k->insts[i];
+    per_r[i] = false;
+    if (in->op == COIL_KOP_REDUCE)
+      continue;
+    if (in->index && nv <= 1024) {
+      memset(used, 0, sizeof(bool) * (size_t)nv);
+      coil_sym_vars_used(in->index, used, nv);
+      for (int r = 0; r < k->nr; r++)
+        per_r[i] = per_r[i] || used[k->rvars[r]->var];
+    }
+    for (int a = 0; a < coil_kop_arity(in->op); a++)
+      per_r[i] = per_r[i] || (in->args[a] >= 0 && per_r[in->args[a]]);
+  }
+}
+
+const char *
+coil_c_prelude(void)
+{
+  return
+      "#include <math.h>\n"
+      "#include <stdbool.h>\n"
+      "#include <stdint.h>\n"
+      "#include <string.h>\n"
+      "\n"
+      "/* integer helpers for indices: Python floor semantics */\n"
+      "static inline int64_t coil_floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }\n"
+      "static inline int64_t coil_mod(int64_t a, int64_t b) { int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n"
+      "static inline int64_t coil_min(int64_t a, int64_t b) { return a < b ? a : b; }\n"
+      "static inline int64_t coil_max(int64_t a, int64_t b) { return a > b ? a : b; }\n"
+      "/* value helpers: PyTorch semantics; a division by zero of integers gives 0 here */\n"
+      "static inline int64_t coil_floordiv_i64(int64_t a, int64_t b) { if (b == 0) return 0; if (a == INT64_MIN && b == -1) return INT64_MIN; return coil_floordiv(a, b); }\n"
+      "static inline int64_t coil_truncdiv_i64(int64_t a, int64_t b) { if (b == 0) return 0; if (a == INT64_MIN && b == -1) return INT64_MIN; return a / b; }\n"
+      "static inline int64_t coil_ipow(int64_t a, int64_t e) { if (e < 0) return a == 1 ? 1 : a == -1 ? ((e & 1) ? -1 : 1) : 0; uint64_t r = 1, x = (uint64_t)a; while (e) { if (e & 1) r *= x; x *= x; e >>= 1; } return (int64_t)r; }\n"
+      "static inline int64_t coil_f2i64(double x) { if (x != x) return 0; if (x >= 9.2233720368547758e18) return INT64_MAX; if (x <= -9.2233720368547758e18) return INT64_MIN; return (int64_t)x; }\n"
+      "static inline float coil_fmaxf(float a, float b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }\n"
+      "static inline float coil_fminf(float a, float b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }\n"
+      "static inline double coil_fmax(double a, double b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }\n"
+      "static inline double coil_fmin(double a, double b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }\n"
+      "static inline double coil_floordivd(double a, double b) { if (b == 0) return a / b; double m = fmod(a, b), d = (a - m) / b; if (m != 0 && (b < 0) != (m < 0)) d -= 1; if (d == 0) return copysign(0.0, a / b); double f = floor(d); return d - f > 0.5 ? f + 1 : f; }\n"
+      "static inline float coil_floordivf(float a, float b) { if (b == 0) return a / b; float m = fmodf(a, b), d = (a - m) / b; if (m != 0 && (b < 0) != (m < 0)) d -= 1; if (d == 0) return copysignf(0.0f, a / b); float f = floorf(d); return d - f > 0.5f ? f + 1 : f; }\n"
+      "static inline float coil_sigmoidf_ref(float x) { return 1.0f / (1.0f + expf(-x)); }\n"
+      "static inline double coil_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }\n"
+      "static inline double coil_rsqrt(double x) { return 1.0 / sqrt(x); }\n"
+      "static inline float coil_rsqrtf_ref(float x) { return 1.0f / sqrtf(x); }\n"
+      "/* f16 and bf16: round to nearest even */\n"
+      "static inline float coil_b2f(uint16_t h) { uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f; }\n"
+      "static inline uint16_t coil_f2b(float f) { uint32_t u; memcpy(&u, &f, 4); if (f != f) return (uint16_t)((u >> 16) | 0x40); return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16); }\n"
+      "static inline float coil_h2f(uint16_t h) { uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff; float f; if (e == 0) { f = ldexpf((float)m, -24); return s ? -f : f; } uint32_t u = e == 31 ? (s | 0x7f800000 | (m << 13)) : (s | ((e + 112) << 23) | (m << 13)); memcpy(&f, &u, 4); return f; }\n"
+      "static inline uint16_t coil_f2h(float f) { uint32_t u; memcpy(&u, &f, 4); uint32_t s = (u >> 16) & 0x8000, a = u & 0x7fffffff; if (a > 0x7f800000) return (uint16_t)(s | 0x7e00); if (a >= 0x477ff000) return (uint16_t)(s | 0x7c00); if (a < 0x38800000) { float af; memcpy(&af, &a, 4); return (uint16_t)(s | (uint32_t)nearbyintf(af * 16777216.0f)); } a += 0xfff + ((a >> 13) & 1); a -= (uint32_t)112 << 23; return (uint16_t)(s | (a >> 13)); }\n"
+      "static inline float coil_rnd_h(float x) { return coil_h2f(coil_f2h(x)); }\n"
+      "static inline float coil_rnd_b(float x) { return coil_b2f(coil_f2b(x)); }\n";
+}

@@ -1,0 +1,512 @@
+/* cpu_codegen.c — C + OpenMP source for a Wrapper IR program.
+ *
+ * One C function per kernel, named as in the Wrapper IR (so profilers show those names), and
+ * the wrapper coil_cpu_entry that binds size symbols, checks the guards, allocates, calls
+ * kernels and library ops, frees and fills the outputs, all in program order.
+ *
+ * A kernel iterates its x ranges (outer loops parallel with OpenMP when the work is large
+ * enough, the innermost vectorised with `omp simd`). In a reduction kernel each x point runs
+ * its instructions in order: values that vary over r are computed inside r loops, one loop per
+ * reduce (recomputing the loads it needs, as Inductor's looped reductions do) and one final
+ * loop for the stores of per-r values; every other value is a scalar of the x point. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+/* Parallelise a loop nest when it does at least this many element operations. */
+#define PARALLEL_MIN_WORK 32768
+
+static const char *
+cpu_math_fn(coil_kop op, coil_dtype t)
+{
+  if (t != COIL_F32)
+    return NULL;
+  switch (op) { /* coil_cpu_math.h: branch-free, vectorisable */
+  case COIL_KOP_EXP: return "coil_expf";
+  case COIL_KOP_LOG: return "coil_logf";
+  case COIL_KOP_LOG1P: return "coil_log1pf";
+  case COIL_KOP_ERF: return "coil_erff";
+  case COIL_KOP_TANH: return "coil_tanhf";
+  case COIL_KOP_SIGMOID: return "coil_sigmoidf";
+  case COIL_KOP_SIN: return "coil_sinf";
+  case COIL_KOP_COS: return "coil_cosf";
+  default: return NULL;
+  }
+}
+
+static const coil_c_dialect dialect_math = {cpu_math_fn};
+static const coil_c_dialect dialect_libm = {NULL};
+
+typedef struct {
+  const coil_wir_program *p;
+  const coil_kernel *k;
+  const coil_c_dialect *dl;
+  coil_strbuf *b;
+  bool *per_r;
+  char **names;              /* per value: its C name */
+} kgen;
+
+static void
+indent(coil_strbuf *b, int n)
+{
+  for (int i = 0; i < n; i++)
+    coil_strbuf_puts(b, "  ");
+}
+
+static void
+sym_name(const coil_wir_program *p, const coil_sym *s, coil_strbuf *b)
+{
+  coil_strbuf_puts(b, coil_sym_var_name(p->sym, s->var));
+}
+
+/* Emits instruction i (not REDUCE): a local `T vI = expr;` or a store. */
+static void
+emit_inst(kgen *g, int i, int depth)
+{
+  const coil_kinst *in = &g->k->insts[i];
+  coil_strbuf *b = g->b;
+  indent(b, depth);
+  if (in->op == COIL_KOP_STORE) {
+    coil_strbuf idx = {0};
+    coil_c_index(g->p, in->index, &idx);
+    coil_c_store(b, g->k->params[in->param].dtype, g->k->params[in->param].name, idx.s, g->names[in->args[0]]);
+    coil_strbuf_puts(b, "\n");
+    coil_strbuf_free(&idx);
+    return;
+  }
+  coil_strbuf_printf(b, "const %s %s = ", coil_c_compute_type(in->dtype), g->names[i]);
+  if (in->op == COIL_KOP_LOAD) {
+    coil_strbuf idx = {0};
+    coil_c_index(g->p, in->index, &idx);
+    coil_c_load(b, g->k->params[in->param].dtype, g->k->params[in->param].name, idx.s);
+    coil_strbuf_free(&idx);
+  } else if (in->op == COIL_KOP_INDEX) {
+    coil_strbuf_puts(b, "(int64_t)(");
+    coil_c_index(g->p, in->index, b);
+    coil_strbuf_puts(b, ")");
+  } else {
+    const char *args[3] = {NULL, NULL, NULL};
+    for (int a = 0; a < coil_kop_arity(in->op); a++)
+      args[a] = g->names[in->args[a]];
+    coil_c_inst_expr(g->dl, in, g->k->insts, args, b);
+  }
+  coil_strbuf_puts(b, ";\n");
+}
+
+/* Marks in cone[] the per-r instructions value i depends on (i included). */
+static void
+mark_cone(const kgen *g, int i, bool *cone)
+{
+  if (i < 0 || cone[i] || !g->per_r[i])
+    return;
+  cone[i] = true;
+  const coil_kinst *in = &g->k->insts[i];
+  for (int a = 0; a < coil_kop_arity(in->op); a++)
+    mark_cone(g, in->args[a], cone);
+}
+
+/* for (r0 ...) for (r1 ...) { — with `simd` on the innermost loop when asked */
+static void
+open_r_loops(kgen *g, int depth, const char *simd)
+{
+  for (int r = 0; r < g->k->nr; r++) {
+    if (r == g->k->nr - 1 && simd) {
+      indent(g->b, depth + r);
+      coil_strbuf_printf(g->b, "#pragma omp simd%s\n", simd);
+    }
+    indent(g->b, depth + r);
+    coil_strbuf_puts(g->b, "for (int64_t ");
+    sym_name(g->p, g->k->rvars[r], g->b);
+    coil_strbuf_puts(g->b, " = 0; ");
+    sym_name(g->p, g->k->rvars[r], g->b);
+    coil_strbuf_puts(g->b, " < ");
+    coil_c_index(g->p, g->k->rsize[r], g->b);
+    coil_strbuf_puts(g->b, "; ");
+    sym_name(g->p, g->k->rvars[r], g->b);
+    coil_strbuf_puts(g->b, "++) {\n");
+  }
+}
+
+static void
+close_loops(coil_strbuf *b, int depth, int n)
+{
+  for (int r = n - 1; r >= 0; r--) {
+    indent(b, depth + r);
+    coil_strbuf_puts(b, "}\n");
+  }
+}
+
+static void
+type_extreme(coil_strbuf *b, coil_dtype t, bool smallest)
+{
+  if (coil_dtype_is_float(t)) {
+    coil_strbuf_printf(b, "%sINFINITY", smallest ? "-" : "");
+    return;
+  }
+  static const char *const lo[] = {[COIL_I64] = "INT64_MIN", [COIL_I32] = "INT32_MIN", [COIL_I16] = "INT16_MIN",
+                                   [COIL_I8] = "INT8_MIN", [COIL_U8] = "0", [COIL_BOOL] = "false"};
+  static const char *const hi[] = {[COIL_I64] = "INT64_MAX", [COIL_I32] = "INT32_MAX", [COIL_I16] = "INT16_MAX",
+                                   [COIL_I8] = "INT8_MAX", [COIL_U8] = "UINT8_MAX", [COIL_BOOL] = "true"};
+  coil_strbuf_puts(b, smallest ? lo[t] : hi[t]);
+}
+
+/* The flat index over the r ranges (for argmax/argmin): ((r0 * R1 + r1) * R2 + r2). */
+static void
+flat_r(kgen *g)
+{
+  coil_strbuf e = {0};
+  sym_name(g->p, g->k->rvars[0], &e);
+  for (int r = 1; r < g->k->nr; r++) {
+    coil_strbuf next = {0};
+    coil_strbuf_printf(&next, "(%s) * (", e.s);
+    coil_c_index(g->p, g->k->rsize[r], &next);
+    coil_strbuf_puts(&next, ") + ");
+    sym_name(g->p, g->k->rvars[r], &next);
+    coil_strbuf_free(&e);
+    e = next;
+  }
+  coil_strbuf_printf(g->b, "(int64_t)(%s)", e.s);
+  coil_strbuf_free(&e);
+}
+
+/* One reduce: an accumulator, an r loop over its cone, the combine, then the x-level value. */
+static void
+emit_reduce(kgen *g, int i, int depth)
+{
+  const coil_kinst *in = &g->k->insts[i];
+  const coil_kinst *src = &g->k->insts[in->args[0]];
+  coil_strbuf *b = g->b;
+  const char *T = coil_c_compute_type(src->dtype), *acc = g->names[i];
+  coil_reduction red = in->red;
+  bool arg = red == COIL_REDUCE_ARGMAX || red == COIL_REDUCE_ARGMIN;
+  indent(b, depth);
+  switch (red) {
+  case COIL_REDUCE_SUM: coil_strbuf_printf(b, "%s %s = 0;\n", coil_c_compute_type(in->dtype), acc); break;
+  case COIL_REDUCE_PROD: coil_strbuf_printf(b, "%s %s = 1;\n", coil_c_compute_type(in->dtype), acc); break;
+  case COIL_REDUCE_ANY: coil_strbuf_printf(b, "bool %s = false;\n", acc); break;
+  case COIL_REDUCE_MAX: case COIL_REDUCE_MIN: case COIL_REDUCE_ARGMAX: case COIL_REDUCE_ARGMIN:
+    coil_strbuf_printf(b, "%s %s%s = ", T, acc, arg ? "_best" : "");
+    type_extreme(b, src->dtype, red == COIL_REDUCE_MAX || red == COIL_REDUCE_ARGMAX);
+    coil_strbuf_puts(b, ";\n");
+    if (arg) {
+      indent(b, depth);
+      coil_strbuf_printf(b, "int64_t %s = 0;\n", acc);
+    }
+    break;
+  default: break;
+  }
+  char clause[64] = "";
+  if (red == COIL_REDUCE_SUM || red == COIL_REDUCE_PROD)
+    snprintf(clause, sizeof clause, " reduction(%c:%s)", red == COIL_REDUCE_SUM ? '+' : '*', acc);
+  open_r_loops(g, depth, red == COIL_REDUCE_SUM || red == COIL_REDUCE_PROD ? clause : NULL);
+  int inner = depth + g->k->nr;
+  bool *cone = calloc((size_t)g->k->ninsts + 1, sizeof(bool));
+  mark_cone(g, in->args[0], cone);
+  for (int j = 0; j < g->k->ninsts; j++)
+    if (cone[j])
+      emit_inst(g, j, inner);
+  free(cone);
+  const char *v = g->names[in->args[0]];
+  bool fl = coil_dtype_is_float(src->dtype);
+  indent(b, inner);
+  switch (red) {
+  case COIL_REDUCE_SUM: coil_strbuf_printf(b, "%s += %s;\n", acc, v); break;
+  case COIL_REDUCE_PROD: coil_strbuf_printf(b, "%s *= %s;\n", acc, v); break;
+  case COIL_REDUCE_ANY: coil_strbuf_printf(b, "%s = %s || (%s != 0);\n", acc, acc, v); break;
+  case COIL_REDUCE_MAX: case COIL_REDUCE_MIN: {
+    const char *cmp = red == COIL_REDUCE_MAX ? ">" : "<";
+    if (fl) /* NaN propagates: once the accumulator is NaN it stays */
+      coil_strbuf_printf(b, "%s = (%s != %s) ? %s : (%s != %s || %s %s %s) ? %s : %s;\n", acc, acc, acc, acc, v, v, v,
+                         cmp, acc, v, acc);
+    else
+      coil_strbuf_printf(b, "%s = %s %s %s ? %s : %s;\n", acc, v, cmp, acc, v, acc);
+    break;
+  }
+  case COIL_REDUCE_ARGMAX: case COIL_REDUCE_ARGMIN: {
+    const char *cmp = red == COIL_REDUCE_ARGMAX ? ">" : "<";
+    if (fl)
+      coil_strbuf_printf(b, "if (%s_best == %s_best && (%s != %s || %s %s %s_best)) { %s_best = %s; %s = ", acc, acc, v, v,
+                         v, cmp, acc, acc, v, acc);
+    else
+      coil_strbuf_printf(b, "if (%s %s %s_best) { %s_best = %s; %s = ", v, cmp, acc, acc, v, acc);
+    flat_r(g);
+    coil_strbuf_puts(b, "; }\n");
+    break;
+  }
+  default: break;
+  }
+  close_loops(b, depth, g->k->nr);
+}
+
+static void
+emit_params(kgen *g)
+{
+  const coil_kernel *k = g->k;
+  coil_strbuf_printf(g->b, "void\n%s(", k->name);
+  for (int i = 0; i < k->nparams; i++)
+    coil_strbuf_printf(g->b, "%s%s%s *%s", i ? ", " : "", k->params[i].is_output ? "" : "const ",
+                       coil_c_storage_type(k->params[i].dtype), k->params[i].name);
+  for (int i = 0; i < k->nsyms; i++) {
+    coil_strbuf_printf(g->b, "%sint64_t ", k->nparams || i ? ", " : "");
+    sym_name(g->p, k->syms[i], g->b);
+  }
+  if (!k->nparams && !k->nsyms)
+    coil_strbuf_puts(g->b, "void");
+  coil_strbuf_puts(g->b, ")\n{\n");
+}
+
+/* The x loops: the outer ones parallel (collapsed) when the work is large, the innermost
+ * vectorised for pointwise kernels. Returns the depth inside. */
+static int
+open_x_loops(kgen *g)
+{
+  const coil_kernel *k = g->k;
+  coil_strbuf *b = g->b;
+  if (!k->nx)
+    return 1;
+  /* work = elements of x times elements of r, for the parallel threshold */
+  coil_strbuf_puts(b, "  const int64_t work = (int64_t)1");
+  for (int i = 0; i < k->nx + k->nr; i++) {
+    coil_strbuf_puts(b, " * (");
+    coil_c_index(g->p, i < k->nx ? k->xsize[i] : k->rsize[i - k->nx], b);
+    coil_strbuf_puts(b, ")");
+  }
+  coil_strbuf_puts(b, ";\n  (void)work;\n");
+  bool pointwise = k->nr == 0;
+  int par = pointwise && k->nx > 1 ? k->nx - 1 : k->nx; /* loops under `parallel for` */
+  if (pointwise && k->nx == 1)
+    coil_strbuf_printf(b, "  #pragma omp parallel for simd if(work >= %d) num_threads(coil_nthreads)\n", PARALLEL_MIN_WORK);
+  else
+    coil_strbuf_printf(b, "  #pragma omp parallel for collapse(%d) if(work >= %d) num_threads(coil_nthreads)\n", par,
+                       PARALLEL_MIN_WORK);
+  for (int i = 0; i < k->nx; i++) {
+    if (pointwise && k->nx > 1 && i == k->nx - 1) {
+      indent(b, i + 1);
+      coil_strbuf_puts(b, "#pragma omp simd\n");
+    }
+    indent(b, i + 1);
+    coil_strbuf_puts(b, "for (int64_t ");
+    sym_name(g->p, k->xvars[i], b);
+    coil_strbuf_puts(b, " = 0; ");
+    sym_name(g->p, k->xvars[i], b);
+    coil_strbuf_puts(b, " < ");
+    coil_c_index(g->p, k->xsize[i], b);
+    coil_strbuf_puts(b, "; ");
+    sym_name(g->p, k->xvars[i], b);
+    coil_strbuf_puts(b, "++) {\n");
+  }
+  return k->nx + 1;
+}
+
+static void
+emit_kernel(const coil_wir_program *p, const coil_kernel *k, const coil_c_dialect *dl, coil_strbuf *b)
+{
+  coil_c_set_loop_ranges(p, k);
+  kgen g = {p, k, dl, b, calloc((size_t)k->ninsts + 1, sizeof(bool)), calloc((size_t)k->ninsts + 1, sizeof(char *))};
+  coil_c_per_r(p, k, g.per_r);
+  for (int i = 0; i < k->ninsts; i++) {
+    g.names[i] = malloc(16);
+    snprintf(g.names[i], 16, "v%d", i);
+  }
+  if (k->source_ops)
+    coil_strbuf_printf(b, "/* %s */\n", k->source_ops);
+  emit_params(&g);
+  int depth = open_x_loops(&g);
+  bool any_per_r_store = false;
+  for (int i = 0; i < k->ninsts; i++) {
+    const coil_kinst *in = &k->insts[i];
+    if (in->op == COIL_KOP_REDUCE)
+      emit_reduce(&g, i, depth);
+    else if (in->op == COIL_KOP_STORE && g.per_r[in->args[0]])
+      any_per_r_store = true;
+    else if (!g.per_r[i])
+      emit_inst(&g, i, depth);
+  }
+  if (any_per_r_store) { /* the last r loop: every per-r store and what it needs */
+    bool *cone = calloc((size_t)k->ninsts + 1, sizeof(bool));
+    for (int i = 0; i < k->ninsts; i++)
+      if (k->insts[i].op == COIL_KOP_STORE && g.per_r[k->insts[i].args[0]])
+        mark_cone(&g, k->insts[i].args[0], cone);
+    open_r_loops(&g, depth, "");
+    for (int i = 0; i < k->ninsts; i++)
+      if (cone[i] || (k->insts[i].op == COIL_KOP_STORE && g.per_r[k->insts[i].args[0]]))
+        emit_inst(&g, i, depth + k->nr);
+    close_loops(b, depth, k->nr);
+    free(cone);
+  }
+  close_loops(b, 1, k->nx);
+  coil_strbuf_puts(b, "}\n\n");
+  for (int i = 0; i < k->ninsts; i++)
+    free(g.names[i]);
+  free(g.names);
+  free(g.per_r);
+}
+
+/* ---- the wrapper ---- */
+
+static void
+bytes_of(const coil_wir_program *p, const coil_buffer *w, coil_strbuf *b)
+{
+  coil_strbuf_printf(b, "(int64_t)%zu", coil_dtype_size(w->dtype));
+  for (int i = 0; i < w->rank; i++) {
+    coil_strbuf_puts(b, " * (");
+    coil_c_index(p, w->sizes[i], b);
+    coil_strbuf_puts(b, ")");
+  }
+}
+
+static int
+input_of(const coil_wir_program *p, int buffer)
+{
+  for (int i = 0; i < p->ninputs; i++)
+    if (p->inputs[i].buffer == buffer)
+      return i;
+  return -1;
+}
+
+static void
+emit_wrapper(const coil_wir_program *p, coil_strbuf *b)
+{
+  const coil_line *out = &p->lines[p->nlines - 1];
+  int *out_of = malloc(sizeof(int) * (size_t)(p->nbuffers + 1)); /* buffer -> first output slot */
+  for (int i = 0; i < p->nbuffers; i++)
+    out_of[i] = -1;
+  for (int k = 0; k < out->nargs; k++)
+    if (out_of[out->args[k]] < 0)
+      out_of[out->args[k]] = k;
+  /* a freed buffer whose storage a later reuse takes keeps it: only the last holder releases */
+  bool *reused = calloc((size_t)p->nbuffers + 1, sizeof(bool));
+  for (int i = 0; i < p->nbuffers; i++)
+    if (p->buffers[i].kind == COIL_BUF_REUSE && p->buffers[i].base >= 0)
+      reused[p->buffers[i].base] = true;
+  coil_strbuf_puts(b, "int\ncoil_cpu_entry(const coil_cpu_rt *rt, void *const *in, const int64_t *const *in_sizes,\n"
+                      "               const int64_t *const *in_strides, void *const *out)\n{\n");
+  coil_strbuf_puts(b, "  coil_nthreads = rt->threads > 0 ? rt->threads : omp_get_max_threads();\n");
+  int nv = coil_sym_nvars(p->sym);
+  coil_strbuf_printf(b, "  int64_t symv[%d] = {0};\n  (void)symv;\n", nv > 0 ? nv : 1);
+  for (int i = 0; i < p->nlines; i++) /* the size symbols, bound below */
+    if (p->lines[i].kind == COIL_LINE_SYMBOL)
+      coil_strbuf_printf(b, "  int64_t %s = 0;\n", coil_sym_var_name(p->sym, p->lines[i].sym->var));
+  for (int i = 0; i < p->ninputs; i++)
+    coil_strbuf_printf(b, "  char *%s = in[%d];\n", p->buffers[p->inputs[i].buffer].name, i);
+  for (int li = 0; li < p->nlines; li++) {
+    const coil_line *l = &p->lines[li];
+    const coil_buffer *w = l->buffer >= 0 && l->buffer < p->nbuffers ? &p->buffers[l->buffer] : NULL;
+    switch (l->kind) {
+    case COIL_LINE_COMMENT:
+      coil_strbuf_puts(b, "  /* ");
+      for (const char *c = l->text; *c; c++) /* never let a comment close itself */
+        coil_strbuf_putn(b, c[0] == '*' && c[1] == '/' ? "* " : c, 1);
+      coil_strbuf_puts(b, " */\n");
+      break;
+    case COIL_LINE_SYMBOL: {
+      const char *s = coil_sym_var_name(p->sym, l->sym->var);
+      coil_strbuf_printf(b, "  %s = in_%s[%d][%d];\n  symv[%d] = %s;\n", s, l->is_stride ? "strides" : "sizes",
+                         input_of(p, l->buffer), l->dim, l->sym->var, s);
+      break;
+    }
+    case COIL_LINE_ASSERT: {
+      int i = input_of(p, l->buffer);
+      coil_strbuf cond = {0}, what = {0};
+      if (l->assert_kind == COIL_ASSERT_ALIGNED) {
+        coil_strbuf_printf(&cond, "((uintptr_t)in[%d] %% %lld) == 0", i, (long long)l->align);
+        coil_strbuf_printf(&what, "%s is not aligned to %lld bytes", w->name, (long long)l->align);
+      } else {
+        const char *kind = l->assert_kind == COIL_ASSERT_SIZE ? "size" : "stride";
+        coil_strbuf_printf(&cond, "in_%ss[%d][%d] == (", kind, i, l->dim);
+        coil_c_index(p, l->value, &cond);
+        coil_strbuf_puts(&cond, ")");
+        coil_strbuf_printf(&what, "%s.%s(%d) must be ", w->name, kind, l->dim);
+        coil_sym_print(p->sym, l->value, COIL_SYM_PY_SYNTAX, &what);
+      }
+      coil_strbuf_printf(b, "  if (!(%s))\n    return rt->fail(rt->ctx, %d, \"%s\");\n", cond.s, li, what.s);
+      coil_strbuf_free(&cond);
+      coil_strbuf_free(&what);
+      break;
+    }
+    case COIL_LINE_ALLOC:
+      if (out_of[l->buffer] >= 0) { /* an output: the caller's memory */
+        coil_strbuf_printf(b, "  char *%s = out[%d];\n", w->name, out_of[l->buffer]);
+        break;
+      }
+      coil_strbuf_printf(b, "  char *%s = rt->alloc(rt->ctx, ", w->name);
+      bytes_of(p, w, b);
+      coil_strbuf_printf(b, ");\n  if (!%s)\n    return rt->fail(rt->ctx, %d, \"out of memory\");\n", w->name, li);
+      break;
+    case COIL_LINE_REUSE:
+      coil_strbuf_printf(b, "  char *%s = %s;\n", w->name, p->buffers[w->base].name);
+      break;
+    case COIL_LINE_VIEW:
+      coil_strbuf_printf(b, "  char *%s = %s + %zu * (", w->name, p->buffers[w->base].name, coil_dtype_size(w->dtype));
+      coil_c_index(p, w->offset, b);
+      coil_strbuf_puts(b, ");\n");
+      break;
+    case COIL_LINE_FREE:
+      if (out_of[l->buffer] < 0 && !reused[l->buffer])
+        coil_strbuf_printf(b, "  rt->release(rt->ctx, %s);\n", w->name);
+      break;
+    case COIL_LINE_KERNEL_CALL: {
+      const coil_kernel *k = &p->kernels[l->kernel];
+      coil_strbuf_printf(b, "  %s(", k->name);
+      for (int a = 0; a < l->nargs; a++)
+        coil_strbuf_printf(b, "%s(%s%s *)%s", a ? ", " : "", k->params[a].is_output ? "" : "const ",
+                           coil_c_storage_type(k->params[a].dtype), p->buffers[l->args[a]].name);
+      for (int s = 0; s < k->nsyms; s++)
+        coil_strbuf_printf(b, "%s%s", l->nargs || s ? ", " : "", coil_sym_var_name(p->sym, k->syms[s]->var));
+      coil_strbuf_puts(b, ");\n");
+      break;
+    }
+    case COIL_LINE_EXTERN_CALL:
+      coil_strbuf_puts(b, "  {\n    void *ptrs[] = {");
+      for (int a = 0; a < l->nargs + l->nouts; a++)
+        coil_strbuf_printf(b, "%s%s", a ? ", " : "", p->buffers[a < l->nargs ? l->args[a] : l->outs[a - l->nargs]].name);
+      coil_strbuf_printf(b, "};\n    if (rt->extern_call(rt->ctx, %d, ptrs, symv))\n      return -1;\n  }\n", li);
+      break;
+    case COIL_LINE_COPY_BACK: {
+      const coil_buffer *src = &p->buffers[l->source];
+      coil_strbuf_printf(b, "  memcpy(%s, %s, (size_t)(", w->name, src->name);
+      bytes_of(p, src, b);
+      coil_strbuf_puts(b, "));\n");
+      break;
+    }
+    case COIL_LINE_OUTPUT:
+      for (int k = 0; k < l->nargs; k++) {
+        const coil_buffer *ob = &p->buffers[l->args[k]];
+        if (ob->kind == COIL_BUF_ALLOC && out_of[l->args[k]] == k)
+          continue; /* computed in place */
+        coil_strbuf_printf(b, "  memcpy(out[%d], %s, (size_t)(", k, ob->name);
+        bytes_of(p, ob, b);
+        coil_strbuf_puts(b, "));\n");
+      }
+      for (int k = 0; k < l->nargs; k++) /* outputs in reused storage: copied out, now released */
+        if (p->buffers[l->args[k]].kind == COIL_BUF_REUSE && out_of[l->args[k]] == k)
+          coil_strbuf_printf(b, "  rt->release(rt->ctx, %s);\n", p->buffers[l->args[k]].name);
+      break;
+    case COIL_LINE_MULTI_OUTPUT:
+      break; /* the extern call wrote it */
+    }
+  }
+  coil_strbuf_puts(b, "  return 0;\n}\n");
+  free(out_of);
+  free(reused);
+}
+
+int
+cpu_codegen(const coil_wir_program *p, bool with_math, coil_strbuf *out, coil_diag *d)
+{
+  for (int i = 0; i < p->nbuffers; i++) /* names reach C: check them once more */
+    for (const char *c = p->buffers[i].name; *c; c++)
+      if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
+        return coil_diag_set(d, "cpu: buffer name '%s' is not an identifier", p->buffers[i].name);
+  coil_strbuf_printf(out, "/* Generated by the coil cpu plugin from Wrapper IR program %s. */\n", p->name);
+  coil_strbuf_puts(out, coil_c_prelude());
+  if (with_math)
+    coil_strbuf_puts(out, "#include \"coil_cpu_math.h\"\n");
+  coil_strbuf_puts(out, "#include <omp.h>\n\n" COIL_CPU_RT_DECL "\nstatic int coil_nthreads = 1;\n\n");
+  for (int k = 0; k < p->nkernels; k++)
+    emit_kernel(p, &p->kernels[k], with_math ? &dialect_math : &dialect_libm, out);
+  emit_wrapper(p, out);
+  return 0;
+}

@@ -1,0 +1,501 @@
+/* cpu_plugin.c — the `cpu` plugin: C + OpenMP through the system C compiler.
+ *
+ * compile writes the generated source (kernels.c, with coil_cpu_math.h beside it), compiles it
+ * into libkernels.so with the C compiler (an argument vector through posix_spawnp, never a shell
+ * string; its messages go to cc.log), keeps program.wir for the library calls, and writes
+ * manifest.json last. load dlopens the library; run calls its coil_cpu_entry with the tensors
+ * and a small run-time table: memory, library calls (cpu_extern.c), failures.
+ *
+ * Options ([plugin.cpu] in the ini file): cc (the compiler; default $CC, else cc), cflags
+ * (extra flags, space separated), threads (OpenMP threads; default: all), portable (true: no
+ * -march=native, for artifacts that move between machines). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "coil/coil_plugin.h"
+#include "cpu.h"
+#include "cpu_extern.h"
+
+#define CPU_VERSION "0.1.0"
+
+extern char **environ;
+
+/* ---- errors ---- */
+
+struct coil_error {
+  coil_error_code code;
+  char msg[4096];
+};
+
+static coil_error out_of_memory = {COIL_ERR_OUT_OF_MEMORY, "cpu: out of memory"};
+
+static coil_error *error_new(coil_error_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static coil_error *
+error_new(coil_error_code code, const char *fmt, ...)
+{
+  coil_error *e = malloc(sizeof *e);
+  if (!e)
+    return &out_of_memory;
+  e->code = code;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+  va_end(ap);
+  return e;
+}
+
+static coil_error_code
+error_code(const coil_error *err)
+{
+  return err->code;
+}
+
+static const char *
+error_message(const coil_error *err)
+{
+  return err->msg;
+}
+
+static void
+error_free(coil_error *err)
+{
+  if (err != &out_of_memory)
+    free(err);
+}
+
+/* ---- options ---- */
+
+typedef struct {
+  char cc[256];
+  char cflags[1024];
+  int threads;
+  bool portable;
+} cpu_options;
+
+static coil_error *
+read_options(const coil_plugin_options *o, cpu_options *out)
+{
+  const char *env_cc = getenv("CC");
+  snprintf(out->cc, sizeof out->cc, "%s", env_cc && *env_cc ? env_cc : "cc");
+  out->cflags[0] = 0;
+  out->threads = 0;
+  out->portable = false;
+  size_t n = o && COIL_STRUCT_HAS(o, coil_plugin_options, values) ? o->count : 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *k = o->keys[i], *v = o->values[i];
+    if (strncmp(k, "coil.", 5) == 0)
+      continue;
+    if (strcmp(k, "cc") == 0) {
+      if (!*v || strlen(v) >= sizeof out->cc)
+        return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: option cc: '%s' is not a compiler command", v);
+      snprintf(out->cc, sizeof out->cc, "%s", v);
+    } else if (strcmp(k, "cflags") == 0) {
+      if (strlen(v) >= sizeof out->cflags)
+        return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: option cflags is too long");
+      snprintf(out->cflags, sizeof out->cflags, "%s", v);
+    } else if (strcmp(k, "threads") == 0) {
+      char *end;
+      long t = strtol(v, &end, 10);
+      if (*end || t < 0 || t > 4096)
+        return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: option threads: expected 0 (all) to 4096, got '%s'", v);
+      out->threads = (int)t;
+    } else if (strcmp(k, "portable") == 0) {
+      if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+        return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: option portable: expected true or false, got '%s'", v);
+      out->portable = strcmp(v, "true") == 0;
+    } else {
+      return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: unknown option '%s' (cpu accepts cc, cflags, threads, portable)", k);
+    }
+  }
+  return NULL;
+}
+
+/* ---- instances ---- */
+
+struct coil_plugin {
+  const coil_host_api *host;
+  cpu_options opts;
+};
+
+struct coil_artifact {
+  void *lib;                 /* dlopen handle */
+  coil_cpu_entry_fn entry;
+  coil_wir_program *program; /* for library calls and messages */
+  int threads;
+  char error[2100];          /* the last run's failure */
+};
+
+static coil_error *
+create(const coil_plugin_create_args *args, coil_plugin **out)
+{
+  coil_plugin *p = calloc(1, sizeof *p);
+  if (!p)
+    return &out_of_memory;
+  coil_error *e = read_options(args->options, &p->opts);
+  if (e) {
+    free(p);
+    return e;
+  }
+  p->host = COIL_STRUCT_HAS(args, coil_plugin_create_args, host) ? args->host : NULL;
+  *out = p;
+  return NULL;
+}
+
+static void
+destroy(coil_plugin *self)
+{
+  free(self);
+}
+
+static coil_support
+supports(const coil_plugin *self, const char *op, coil_dtype dtype)
+{
+  (void)self;
+  if ((unsigned)dtype >= COIL_DTYPE_COUNT)
+    return COIL_UNSUPPORTED;
+  if (coil_kop_from_name(op, strlen(op)) >= 0)
+    return COIL_SUPPORTED;
+  static const char *const externs[] = {
+      "aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.convolution.default",
+      "aten.max_pool2d_with_indices.default", "aten.avg_pool2d.default", "aten.topk.default",
+      "aten.gather.default", "aten.embedding.default", "aten.index.Tensor"};
+  for (size_t i = 0; i < sizeof externs / sizeof *externs; i++)
+    if (strcmp(op, externs[i]) == 0)
+      return COIL_SUPPORTED;
+  return COIL_UNSUPPORTED;
+}
+
+/* ---- compile ---- */
+
+static coil_error *
+write_file(const char *dir, const char *name, const char *text)
+{
+  char path[4096], tmp[4200];
+  if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+    return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: artifact path too long: %s", dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f)
+    return error_new(COIL_ERR_IO, "cpu: cannot write %s: %s", tmp, strerror(errno));
+  int bad = fputs(text, f) < 0;
+  bad |= fclose(f) != 0;
+  if (bad || rename(tmp, path) != 0) {
+    remove(tmp);
+    return error_new(COIL_ERR_IO, "cpu: cannot write %s", path);
+  }
+  return NULL;
+}
+
+/* Runs argv (argv[0] looked up on PATH) with stdout and stderr into log; 0 when it exits 0. */
+static int
+spawn(char *const *argv, const char *log, int *status)
+{
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0)
+    return rc;
+  while (waitpid(pid, status, 0) < 0)
+    if (errno != EINTR)
+      return errno;
+  return 0;
+}
+
+static char *
+slurp(const char *path, size_t max)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  char *buf = malloc(max + 1);
+  size_t n = buf ? fread(buf, 1, max, f) : 0;
+  fclose(f);
+  if (buf)
+    buf[n] = 0;
+  return buf;
+}
+
+extern const char coil_cpu_math_source[]; /* coil_cpu_math.h, embedded at build time */
+
+static coil_error *
+compile(coil_plugin *self, const coil_plugin_compile_args *args)
+{
+  cpu_options o;
+  coil_error *e = read_options(args->options, &o);
+  if (e)
+    return e;
+  if (!args->options || !COIL_STRUCT_HAS(args->options, coil_plugin_options, values) || !args->options->count)
+    o = self->opts; /* the instance's options when the compile brings none */
+  const char *dir = args->artifact_dir;
+  coil_strbuf src = {0};
+  coil_diag d = {0};
+  if (cpu_codegen(args->program, coil_cpu_math_source[0] != 0, &src, &d)) {
+    coil_strbuf_free(&src);
+    return error_new(COIL_ERR_COMPILE_FAILED, "%s", d.msg);
+  }
+  char *wir = coil_wir_print(args->program);
+  if ((e = write_file(dir, "kernels.c", src.s)) || (e = write_file(dir, "coil_cpu_math.h", coil_cpu_math_source)) ||
+      (e = write_file(dir, "program.wir", wir))) {
+    coil_strbuf_free(&src);
+    free(wir);
+    return e;
+  }
+  coil_strbuf_free(&src);
+  free(wir);
+  char source[4200], lib[4200], log[4200], inc[4300];
+  snprintf(source, sizeof source, "%s/kernels.c", dir);
+  snprintf(lib, sizeof lib, "%s/libkernels.so", dir);
+  snprintf(log, sizeof log, "%s/cc.log", dir);
+  snprintf(inc, sizeof inc, "-I%s", dir);
+  char *argv[64];
+  int n = 0;
+  argv[n++] = o.cc;
+  argv[n++] = "-std=gnu11";
+  argv[n++] = "-O3";
+  argv[n++] = "-fopenmp";
+  argv[n++] = "-fPIC";
+  argv[n++] = "-shared";
+  argv[n++] = "-fno-math-errno";
+  argv[n++] = "-w";
+  if (!o.portable)
+    argv[n++] = "-march=native";
+  char flags[1024];
+  snprintf(flags, sizeof flags, "%s", o.cflags);
+  for (char *t = strtok(flags, " "); t && n < 56; t = strtok(NULL, " "))
+    argv[n++] = t;
+  argv[n++] = inc;
+  argv[n++] = "-o";
+  argv[n++] = lib;
+  argv[n++] = source;
+  argv[n++] = "-lm";
+  argv[n] = NULL;
+  int status = 0, rc = spawn(argv, log, &status);
+  if (rc)
+    return error_new(COIL_ERR_COMPILE_FAILED, "cpu: cannot run the C compiler '%s': %s (set [plugin.cpu] cc)", o.cc,
+                     strerror(rc));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    char *text = slurp(log, 1500);
+    e = error_new(COIL_ERR_COMPILE_FAILED, "cpu: %s failed on %s:\n%s", o.cc, source, text ? text : "(no output)");
+    free(text);
+    return e;
+  }
+  char manifest[2048];
+  snprintf(manifest, sizeof manifest,
+           "{\"plugin\": \"cpu\", \"plugin_version\": \"" CPU_VERSION "\", \"wir_version\": \"%d.%d\", "
+           "\"program\": \"%s\", \"compiler\": \"%s\", \"portable\": %s, "
+           "\"files\": [\"kernels.c\", \"coil_cpu_math.h\", \"program.wir\", \"libkernels.so\", \"cc.log\"]}\n",
+           args->program->version_major, args->program->version_minor, args->program->name, o.cc,
+           o.portable ? "true" : "false");
+  return write_file(dir, COIL_ARTIFACT_MANIFEST, manifest);
+}
+
+/* ---- load ---- */
+
+static coil_error *
+load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
+{
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s", args->artifact_dir, COIL_ARTIFACT_MANIFEST);
+  char *manifest = slurp(path, 4096);
+  if (!manifest)
+    return error_new(COIL_ERR_IO, "cpu: no artifact in %s (manifest.json is missing)", args->artifact_dir);
+  bool ours = strstr(manifest, "\"plugin\": \"cpu\"") && strstr(manifest, "\"plugin_version\": \"" CPU_VERSION "\"");
+  free(manifest);
+  if (!ours)
+    return error_new(COIL_ERR_VERSION, "cpu: %s was not written by cpu " CPU_VERSION ": recompile", path);
+  snprintf(path, sizeof path, "%s/program.wir", args->artifact_dir);
+  char *text = slurp(path, 64u << 20);
+  if (!text)
+    return error_new(COIL_ERR_IO, "cpu: cannot read %s", path);
+  coil_diag d = {0};
+  coil_wir_program *p = coil_wir_parse(path, text, strlen(text), &d);
+  free(text);
+  if (!p)
+    return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: %s", d.msg);
+  snprintf(path, sizeof path, "%s/libkernels.so", args->artifact_dir);
+  void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    coil_wir_free(p);
+    return error_new(COIL_ERR_IO, "cpu: cannot load %s: %s", path, dlerror());
+  }
+  coil_artifact *a = calloc(1, sizeof *a);
+  if (!a) {
+    dlclose(lib);
+    coil_wir_free(p);
+    return &out_of_memory;
+  }
+  *(void **)&a->entry = dlsym(lib, "coil_cpu_entry");
+  if (!a->entry) {
+    dlclose(lib);
+    coil_wir_free(p);
+    free(a);
+    return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: %s has no coil_cpu_entry", path);
+  }
+  a->lib = lib;
+  a->program = p;
+  a->threads = self->opts.threads;
+  *out = a;
+  return NULL;
+}
+
+/* ---- run ---- */
+
+static void *
+rt_alloc(void *ctx, int64_t bytes)
+{
+  (void)ctx;
+  size_t n = (size_t)(bytes > 0 ? bytes : 1);
+  n = (n + 63) & ~(size_t)63;
+  return aligned_alloc(64, n);
+}
+
+static void
+rt_release(void *ctx, void *p)
+{
+  (void)ctx;
+  free(p);
+}
+
+static int
+rt_fail(void *ctx, int line, const char *what)
+{
+  coil_artifact *a = ctx;
+  snprintf(a->error, sizeof a->error, "cpu: line %d of the program: %s", line + 1, what);
+  return -1;
+}
+
+/* A buffer of the program as a strided tensor at ptr, its sizes evaluated under symv. */
+static int
+describe(const coil_artifact *a, int buffer, void *ptr, const int64_t *symv, cpu_tensor *t)
+{
+  const coil_wir_program *p = a->program;
+  const coil_buffer *b = &p->buffers[buffer];
+  int nv = coil_sym_nvars(p->sym);
+  t->data = ptr;
+  t->dtype = b->dtype;
+  t->rank = b->rank;
+  for (int i = 0; i < b->rank; i++)
+    if (coil_sym_eval(p->sym, b->sizes[i], symv, nv, &t->sizes[i], NULL) ||
+        coil_sym_eval(p->sym, b->strides[i], symv, nv, &t->strides[i], NULL))
+      return -1;
+  return 0;
+}
+
+static int
+rt_extern(void *ctx, int line, void *const *ptrs, const int64_t *symv)
+{
+  coil_artifact *a = ctx;
+  const coil_line *l = &a->program->lines[line];
+  cpu_tensor ins[64], outs[8];
+  if (l->nargs > 64 || l->nouts > 8)
+    return rt_fail(ctx, line, "too many tensors for a library call");
+  for (int i = 0; i < l->nargs; i++)
+    if (describe(a, l->args[i], ptrs[i], symv, &ins[i]))
+      return rt_fail(ctx, line, "cannot evaluate an argument's sizes");
+  for (int i = 0; i < l->nouts; i++)
+    if (describe(a, l->outs[i], ptrs[l->nargs + i], symv, &outs[i]))
+      return rt_fail(ctx, line, "cannot evaluate an output's sizes");
+  coil_diag d = {0};
+  if (cpu_extern_run(l->op, ins, l->nargs, outs, l->nouts, l->xparams, l->nxparams, &d)) {
+    snprintf(a->error, sizeof a->error, "cpu: line %d (%.100s): %.1900s", line + 1, l->op, d.msg);
+    return -1;
+  }
+  return 0;
+}
+
+static coil_error *
+run(coil_artifact *a, const coil_plugin_run_args *args)
+{
+  const coil_wir_program *p = a->program;
+  if ((int)args->ninputs != p->ninputs)
+    return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: %zu inputs given, the program takes %d", args->ninputs, p->ninputs);
+  void *in[256], *out[256];
+  const int64_t *sizes[256], *strides[256];
+  if (args->ninputs > 256 || args->noutputs > 256)
+    return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: at most 256 inputs and outputs");
+  for (size_t i = 0; i < args->ninputs; i++) {
+    const coil_plugin_tensor *t = args->inputs[i];
+    const coil_buffer *b = &p->buffers[p->inputs[i].buffer];
+    if (t->device_type != COIL_DEVICE_CPU || t->dtype != (int32_t)b->dtype || t->rank != b->rank)
+      return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: input %zu (%s) must be a CPU tensor of %s with %d dimensions", i,
+                       p->inputs[i].label, coil_dtype_name(b->dtype), b->rank);
+    in[i] = t->data;
+    sizes[i] = t->sizes;
+    strides[i] = t->strides;
+  }
+  for (size_t i = 0; i < args->noutputs; i++) {
+    const coil_plugin_tensor *t = args->outputs[i];
+    int64_t expect = 1; /* outputs are written contiguously */
+    for (int k = t->rank - 1; k >= 0; k--) {
+      if (t->sizes[k] != 1 && t->strides[k] != expect)
+        return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: output %zu must be contiguous", i);
+      expect *= t->sizes[k];
+    }
+    out[i] = t->data;
+  }
+  coil_cpu_rt rt = {a, a->threads, rt_alloc, rt_release, rt_extern, rt_fail};
+  a->error[0] = 0;
+  if (a->entry(&rt, in, sizes, strides, out) != 0)
+    return error_new(COIL_ERR_RUNTIME, "%s", a->error[0] ? a->error : "cpu: the program failed");
+  return NULL;
+}
+
+static void
+artifact_free(coil_artifact *a)
+{
+  if (!a)
+    return;
+  if (a->lib)
+    dlclose(a->lib);
+  coil_wir_free(a->program);
+  free(a);
+}
+
+static const coil_plugin_api api = {
+    .struct_size = sizeof(coil_plugin_api),
+    .abi_major = COIL_PLUGIN_ABI_MAJOR,
+    .abi_minor = COIL_PLUGIN_ABI_MINOR,
+    .min_host_minor = 0,
+    .name = "cpu",
+    .vendor = "The coil authors",
+    .version = CPU_VERSION,
+    .features = COIL_FEATURE_EXECUTES,
+    .wir_major = COIL_WIR_VERSION_MAJOR,
+    .wir_min_minor = 0,
+    .wir_max_minor = COIL_WIR_VERSION_MINOR,
+    .error_code = error_code,
+    .error_message = error_message,
+    .error_free = error_free,
+    .create = create,
+    .destroy = destroy,
+    .supports = supports,
+    .compile = compile,
+    .load = load,
+    .run = run,
+    .artifact_free = artifact_free,
+};
+
+COIL_PLUGIN_EXPORT const coil_plugin_api *
+coil_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor, const coil_host_api *host, const char **why_not)
+{
+  (void)host_abi_minor;
+  (void)host;
+  if (host_abi_major != COIL_PLUGIN_ABI_MAJOR) {
+    *why_not = "cpu is built for plugin ABI 1.x";
+    return NULL;
+  }
+  return &api;
+}
