@@ -1,15 +1,29 @@
-/* bench.c — `coil bench --core-only`: how the compiler core scales. It generates a graph of N
+/* bench.c — two benchmarks of the `coil bench` command.
+ *
+ * `coil bench`: the cpu plugin on the benchmark graphs at 4096x4096 f32 (pointwise gelu(x*w+b),
+ * softmax and layer_norm over the last dim, row sum, rmsnorm + residual): compile times (the
+ * core, a cold compile with the C compiler, a cache hit), then GB/s of the minimal traffic and
+ * its ratio to a memcpy of the same bytes, at 1 and 2 threads.
+ *
+ * `coil bench --core-only`: how the compiler core scales. It generates graphs of up to N
  * statements (blocks of mm, bias add, relu, a row sum, a division and a residual add, as in a
- * deep MLP), then times parsing and compiling it to a verified Wrapper IR program, and reports
- * time per statement and the process's peak memory, for several N to show the growth. */
+ * deep MLP), times parsing and compiling each to a verified Wrapper IR program, and reports time
+ * per statement and the process's peak memory. */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 
+#include <ftw.h>
+#include <math.h>
+#include <unistd.h>
+
 #include "coil/coil.h"
 #include "graph.h"
+#include "cache.h"
+#include "runtime.h"
 
 static double
 now(void)
@@ -98,5 +112,259 @@ coil_bench_core(int argc, char **argv)
     coil_graph_free(g);
     free(text);
   }
+  return 0;
+}
+
+/* ---- coil bench: the CPU benchmark graphs against the machine's copy bandwidth ---- */
+
+typedef struct {
+  const char *name;
+  const char *text;          /* the graph */
+  double min_bytes;          /* inputs read once + outputs written once */
+} bench_graph;
+
+#define N "4096"
+static const bench_graph graphs[] = {
+    {"pointwise_gelu_affine",
+     "coil 1\ngraph g(%x: f32[" N ", " N "], %w: f32[" N "], %b: f32[" N "]) {\n"
+     "  %m = aten.mul.Tensor(%x, %w)\n  %a = aten.add.Tensor(%m, %b)\n  %y = aten.gelu.default(%a)\n"
+     "  return (%y)\n}\n",
+     2.0 * 4096 * 4096 * 4},
+    {"softmax_lastdim",
+     "coil 1\ngraph g(%x: f32[" N ", " N "]) {\n  %y = aten._softmax.default(%x, -1, False)\n  return (%y)\n}\n",
+     2.0 * 4096 * 4096 * 4},
+    {"layernorm",
+     "coil 1\ngraph g(%x: f32[" N ", " N "], %w: f32[" N "], %b: f32[" N "]) {\n"
+     "  %l = aten.native_layer_norm.default(%x, [" N "], %w, %b, 1e-05)\n  %y = getitem(%l, 0)\n"
+     "  return (%y)\n}\n",
+     2.0 * 4096 * 4096 * 4},
+    {"sum_dim1",
+     "coil 1\ngraph g(%x: f32[" N ", " N "]) {\n  %y = aten.sum.dim_IntList(%x, [1])\n  return (%y)\n}\n",
+     1.0 * 4096 * 4096 * 4},
+    {"rmsnorm_residual_f32",
+     "coil 1\ngraph g(%x: f32[" N ", " N "], %r: f32[" N ", " N "], %w: f32[" N "]) {\n"
+     "  %h = aten.add.Tensor(%x, %r)\n  %p = aten.pow.Tensor_Scalar(%h, 2)\n"
+     "  %m = aten.mean.dim(%p, [-1], True)\n  %e = aten.add.Tensor(%m, 1e-06)\n"
+     "  %s = aten.rsqrt.default(%e)\n  %n = aten.mul.Tensor(%h, %s)\n  %y = aten.mul.Tensor(%n, %w)\n"
+     "  return (%y)\n}\n",
+     3.0 * 4096 * 4096 * 4},
+};
+#undef N
+
+static int
+remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+  (void)st, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+static double
+median(double *v, int n)
+{
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  return v[n / 2];
+}
+
+/* memcpy of `bytes` (read + written counted), median of reps, in GB/s, single thread. */
+static double
+copy_gbps(size_t bytes)
+{
+  char *a = malloc(bytes / 2), *b = malloc(bytes / 2);
+  memset(a, 1, bytes / 2);
+  memset(b, 2, bytes / 2);
+  double t[9];
+  for (int r = 0; r < 9; r++) {
+    double t0 = now();
+    memcpy(b, a, bytes / 2);
+    t[r] = now() - t0;
+  }
+  free(a);
+  free(b);
+  return (double)bytes / median(t, 9) / 1e9;
+}
+
+/* Compiles g for the cpu plugin with `threads`, runs it reps times, returns the median time. */
+static int
+time_graph(const bench_graph *bg, const char *plugin_dir, int threads, double *seconds, coil_diag *d)
+{
+  coil_graph *g = coil_graph_parse(bg->name, bg->text, strlen(bg->text), d);
+  if (!g)
+    return -1;
+  coil_wir_program *p = coil_compile_graph(g, NULL, d);
+  if (!p)
+    return -1;
+  coil_loaded_plugin *lp = NULL;
+  coil_plugin *inst = NULL;
+  coil_artifact *art = NULL;
+  char threads_s[16];
+  snprintf(threads_s, sizeof threads_s, "%d", threads);
+  const char *keys[] = {"threads"}, *vals[] = {threads_s};
+  coil_plugin_options o = {.struct_size = sizeof o, .count = 1, .keys = keys, .values = vals};
+  char dir[] = "/tmp/coil-bench-XXXXXX";
+  int rc = -1;
+  coil_tensor in[8], out[8];
+  int nin = 0, nout = 0;
+  if (!mkdtemp(dir)) {
+    coil_diag_set(d, "cannot create a temporary directory");
+    goto done;
+  }
+  if (coil_plugin_open("cpu", &plugin_dir, 1, &lp, d) || coil_plugin_create(lp, &o, &inst, d) ||
+      coil_plugin_compile(lp, inst, p, dir, &o, d) || coil_plugin_load(lp, inst, dir, &o, &art, d))
+    goto done;
+  coil_plugin_tensor pin[8], pout[8];
+  const coil_plugin_tensor *pinp[8], *poutp[8];
+  int64_t istr[8][COIL_MAX_RANK], ostr[8][COIL_MAX_RANK];
+  uint64_t seed = 1;
+  for (int i = 0; i < p->ninputs && i < 8; i++, nin++) {
+    const coil_buffer *b = &p->buffers[p->inputs[i].buffer];
+    int64_t shape[COIL_MAX_RANK];
+    for (int k = 0; k < b->rank; k++)
+      coil_sym_is_const(b->sizes[k], &shape[k]);
+    coil_tensor_init(&in[i], b->dtype, b->rank, shape, d);
+    float *x = in[i].data;
+    for (int64_t e = 0; e < coil_tensor_numel(&in[i]); e++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      x[e] = (float)((double)(seed >> 40) / 16777216.0 * 4.0 - 2.0);
+    }
+    coil_plugin_tensor_wrap(&in[i], istr[i], &pin[i]);
+    pinp[i] = &pin[i];
+  }
+  const coil_line *ol = &p->lines[p->nlines - 1];
+  for (int i = 0; i < ol->nargs && i < 8; i++, nout++) {
+    const coil_buffer *b = &p->buffers[ol->args[i]];
+    int64_t shape[COIL_MAX_RANK];
+    for (int k = 0; k < b->rank; k++)
+      coil_sym_is_const(b->sizes[k], &shape[k]);
+    coil_tensor_init(&out[i], b->dtype, b->rank, shape, d);
+    coil_plugin_tensor_wrap(&out[i], ostr[i], &pout[i]);
+    poutp[i] = &pout[i];
+  }
+  double t[11];
+  for (int r = 0; r < 11; r++) { /* the first runs warm the caches and the thread pool */
+    double t0 = now();
+    if (coil_plugin_run(lp, art, nin, pinp, nout, poutp, d))
+      goto done;
+    t[r] = now() - t0;
+  }
+  *seconds = median(t + 2, 9);
+  rc = 0;
+done:
+  for (int i = 0; i < nin; i++)
+    coil_tensor_free(&in[i]);
+  for (int i = 0; i < nout; i++)
+    coil_tensor_free(&out[i]);
+  if (art)
+    coil_plugin_artifact_free(lp, art);
+  if (inst)
+    coil_plugin_destroy(lp, inst);
+  coil_plugin_close(lp);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "%s", dir); /* remove the artifact directory */
+  {
+    static const char *const files[] = {"kernels.c", "coil_cpu_math.h", "program.wir", "libkernels.so", "cc.log",
+                                        "manifest.json"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+      char f[256];
+      snprintf(f, sizeof f, "%s/%s", cmd, files[i]);
+      remove(f);
+    }
+    rmdir(cmd);
+  }
+  coil_wir_free(p);
+  coil_graph_free(g);
+  return rc;
+}
+
+/* Compile times of one graph: the core (graph to verified Wrapper IR), a cold compile through
+ * an empty cache (the plugin's code generation and the C compiler), and a warm cache hit (key,
+ * lookup, hash check of the entry). */
+static int
+compile_times(const bench_graph *bg, const char *plugin_dir, const char *cache_dir, double *core, double *cold,
+              double *hit, coil_diag *d)
+{
+  coil_graph *g = coil_graph_parse(bg->name, bg->text, strlen(bg->text), d);
+  if (!g)
+    return -1;
+  double t0 = now();
+  coil_wir_program *p = coil_compile_graph(g, NULL, d);
+  *core = now() - t0;
+  coil_loaded_plugin *lp = NULL;
+  coil_plugin *inst = NULL;
+  int rc = -1;
+  char *entry = NULL;
+  coil_cache_outcome oc;
+  if (!p || coil_plugin_open("cpu", &plugin_dir, 1, &lp, d) || coil_plugin_create(lp, NULL, &inst, d))
+    goto done;
+  t0 = now();
+  if (coil_cache_get(cache_dir, "", lp, inst, p, NULL, &entry, &oc, d))
+    goto done;
+  *cold = now() - t0;
+  free(entry);
+  entry = NULL;
+  t0 = now();
+  if (coil_cache_get(cache_dir, "", lp, inst, p, NULL, &entry, &oc, d))
+    goto done;
+  *hit = now() - t0;
+  rc = oc == COIL_CACHE_HIT ? 0 : coil_diag_set(d, "%s: the second lookup missed the cache", bg->name);
+done:
+  free(entry);
+  if (inst)
+    coil_plugin_destroy(lp, inst);
+  coil_plugin_close(lp);
+  coil_wir_free(p);
+  coil_graph_free(g);
+  return rc;
+}
+
+int coil_bench_cpu(int argc, char **argv, const char *plugin_dir);
+int
+coil_bench_cpu(int argc, char **argv, const char *plugin_dir)
+{
+  (void)argc;
+  (void)argv;
+  if (!plugin_dir) {
+    fprintf(stderr, "coil: no plugin directory for the cpu plugin\n");
+    return 1;
+  }
+  char cache[] = "/tmp/coil-bench-cache-XXXXXX";
+  if (!mkdtemp(cache)) {
+    fprintf(stderr, "coil: cannot create a temporary cache\n");
+    return 1;
+  }
+  printf("compile times (a fresh cache in %s):\n", cache);
+  printf("%-24s %10s %12s %10s %12s\n", "graph", "core_ms", "cold_ms", "hit_ms", "core_share");
+  for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++) {
+    double core = 0, cold = 0, hit = 0;
+    coil_diag d = {0};
+    if (compile_times(&graphs[i], plugin_dir, cache, &core, &cold, &hit, &d)) {
+      fprintf(stderr, "%s\n", d.msg);
+      nftw(cache, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+      return 1;
+    }
+    printf("%-24s %10.3f %12.1f %10.3f %11.2f%%\n", graphs[i].name, 1e3 * core, 1e3 * cold, 1e3 * hit,
+           100 * core / (core + cold));
+  }
+  printf("\n");
+  double copy = copy_gbps((size_t)2 * 4096 * 4096 * 4);
+  printf("coil bench: cpu plugin, 4096x4096 f32, median of 9 runs; memcpy (1 thread) %.1f GB/s\n", copy);
+  printf("%-24s %8s %10s %8s %10s %8s\n", "graph", "threads", "ms", "GB/s", "% memcpy", "");
+  for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++)
+    for (int threads = 1; threads <= 2; threads++) {
+      double s;
+      coil_diag d = {0};
+      if (time_graph(&graphs[i], plugin_dir, threads, &s, &d)) {
+        fprintf(stderr, "%s: %s\n", graphs[i].name, d.msg);
+        return 1;
+      }
+      double gbps = graphs[i].min_bytes / s / 1e9;
+      printf("%-24s %8d %10.2f %8.1f %9.0f%%\n", graphs[i].name, threads, 1e3 * s, gbps, 100 * gbps / copy);
+      fflush(stdout);
+    }
+  nftw(cache, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   return 0;
 }

@@ -108,6 +108,8 @@ cmd_check(int argc, char **argv)
 }
 
 int coil_bench_core(int argc, char **argv); /* bench.c */
+int coil_bench_cpu(int argc, char **argv, const char *plugin_dir);
+static const char *builtin_plugin_dir(void);
 
 static double
 now_seconds(void)
@@ -1010,8 +1012,12 @@ main(int argc, char **argv)
     return cmd_check(argc - 2, argv + 2);
   if (strcmp(cmd, "ops") == 0)
     return cmd_ops(argc - 2, argv + 2);
-  if (strcmp(cmd, "bench") == 0)
-    return coil_bench_core(argc - 2, argv + 2);
+  if (strcmp(cmd, "bench") == 0) {
+    for (int i = 2; i < argc; i++)
+      if (strcmp(argv[i], "--core-only") == 0)
+        return coil_bench_core(argc - 2, argv + 2);
+    return coil_bench_cpu(argc - 2, argv + 2, builtin_plugin_dir());
+  }
   if (strcmp(cmd, "plugins") == 0)
     return cmd_plugins(argc - 2, argv + 2);
   if (strcmp(cmd, "compile") == 0)

@@ -197,10 +197,20 @@ emit_reduce(kgen *g, int i, int depth)
     break;
   default: break;
   }
-  char clause[64] = "";
+  /* float max/min: a vectorisable max plus a NaN flag (torch.max propagates NaN) */
+  bool fl = coil_dtype_is_float(src->dtype);
+  bool minmax = red == COIL_REDUCE_MAX || red == COIL_REDUCE_MIN;
+  if (minmax && fl) {
+    indent(b, depth);
+    coil_strbuf_printf(b, "int %s_nan = 0;\n", acc);
+  }
+  char clause[96] = "";
   if (red == COIL_REDUCE_SUM || red == COIL_REDUCE_PROD)
     snprintf(clause, sizeof clause, " reduction(%c:%s)", red == COIL_REDUCE_SUM ? '+' : '*', acc);
-  open_r_loops(g, depth, red == COIL_REDUCE_SUM || red == COIL_REDUCE_PROD ? clause : NULL);
+  else if (minmax)
+    snprintf(clause, sizeof clause, " reduction(%s:%s)%s%s%s", red == COIL_REDUCE_MAX ? "max" : "min", acc,
+             fl ? " reduction(|:" : "", fl ? acc : "", fl ? "_nan)" : "");
+  open_r_loops(g, depth, clause[0] ? clause : NULL);
   int inner = depth + g->k->nr;
   bool *cone = calloc((size_t)g->k->ninsts + 1, sizeof(bool));
   mark_cone(g, in->args[0], cone);
@@ -209,7 +219,6 @@ emit_reduce(kgen *g, int i, int depth)
       emit_inst(g, j, inner);
   free(cone);
   const char *v = g->names[in->args[0]];
-  bool fl = coil_dtype_is_float(src->dtype);
   indent(b, inner);
   switch (red) {
   case COIL_REDUCE_SUM: coil_strbuf_printf(b, "%s += %s;\n", acc, v); break;
@@ -217,11 +226,11 @@ emit_reduce(kgen *g, int i, int depth)
   case COIL_REDUCE_ANY: coil_strbuf_printf(b, "%s = %s || (%s != 0);\n", acc, acc, v); break;
   case COIL_REDUCE_MAX: case COIL_REDUCE_MIN: {
     const char *cmp = red == COIL_REDUCE_MAX ? ">" : "<";
-    if (fl) /* NaN propagates: once the accumulator is NaN it stays */
-      coil_strbuf_printf(b, "%s = (%s != %s) ? %s : (%s != %s || %s %s %s) ? %s : %s;\n", acc, acc, acc, acc, v, v, v,
-                         cmp, acc, v, acc);
-    else
-      coil_strbuf_printf(b, "%s = %s %s %s ? %s : %s;\n", acc, v, cmp, acc, v, acc);
+    coil_strbuf_printf(b, "%s = %s %s %s ? %s : %s;\n", acc, v, cmp, acc, v, acc);
+    if (fl) {
+      indent(b, inner);
+      coil_strbuf_printf(b, "%s_nan |= %s != %s;\n", acc, v, v);
+    }
     break;
   }
   case COIL_REDUCE_ARGMAX: case COIL_REDUCE_ARGMIN: {
@@ -238,6 +247,12 @@ emit_reduce(kgen *g, int i, int depth)
   default: break;
   }
   close_loops(b, depth, g->k->nr);
+  if (minmax && fl) {
+    indent(b, depth);
+    coil_strbuf_printf(b, "if (%s_nan)\n", acc);
+    indent(b, depth + 1);
+    coil_strbuf_printf(b, "%s = NAN;\n", acc);
+  }
 }
 
 static void
