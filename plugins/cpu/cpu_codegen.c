@@ -46,7 +46,16 @@ typedef struct {
   coil_strbuf *b;
   bool *per_r;
   char **names;              /* per value: its C name */
+  int64_t row;               /* r elements when constant and small enough to keep a row, else 0 */
+  int64_t row_bytes;         /* bytes of rows declared so far in this kernel */
+  bool *kept;                /* per value: kept in a row array vN_row[] by an earlier r loop */
+  coil_strbuf *decls;        /* declarations of the rows, placed at the top of the x body */
 } kgen;
+
+/* Rows of per-r values kept between the r loops of one x point live on the stack: at most
+ * this many elements a row and this many bytes in all. */
+#define ROW_MAX 16384
+#define ROW_BYTES_MAX (256 * 1024)
 
 static void
 indent(coil_strbuf *b, int n)
@@ -60,6 +69,8 @@ sym_name(const coil_wir_program *p, const coil_sym *s, coil_strbuf *b)
 {
   coil_strbuf_puts(b, coil_sym_var_name(p->sym, s->var));
 }
+
+static void flat_r(kgen *g);
 
 /* Emits instruction i (not REDUCE): a local `T vI = expr;` or a store. */
 static void
@@ -77,6 +88,12 @@ emit_inst(kgen *g, int i, int depth)
     return;
   }
   coil_strbuf_printf(b, "const %s %s = ", coil_c_compute_type(in->dtype), g->names[i]);
+  if (g->kept && g->kept[i]) {
+    coil_strbuf_printf(b, "%s_row[", g->names[i]);
+    flat_r(g);
+    coil_strbuf_puts(b, "];\n");
+    return;
+  }
   if (in->op == COIL_KOP_LOAD) {
     coil_strbuf idx = {0};
     coil_c_index(g->p, in->index, &idx);
@@ -102,6 +119,8 @@ mark_cone(const kgen *g, int i, bool *cone)
   if (i < 0 || cone[i] || !g->per_r[i])
     return;
   cone[i] = true;
+  if (g->kept[i])
+    return; /* read back from its row: what it was computed from is not needed */
   const coil_kinst *in = &g->k->insts[i];
   for (int a = 0; a < coil_kop_arity(in->op); a++)
     mark_cone(g, in->args[a], cone);
@@ -213,10 +232,37 @@ emit_reduce(kgen *g, int i, int depth)
   open_r_loops(g, depth, clause[0] ? clause : NULL);
   int inner = depth + g->k->nr;
   bool *cone = calloc((size_t)g->k->ninsts + 1, sizeof(bool));
+  bool *keep = calloc((size_t)g->k->ninsts + 1, sizeof(bool));
   mark_cone(g, in->args[0], cone);
   for (int j = 0; j < g->k->ninsts; j++)
     if (cone[j])
       emit_inst(g, j, inner);
+  /* a value later loops need again is kept in a row instead of computed again (the cost of
+   * recomputing exp in softmax's last loop, say); rows are declared before the x loops' body
+   * runs these loops, in emit_rows */
+  for (int j = 0; j < g->k->ninsts && g->row; j++) {
+    if (!cone[j] || g->kept[j] || g->k->insts[j].op == COIL_KOP_LOAD || g->k->insts[j].op == COIL_KOP_INDEX)
+      continue;
+    bool later = false;
+    for (int q = i + 1; q < g->k->ninsts && !later; q++)
+      for (int a = 0; a < coil_kop_arity(g->k->insts[q].op); a++)
+        later = later || g->k->insts[q].args[a] == j;
+    int64_t bytes = g->row * (int64_t)sizeof(double);
+    if (later && g->row_bytes + bytes <= ROW_BYTES_MAX) {
+      g->row_bytes += bytes;
+      keep[j] = true;
+      indent(g->decls, depth);
+      coil_strbuf_printf(g->decls, "%s %s_row[%lld];\n", coil_c_compute_type(g->k->insts[j].dtype), g->names[j],
+                         (long long)g->row);
+      indent(b, inner);
+      coil_strbuf_printf(b, "%s_row[", g->names[j]);
+      flat_r(g);
+      coil_strbuf_printf(b, "] = %s;\n", g->names[j]);
+    }
+  }
+  for (int j = 0; j < g->k->ninsts; j++)
+    g->kept[j] = g->kept[j] || keep[j];
+  free(keep);
   free(cone);
   const char *v = g->names[in->args[0]];
   indent(b, inner);
@@ -319,16 +365,24 @@ static void
 emit_kernel(const coil_wir_program *p, const coil_kernel *k, const coil_c_dialect *dl, coil_strbuf *b)
 {
   coil_c_set_loop_ranges(p, k);
-  kgen g = {p, k, dl, b, calloc((size_t)k->ninsts + 1, sizeof(bool)), calloc((size_t)k->ninsts + 1, sizeof(char *))};
+  coil_strbuf body = {0}, decls = {0};
+  kgen g = {p, k, dl, b, calloc((size_t)k->ninsts + 1, sizeof(bool)), calloc((size_t)k->ninsts + 1, sizeof(char *)),
+            0, 0, calloc((size_t)k->ninsts + 1, sizeof(bool)), &decls};
   coil_c_per_r(p, k, g.per_r);
   for (int i = 0; i < k->ninsts; i++) {
     g.names[i] = malloc(16);
     snprintf(g.names[i], 16, "v%d", i);
   }
+  g.row = k->nr ? 1 : 0;
+  for (int r = 0; r < k->nr; r++) {
+    int64_t n;
+    g.row = coil_sym_is_const(k->rsize[r], &n) && n > 0 && g.row * n <= ROW_MAX ? g.row * n : 0;
+  }
   if (k->source_ops)
     coil_strbuf_printf(b, "/* %s */\n", k->source_ops);
   emit_params(&g);
   int depth = open_x_loops(&g);
+  g.b = &body; /* the x body goes apart: the rows it keeps are declared before it */
   bool any_per_r_store = false;
   for (int i = 0; i < k->ninsts; i++) {
     const coil_kinst *in = &k->insts[i];
@@ -348,15 +402,22 @@ emit_kernel(const coil_wir_program *p, const coil_kernel *k, const coil_c_dialec
     for (int i = 0; i < k->ninsts; i++)
       if (cone[i] || (k->insts[i].op == COIL_KOP_STORE && g.per_r[k->insts[i].args[0]]))
         emit_inst(&g, i, depth + k->nr);
-    close_loops(b, depth, k->nr);
+    close_loops(&body, depth, k->nr);
     free(cone);
   }
+  if (decls.len)
+    coil_strbuf_puts(b, decls.s);
+  if (body.len)
+    coil_strbuf_puts(b, body.s);
   close_loops(b, 1, k->nx);
   coil_strbuf_puts(b, "}\n\n");
+  coil_strbuf_free(&body);
+  coil_strbuf_free(&decls);
   for (int i = 0; i < k->ninsts; i++)
     free(g.names[i]);
   free(g.names);
   free(g.per_r);
+  free(g.kept);
 }
 
 /* ---- the wrapper ---- */
