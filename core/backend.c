@@ -16,9 +16,14 @@
 #include "artifact.h"
 #include "cache.h"
 
-/* The toolchain identity in the cache key. The plugin ABI has no way yet to ask a plugin for
- * it (the cpu plugin's compiler and flags); until it has, plugins are keyed without one. */
-#define TOOLCHAIN_IDENTITY ""
+/* The toolchain identity in the cache key: what the plugin says through identity (ABI 1.1),
+ * or nothing for a plugin that does not have it. */
+static const char *
+toolchain_identity(const coil_loaded_plugin *lp, coil_plugin *inst)
+{
+  const char *id = lp->api.identity ? lp->api.identity(inst) : NULL;
+  return id ? id : "";
+}
 
 int
 coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_env *env,
@@ -52,7 +57,7 @@ coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_en
 
   if (env && env->cache_dir && *env->cache_dir) {
     coil_cache_outcome how;
-    if (coil_cache_get(env->cache_dir, TOOLCHAIN_IDENTITY, lp, inst, p, &opts, &dir, &how, d))
+    if (coil_cache_get(env->cache_dir, toolchain_identity(lp, inst), lp, inst, p, &opts, &dir, &how, d))
       goto done;
     if (how == COIL_CACHE_HIT)
       stats->cache_hits++;

@@ -9,6 +9,7 @@
  * Options ([plugin.cpu] in the ini file): cc (the compiler; default $CC, else cc), cflags
  * (extra flags, space separated), threads (OpenMP threads; default: all), portable (true: no
  * -march=native, for artifacts that move between machines). */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -124,6 +126,7 @@ read_options(const coil_plugin_options *o, cpu_options *out)
 struct coil_plugin {
   const coil_host_api *host;
   cpu_options opts;
+  char identity[4096];       /* the compiler (resolved path, size, mtime) and fixed flags */
 };
 
 struct coil_artifact {
@@ -146,8 +149,37 @@ create(const coil_plugin_create_args *args, coil_plugin **out)
     return e;
   }
   p->host = COIL_STRUCT_HAS(args, coil_plugin_create_args, host) ? args->host : NULL;
+  /* the compiler by its file: a stat is cheap where running `cc --version` on every run is not */
+  char path[4096] = "";
+  struct stat st = {0};
+  const char *cc = p->opts.cc;
+  if (strchr(cc, '/')) {
+    snprintf(path, sizeof path, "%s", cc);
+  } else {
+    const char *env = getenv("PATH");
+    char dirs[8192];
+    snprintf(dirs, sizeof dirs, "%s", env ? env : "/usr/bin:/bin");
+    for (char *dir = strtok(dirs, ":"); dir; dir = strtok(NULL, ":")) {
+      snprintf(path, sizeof path, "%s/%s", dir, cc);
+      if (access(path, X_OK) == 0)
+        break;
+      path[0] = 0;
+    }
+  }
+  char real[4096];
+  if (path[0] && realpath(path, real) && stat(real, &st) == 0)
+    snprintf(path, sizeof path, "%s", real);
+  snprintf(p->identity, sizeof p->identity, "cpu " CPU_VERSION "; cc %.2000s size %lld mtime %lld; flags %s%.1000s",
+           path[0] ? path : cc, (long long)st.st_size, (long long)st.st_mtime, p->opts.portable ? "portable " : "-march=native ",
+           p->opts.cflags);
   *out = p;
   return NULL;
+}
+
+static const char *
+identity(coil_plugin *self)
+{
+  return self->identity;
 }
 
 static void
@@ -486,6 +518,7 @@ static const coil_plugin_api api = {
     .load = load,
     .run = run,
     .artifact_free = artifact_free,
+    .identity = identity,
 };
 
 COIL_PLUGIN_EXPORT const coil_plugin_api *

@@ -63,7 +63,7 @@ extern "C" {
 /* ---- versions ---- */
 
 #define COIL_PLUGIN_ABI_MAJOR 1
-#define COIL_PLUGIN_ABI_MINOR 0
+#define COIL_PLUGIN_ABI_MINOR 1
 
 #define COIL_PLUGIN_ENTRY_SYMBOL "coil_plugin_entry"
 
@@ -300,7 +300,14 @@ struct coil_plugin_api {
   /* Releases a loaded artifact; called before destroy of the instance that loaded it. */
   void (*artifact_free)(coil_artifact *artifact);
 
-  /* ---- ABI 1.1 and later append here ---- */
+  /* ---- ABI 1.1 [optional] ---- */
+  /* What else, beyond the program and the options, decides what compile produces: for a
+   * plugin that drives a compiler, that compiler's identity and version and its fixed flags.
+   * The host puts it in the compile cache's key, so a changed toolchain misses the cache.
+   * Returns a string owned by the instance, valid until destroy; NULL or absent: nothing. */
+  const char *(*identity)(coil_plugin *self);
+
+  /* ---- ABI 1.2 and later append here ---- */
 };
 
 /* The size of the 1.0 plugin table: the least struct_size a host accepts. */
