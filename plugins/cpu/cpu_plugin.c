@@ -319,8 +319,31 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
     return error_new(COIL_ERR_COMPILE_FAILED, "cpu: cannot run the C compiler '%s': %s (set [plugin.cpu] cc)", o.cc,
                      strerror(rc));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    char *text = slurp(log, 1500);
-    e = error_new(COIL_ERR_COMPILE_FAILED, "cpu: %s failed on %s:\n%s", o.cc, source, text ? text : "(no output)");
+    /* the host removes the failed artifact: keep the source and the log where a person can read them */
+    char kept[4200], cmd[2048] = "";
+    const char *tmp = getenv("TMPDIR");
+    snprintf(kept, sizeof kept, "%s/coil-cpu-failed-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    bool have = mkdtemp(kept) != NULL;
+    for (int i = 0; have && i < 3; i++) {
+      static const char *const files[] = {"kernels.c", "coil_cpu_math.h", "cc.log"};
+      char from[4300], to[4300];
+      snprintf(from, sizeof from, "%s/%s", dir, files[i]);
+      snprintf(to, sizeof to, "%s/%s", kept, files[i]);
+      char *text = slurp(from, 64u << 20);
+      FILE *f = text ? fopen(to, "w") : NULL;
+      if (f) {
+        fputs(text, f);
+        fclose(f);
+      }
+      free(text);
+    }
+    for (int i = 0; argv[i]; i++)
+      snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s%s", i ? " " : "", argv[i]);
+    char *text = slurp(log, 1200);
+    e = error_new(COIL_ERR_COMPILE_FAILED, "cpu: the C compiler failed (%s %d): %s\n%s%s%s%s",
+                  WIFEXITED(status) ? "exit status" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+                  cmd, text && *text ? text : "(no output)\n", have ? "the source is kept in " : "",
+                  have ? kept : "", have ? "/kernels.c" : "");
     free(text);
     return e;
   }

@@ -226,6 +226,28 @@ run "$coil" config explain
 check "config explain exits 0" rc_is 0
 check "config explain shows the backend and its origin" out_has "backend"
 
+# cpu: compiler failures name the command and keep the source; no artifact is left
+printf '[plugin.cpu]\ncflags = -fno-such-flag\n' >"$tmp/badcc.ini"
+TMPDIR="$tmp" run "$coil" run "${mlp[@]}" --backend cpu --config "$tmp/badcc.ini" --no-cache
+check "a failing C compiler exits 1" rc_is 1
+check "the failing command is shown" err_has "-fno-such-flag"
+check "the compiler's output is shown" err_has "unrecognized command-line option"
+check "the source is kept" err_has "the source is kept in $tmp/coil-cpu-failed-"
+check "the kept source exists" bash -c "ls $tmp/coil-cpu-failed-*/kernels.c"
+check "no artifact directory is left" bash -c "! ls -d $tmp/coil-cpu-[A-Za-z0-9]*[!d]/manifest.json 2>/dev/null"
+printf '[plugin.cpu]\ncc = /nonexistent/cc\n' >"$tmp/nocc.ini"
+run "$coil" run "${mlp[@]}" --backend cpu --config "$tmp/nocc.ini" --no-cache
+check "a missing C compiler is named" err_has "cannot run the C compiler '/nonexistent/cc'"
+printf '[plugin.cpu]\nthreads = lots\n' >"$tmp/badopt.ini"
+run "$coil" run "${mlp[@]}" --backend cpu --config "$tmp/badopt.ini" --no-cache
+check "a bad cpu option is named" err_has "option threads: expected 0 (all) to 4096"
+run "$coil" run "$src/examples/softmax_rows.coil" --backend cpu --size rows=3 --seed 7 --out "$tmp/c3.st"
+run "$coil" run "$src/examples/softmax_rows.coil" --backend ref --size rows=3 --seed 7 --expect "$tmp/c3.st"
+check "cpu matches ref on a symbolic size" rc_is 0
+run "$coil" run "$src/examples/softmax_rows.coil" --backend cpu --size rows=11 --seed 7 --out "$tmp/c11.st"
+run "$coil" run "$src/examples/softmax_rows.coil" --backend ref --size rows=11 --seed 7 --expect "$tmp/c11.st"
+check "the same cpu artifact serves another size" rc_is 0
+
 # ops: docs/ops.md is generated from the op table and must be up to date
 run "$coil" ops --markdown
 check "ops --markdown exits 0" rc_is 0
