@@ -1016,7 +1016,13 @@ main(int argc, char **argv)
     for (int i = 2; i < argc; i++)
       if (strcmp(argv[i], "--core-only") == 0)
         return coil_bench_core(argc - 2, argv + 2);
-    return coil_bench_cpu(argc - 2, argv + 2, builtin_plugin_dir());
+    const char *env = getenv("COIL_PLUGIN_PATH"); /* its first directory, else the build's */
+    char first[4096];
+    snprintf(first, sizeof first, "%s", env && *env ? env : "");
+    char *colon = strchr(first, ':');
+    if (colon)
+      *colon = 0;
+    return coil_bench_cpu(argc - 2, argv + 2, first[0] ? first : builtin_plugin_dir());
   }
   if (strcmp(cmd, "plugins") == 0)
     return cmd_plugins(argc - 2, argv + 2);
