@@ -130,6 +130,20 @@ mark_cone(const kgen *g, int i, bool *cone)
 static void
 open_r_loops(kgen *g, int depth, const char *simd)
 {
+  if (g->k->nx == 0 && simd && simd[0]) {
+    /* no x loop to share between threads: the reduction itself is split (per-thread partials,
+     * combined by OpenMP) when it is large */
+    indent(g->b, depth);
+    coil_strbuf_printf(g->b, "#pragma omp parallel for%s collapse(%d)%s if((int64_t)1", g->k->nr == 1 ? " simd" : "",
+                       g->k->nr, simd);
+    for (int r = 0; r < g->k->nr; r++) {
+      coil_strbuf_puts(g->b, " * (");
+      coil_c_index(g->p, g->k->rsize[r], g->b);
+      coil_strbuf_puts(g->b, ")");
+    }
+    coil_strbuf_printf(g->b, " >= %d) num_threads(coil_nthreads)\n", PARALLEL_MIN_WORK);
+    simd = NULL;
+  }
   for (int r = 0; r < g->k->nr; r++) {
     if (r == g->k->nr - 1 && simd) {
       indent(g->b, depth + r);
@@ -226,6 +240,8 @@ emit_reduce(kgen *g, int i, int depth)
   char clause[96] = "";
   if (red == COIL_REDUCE_SUM || red == COIL_REDUCE_PROD)
     snprintf(clause, sizeof clause, " reduction(%c:%s)", red == COIL_REDUCE_SUM ? '+' : '*', acc);
+  else if (red == COIL_REDUCE_ANY)
+    snprintf(clause, sizeof clause, " reduction(||:%s)", acc);
   else if (minmax)
     snprintf(clause, sizeof clause, " reduction(%s:%s)%s%s%s", red == COIL_REDUCE_MAX ? "max" : "min", acc,
              fl ? " reduction(|:" : "", fl ? acc : "", fl ? "_nan)" : "");
