@@ -129,8 +129,23 @@ struct coil_plugin {
   char identity[4096];       /* the compiler (resolved path, size, mtime) and fixed flags */
 };
 
+/* The memory pool of an artifact: blocks the program freed, kept by size for the next alloc
+ * of that size (this run's or the next's). The memory plan gives buffers of few distinct sizes,
+ * so after the first run the pool holds what the plan needs at its peak and a run allocates
+ * nothing from the system. */
+typedef struct pool_block {
+  struct pool_block *next;
+  size_t size;
+  void *mem;
+} pool_block;
+
+#define POOL_MAX_BYTES ((size_t)1 << 30) /* blocks beyond this many idle bytes go back */
+
 struct coil_artifact {
   void *lib;                 /* dlopen handle */
+  pool_block *free_blocks;   /* idle blocks (a run's release puts them here) */
+  pool_block *spare;         /* list nodes to reuse */
+  size_t idle_bytes;
   coil_cpu_entry_fn entry;
   coil_wir_program *program; /* for library calls and messages */
   int threads;
@@ -408,20 +423,50 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
 
 /* ---- run ---- */
 
+/* Sizes of live blocks by address, so that a release knows its size: an open-addressing map
+ * kept per call of run would cost as much as malloc; instead each block is preceded by a
+ * 64-byte header holding its size. */
 static void *
 rt_alloc(void *ctx, int64_t bytes)
 {
-  (void)ctx;
+  coil_artifact *a = ctx;
   size_t n = (size_t)(bytes > 0 ? bytes : 1);
   n = (n + 63) & ~(size_t)63;
-  return aligned_alloc(64, n);
+  for (pool_block **bp = &a->free_blocks; *bp; bp = &(*bp)->next)
+    if ((*bp)->size == n) { /* the same size freed before: take it */
+      pool_block *b = *bp;
+      *bp = b->next;
+      void *mem = b->mem;
+      b->next = a->spare;
+      a->spare = b;
+      a->idle_bytes -= n;
+      return mem;
+    }
+  char *mem = aligned_alloc(64, n + 64);
+  if (!mem)
+    return NULL;
+  memcpy(mem, &n, sizeof n);
+  return mem + 64;
 }
 
 static void
 rt_release(void *ctx, void *p)
 {
-  (void)ctx;
-  free(p);
+  coil_artifact *a = ctx;
+  if (!p)
+    return;
+  size_t n;
+  memcpy(&n, (char *)p - 64, sizeof n);
+  pool_block *b = a->spare ? a->spare : malloc(sizeof *b);
+  if (!b || a->idle_bytes + n > POOL_MAX_BYTES) {
+    free((char *)p - 64);
+    return;
+  }
+  if (b == a->spare)
+    a->spare = b->next;
+  *b = (pool_block){a->free_blocks, n, p};
+  a->free_blocks = b;
+  a->idle_bytes += n;
 }
 
 static int
@@ -513,6 +558,15 @@ artifact_free(coil_artifact *a)
 {
   if (!a)
     return;
+  for (pool_block *b = a->free_blocks, *next; b; b = next) {
+    next = b->next;
+    free((char *)b->mem - 64);
+    free(b);
+  }
+  for (pool_block *b = a->spare, *next; b; b = next) {
+    next = b->next;
+    free(b);
+  }
   if (a->lib)
     dlclose(a->lib);
   coil_wir_free(a->program);
