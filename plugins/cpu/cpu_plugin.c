@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,50 +28,6 @@
 #define CPU_VERSION "0.1.0"
 
 extern char **environ;
-
-/* ---- errors ---- */
-
-struct coil_error {
-  coil_error_code code;
-  char msg[4096];
-};
-
-static coil_error out_of_memory = {COIL_ERR_OUT_OF_MEMORY, "cpu: out of memory"};
-
-static coil_error *error_new(coil_error_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static coil_error *
-error_new(coil_error_code code, const char *fmt, ...)
-{
-  coil_error *e = malloc(sizeof *e);
-  if (!e)
-    return &out_of_memory;
-  e->code = code;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-  va_end(ap);
-  return e;
-}
-
-static coil_error_code
-error_code(const coil_error *err)
-{
-  return err->code;
-}
-
-static const char *
-error_message(const coil_error *err)
-{
-  return err->msg;
-}
-
-static void
-error_free(coil_error *err)
-{
-  if (err != &out_of_memory)
-    free(err);
-}
 
 /* ---- options ---- */
 
@@ -98,24 +53,24 @@ read_options(const coil_plugin_options *o, cpu_options *out)
       continue;
     if (strcmp(k, "cc") == 0) {
       if (!*v || strlen(v) >= sizeof out->cc)
-        return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: option cc: '%s' is not a compiler command", v);
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: option cc: '%s' is not a compiler command", v);
       snprintf(out->cc, sizeof out->cc, "%s", v);
     } else if (strcmp(k, "cflags") == 0) {
       if (strlen(v) >= sizeof out->cflags)
-        return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: option cflags is too long");
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: option cflags is too long");
       snprintf(out->cflags, sizeof out->cflags, "%s", v);
     } else if (strcmp(k, "threads") == 0) {
       char *end;
       long t = strtol(v, &end, 10);
       if (*end || t < 0 || t > 4096)
-        return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: option threads: expected 0 (all) to 4096, got '%s'", v);
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: option threads: expected 0 (all) to 4096, got '%s'", v);
       out->threads = (int)t;
     } else if (strcmp(k, "portable") == 0) {
       if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
-        return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: option portable: expected true or false, got '%s'", v);
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: option portable: expected true or false, got '%s'", v);
       out->portable = strcmp(v, "true") == 0;
     } else {
-      return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: unknown option '%s' (cpu accepts cc, cflags, threads, portable)", k);
+      return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: unknown option '%s' (cpu accepts cc, cflags, threads, portable)", k);
     }
   }
   return NULL;
@@ -157,7 +112,7 @@ create(const coil_plugin_create_args *args, coil_plugin **out)
 {
   coil_plugin *p = calloc(1, sizeof *p);
   if (!p)
-    return &out_of_memory;
+    return coil_sdk_out_of_memory();
   coil_error *e = read_options(args->options, &p->opts);
   if (e) {
     free(p);
@@ -223,24 +178,6 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
 
 /* ---- compile ---- */
 
-static coil_error *
-write_file(const char *dir, const char *name, const char *text)
-{
-  char path[4096], tmp[4200];
-  if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
-    return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: artifact path too long: %s", dir);
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f)
-    return error_new(COIL_ERR_IO, "cpu: cannot write %s: %s", tmp, strerror(errno));
-  int bad = fputs(text, f) < 0;
-  bad |= fclose(f) != 0;
-  if (bad || rename(tmp, path) != 0) {
-    remove(tmp);
-    return error_new(COIL_ERR_IO, "cpu: cannot write %s", path);
-  }
-  return NULL;
-}
 
 /* Runs argv (argv[0] looked up on PATH) with stdout and stderr into log; 0 when it exits 0. */
 static int
@@ -261,19 +198,6 @@ spawn(char *const *argv, const char *log, int *status)
   return 0;
 }
 
-static char *
-slurp(const char *path, size_t max)
-{
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  char *buf = malloc(max + 1);
-  size_t n = buf ? fread(buf, 1, max, f) : 0;
-  fclose(f);
-  if (buf)
-    buf[n] = 0;
-  return buf;
-}
 
 extern const char coil_cpu_math_source[]; /* coil_cpu_math.h, embedded at build time */
 
@@ -291,11 +215,11 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
   coil_diag d = {0};
   if (cpu_codegen(args->program, coil_cpu_math_source[0] != 0, &src, &d)) {
     coil_strbuf_free(&src);
-    return error_new(COIL_ERR_COMPILE_FAILED, "%s", d.msg);
+    return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "%s", d.msg);
   }
   char *wir = coil_wir_print(args->program);
-  if ((e = write_file(dir, "kernels.c", src.s)) || (e = write_file(dir, "coil_cpu_math.h", coil_cpu_math_source)) ||
-      (e = write_file(dir, "program.wir", wir))) {
+  if ((e = coil_sdk_write_file(dir, "kernels.c", src.s)) || (e = coil_sdk_write_file(dir, "coil_cpu_math.h", coil_cpu_math_source)) ||
+      (e = coil_sdk_write_file(dir, "program.wir", wir))) {
     coil_strbuf_free(&src);
     free(wir);
     return e;
@@ -331,7 +255,7 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
   argv[n] = NULL;
   int status = 0, rc = spawn(argv, log, &status);
   if (rc)
-    return error_new(COIL_ERR_COMPILE_FAILED, "cpu: cannot run the C compiler '%s': %s (set [plugin.cpu] cc)", o.cc,
+    return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cpu: cannot run the C compiler '%s': %s (set [plugin.cpu] cc)", o.cc,
                      strerror(rc));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     /* the host removes the failed artifact: keep the source and the log where a person can read them */
@@ -344,7 +268,7 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
       char from[4300], to[4300];
       snprintf(from, sizeof from, "%s/%s", dir, files[i]);
       snprintf(to, sizeof to, "%s/%s", kept, files[i]);
-      char *text = slurp(from, 64u << 20);
+      char *text = coil_sdk_read_file(from, 64u << 20, NULL);
       FILE *f = text ? fopen(to, "w") : NULL;
       if (f) {
         fputs(text, f);
@@ -354,8 +278,8 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
     }
     for (int i = 0; argv[i]; i++)
       snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s%s", i ? " " : "", argv[i]);
-    char *text = slurp(log, 1200);
-    e = error_new(COIL_ERR_COMPILE_FAILED, "cpu: the C compiler failed (%s %d): %s\n%s%s%s%s",
+    char *text = coil_sdk_read_file(log, 1200, NULL);
+    e = coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cpu: the C compiler failed (%s %d): %s\n%s%s%s%s",
                   WIFEXITED(status) ? "exit status" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
                   cmd, text && *text ? text : "(no output)\n", have ? "the source is kept in " : "",
                   have ? kept : "", have ? "/kernels.c" : "");
@@ -369,7 +293,7 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
            "\"files\": [\"kernels.c\", \"coil_cpu_math.h\", \"program.wir\", \"libkernels.so\", \"cc.log\"]}\n",
            args->program->version_major, args->program->version_minor, args->program->name, o.cc,
            o.portable ? "true" : "false");
-  return write_file(dir, COIL_ARTIFACT_MANIFEST, manifest);
+  return coil_sdk_write_file(dir, COIL_ARTIFACT_MANIFEST, manifest);
 }
 
 /* ---- load ---- */
@@ -379,40 +303,40 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
 {
   char path[4200];
   snprintf(path, sizeof path, "%s/%s", args->artifact_dir, COIL_ARTIFACT_MANIFEST);
-  char *manifest = slurp(path, 4096);
+  char *manifest = coil_sdk_read_file(path, 4096, NULL);
   if (!manifest)
-    return error_new(COIL_ERR_IO, "cpu: no artifact in %s (manifest.json is missing)", args->artifact_dir);
+    return coil_sdk_error(COIL_ERR_IO, "cpu: no artifact in %s (manifest.json is missing)", args->artifact_dir);
   bool ours = strstr(manifest, "\"plugin\": \"cpu\"") && strstr(manifest, "\"plugin_version\": \"" CPU_VERSION "\"");
   free(manifest);
   if (!ours)
-    return error_new(COIL_ERR_VERSION, "cpu: %s was not written by cpu " CPU_VERSION ": recompile", path);
+    return coil_sdk_error(COIL_ERR_VERSION, "cpu: %s was not written by cpu " CPU_VERSION ": recompile", path);
   snprintf(path, sizeof path, "%s/program.wir", args->artifact_dir);
-  char *text = slurp(path, 64u << 20);
+  char *text = coil_sdk_read_file(path, 64u << 20, NULL);
   if (!text)
-    return error_new(COIL_ERR_IO, "cpu: cannot read %s", path);
+    return coil_sdk_error(COIL_ERR_IO, "cpu: cannot read %s", path);
   coil_diag d = {0};
   coil_wir_program *p = coil_wir_parse(path, text, strlen(text), &d);
   free(text);
   if (!p)
-    return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: %s", d.msg);
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: %s", d.msg);
   snprintf(path, sizeof path, "%s/libkernels.so", args->artifact_dir);
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     coil_wir_free(p);
-    return error_new(COIL_ERR_IO, "cpu: cannot load %s: %s", path, dlerror());
+    return coil_sdk_error(COIL_ERR_IO, "cpu: cannot load %s: %s", path, dlerror());
   }
   coil_artifact *a = calloc(1, sizeof *a);
   if (!a) {
     dlclose(lib);
     coil_wir_free(p);
-    return &out_of_memory;
+    return coil_sdk_out_of_memory();
   }
   *(void **)&a->entry = dlsym(lib, "coil_cpu_entry");
   if (!a->entry) {
     dlclose(lib);
     coil_wir_free(p);
     free(a);
-    return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: %s has no coil_cpu_entry", path);
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: %s has no coil_cpu_entry", path);
   }
   a->lib = lib;
   a->program = p;
@@ -521,16 +445,16 @@ run(coil_artifact *a, const coil_plugin_run_args *args)
 {
   const coil_wir_program *p = a->program;
   if ((int)args->ninputs != p->ninputs)
-    return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: %zu inputs given, the program takes %d", args->ninputs, p->ninputs);
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: %zu inputs given, the program takes %d", args->ninputs, p->ninputs);
   void *in[256], *out[256];
   const int64_t *sizes[256], *strides[256];
   if (args->ninputs > 256 || args->noutputs > 256)
-    return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: at most 256 inputs and outputs");
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: at most 256 inputs and outputs");
   for (size_t i = 0; i < args->ninputs; i++) {
     const coil_plugin_tensor *t = args->inputs[i];
     const coil_buffer *b = &p->buffers[p->inputs[i].buffer];
     if (t->device_type != COIL_DEVICE_CPU || t->dtype != (int32_t)b->dtype || t->rank != b->rank)
-      return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: input %zu (%s) must be a CPU tensor of %s with %d dimensions", i,
+      return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: input %zu (%s) must be a CPU tensor of %s with %d dimensions", i,
                        p->inputs[i].label, coil_dtype_name(b->dtype), b->rank);
     in[i] = t->data;
     sizes[i] = t->sizes;
@@ -541,7 +465,7 @@ run(coil_artifact *a, const coil_plugin_run_args *args)
     int64_t expect = 1; /* outputs are written contiguously */
     for (int k = t->rank - 1; k >= 0; k--) {
       if (t->sizes[k] != 1 && t->strides[k] != expect)
-        return error_new(COIL_ERR_INVALID_ARGUMENT, "cpu: output %zu must be contiguous", i);
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: output %zu must be contiguous", i);
       expect *= t->sizes[k];
     }
     out[i] = t->data;
@@ -549,7 +473,7 @@ run(coil_artifact *a, const coil_plugin_run_args *args)
   coil_cpu_rt rt = {a, a->threads, rt_alloc, rt_release, rt_extern, rt_fail};
   a->error[0] = 0;
   if (a->entry(&rt, in, sizes, strides, out) != 0)
-    return error_new(COIL_ERR_RUNTIME, "%s", a->error[0] ? a->error : "cpu: the program failed");
+    return coil_sdk_error(COIL_ERR_RUNTIME, "%s", a->error[0] ? a->error : "cpu: the program failed");
   return NULL;
 }
 
@@ -585,9 +509,9 @@ static const coil_plugin_api api = {
     .wir_major = COIL_WIR_VERSION_MAJOR,
     .wir_min_minor = 0,
     .wir_max_minor = COIL_WIR_VERSION_MINOR,
-    .error_code = error_code,
-    .error_message = error_message,
-    .error_free = error_free,
+    .error_code = coil_sdk_error_code,
+    .error_message = coil_sdk_error_message,
+    .error_free = coil_sdk_error_free,
     .create = create,
     .destroy = destroy,
     .supports = supports,

@@ -4,60 +4,15 @@
  * hands the tensors to the engine (interp.h) and copies its outputs into the host's.
  * No options of its own (keys starting with "coil." are accepted and ignored). */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "coil/coil_plugin.h"
+#include "coil/coil_sdk.h"
 #include "interp.h"
 
 #define INTERP_VERSION "0.1.0"
-
-/* ---- errors ---- */
-
-struct coil_error {
-  coil_error_code code;
-  char msg[2048];
-};
-
-static coil_error out_of_memory = {COIL_ERR_OUT_OF_MEMORY, "interp: out of memory"};
-
-static coil_error *error_new(coil_error_code code, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static coil_error *
-error_new(coil_error_code code, const char *fmt, ...)
-{
-  coil_error *e = malloc(sizeof *e);
-  if (!e)
-    return &out_of_memory;
-  e->code = code;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-  va_end(ap);
-  return e;
-}
-
-static coil_error_code
-error_code(const coil_error *err)
-{
-  return err->code;
-}
-
-static const char *
-error_message(const coil_error *err)
-{
-  return err->msg;
-}
-
-static void
-error_free(coil_error *err)
-{
-  if (err != &out_of_memory)
-    free(err);
-}
 
 /* ---- instances ---- */
 
@@ -75,7 +30,7 @@ check_options(const coil_plugin_options *o)
   size_t n = o && COIL_STRUCT_HAS(o, coil_plugin_options, values) ? o->count : 0;
   for (size_t i = 0; i < n; i++)
     if (strncmp(o->keys[i], "coil.", 5) != 0)
-      return error_new(COIL_ERR_INVALID_ARGUMENT, "interp: unknown option '%s' (interp has no "
+      return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "interp: unknown option '%s' (interp has no "
                        "options of its own)", o->keys[i]);
   return NULL;
 }
@@ -88,7 +43,7 @@ create(const coil_plugin_create_args *args, coil_plugin **out)
     return e;
   coil_plugin *p = calloc(1, sizeof *p);
   if (!p)
-    return &out_of_memory;
+    return coil_sdk_out_of_memory();
   p->host = COIL_STRUCT_HAS(args, coil_plugin_create_args, host) ? args->host : NULL;
   *out = p;
   return NULL;
@@ -121,24 +76,6 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
 
 /* ---- compile and load ---- */
 
-static coil_error *
-write_file(const char *dir, const char *name, const char *text)
-{
-  char path[4096], tmp[4200];
-  if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
-    return error_new(COIL_ERR_INVALID_ARGUMENT, "interp: artifact path too long: %s", dir);
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f)
-    return error_new(COIL_ERR_IO, "interp: cannot write %s: %s", tmp, strerror(errno));
-  int bad = fputs(text, f) < 0;
-  bad |= fclose(f) != 0;
-  if (bad || rename(tmp, path) != 0) {
-    remove(tmp);
-    return error_new(COIL_ERR_IO, "interp: cannot write %s", path);
-  }
-  return NULL;
-}
 
 /* Thread-safe: reads only its arguments. The manifest is written last: it marks the artifact
  * complete. */
@@ -150,7 +87,7 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
   if (e)
     return e;
   char *text = coil_wir_print(args->program);
-  e = write_file(args->artifact_dir, "program.wir", text);
+  e = coil_sdk_write_file(args->artifact_dir, "program.wir", text);
   free(text);
   if (e)
     return e;
@@ -159,40 +96,9 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
            "{\"plugin\": \"interp\", \"plugin_version\": \"" INTERP_VERSION "\", "
            "\"wir_version\": \"%d.%d\", \"files\": [\"program.wir\"]}\n",
            args->program->version_major, args->program->version_minor);
-  return write_file(args->artifact_dir, COIL_ARTIFACT_MANIFEST, manifest);
+  return coil_sdk_write_file(args->artifact_dir, COIL_ARTIFACT_MANIFEST, manifest);
 }
 
-static char *
-slurp(const char *path, size_t *len)
-{
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  char *buf = NULL;
-  size_t n = 0, cap = 0, got;
-  char chunk[65536];
-  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
-    if (n + got + 1 > cap) {
-      cap = 2 * (n + got + 1);
-      char *grown = realloc(buf, cap);
-      if (!grown) {
-        free(buf);
-        fclose(f);
-        return NULL;
-      }
-      buf = grown;
-    }
-    memcpy(buf + n, chunk, got);
-    n += got;
-  }
-  fclose(f);
-  if (!buf)
-    buf = calloc(1, 1);
-  else
-    buf[n] = 0;
-  *len = n;
-  return buf;
-}
 
 static coil_error *
 load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
@@ -201,28 +107,28 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
   char path[4096];
   size_t len = 0;
   snprintf(path, sizeof path, "%s/%s", args->artifact_dir, COIL_ARTIFACT_MANIFEST);
-  char *manifest = slurp(path, &len);
+  char *manifest = coil_sdk_read_file(path, 256u << 20, &len);
   if (!manifest)
-    return error_new(COIL_ERR_IO, "interp: no artifact in %s (manifest.json is missing)", args->artifact_dir);
+    return coil_sdk_error(COIL_ERR_IO, "interp: no artifact in %s (manifest.json is missing)", args->artifact_dir);
   bool ours = strstr(manifest, "\"plugin\": \"interp\"") != NULL;
   free(manifest);
   if (!ours)
-    return error_new(COIL_ERR_VERSION, "interp: %s was not written by the interp plugin", path);
+    return coil_sdk_error(COIL_ERR_VERSION, "interp: %s was not written by the interp plugin", path);
   snprintf(path, sizeof path, "%s/program.wir", args->artifact_dir);
-  char *text = slurp(path, &len);
+  char *text = coil_sdk_read_file(path, 256u << 20, &len);
   if (!text)
-    return error_new(COIL_ERR_IO, "interp: cannot read %s", path);
+    return coil_sdk_error(COIL_ERR_IO, "interp: cannot read %s", path);
   coil_diag d = {0};
   coil_wir_program *p = coil_wir_parse(path, text, len, &d);
   free(text);
   if (!p || coil_wir_verify(p, &d) != 0) {
     coil_wir_free(p);
-    return error_new(COIL_ERR_INVALID_ARGUMENT, "interp: %s", d.msg);
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "interp: %s", d.msg);
   }
   coil_artifact *a = calloc(1, sizeof *a);
   if (!a) {
     coil_wir_free(p);
-    return &out_of_memory;
+    return coil_sdk_out_of_memory();
   }
   a->program = p;
   *out = a;
@@ -236,17 +142,17 @@ run(coil_artifact *artifact, const coil_plugin_run_args *args)
 {
   const coil_wir_program *p = artifact->program;
   if ((int)args->ninputs != p->ninputs)
-    return error_new(COIL_ERR_INVALID_ARGUMENT, "interp: %zu inputs given, the program takes %d",
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "interp: %zu inputs given, the program takes %d",
                      args->ninputs, p->ninputs);
   interp_tensor *in = calloc(args->ninputs + 1, sizeof *in);
   if (!in)
-    return &out_of_memory;
+    return coil_sdk_out_of_memory();
   for (size_t i = 0; i < args->ninputs; i++) {
     const coil_plugin_tensor *t = args->inputs[i];
     if (t->device_type != COIL_DEVICE_CPU || t->rank < 0 || t->rank > COIL_MAX_RANK ||
         t->dtype < 0 || t->dtype >= COIL_DTYPE_COUNT) {
       free(in);
-      return error_new(COIL_ERR_INVALID_ARGUMENT, "interp: input %zu is not a CPU tensor it can read", i);
+      return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "interp: input %zu is not a CPU tensor it can read", i);
     }
     in[i].data = t->data;
     in[i].dtype = (coil_dtype)t->dtype;
@@ -262,10 +168,10 @@ run(coil_artifact *artifact, const coil_plugin_run_args *args)
   int rc = interp_run(p, in, (int)args->ninputs, &outs, &nouts, &d);
   free(in);
   if (rc)
-    return error_new(COIL_ERR_RUNTIME, "%s", d.msg);
+    return coil_sdk_error(COIL_ERR_RUNTIME, "%s", d.msg);
   coil_error *e = NULL;
   if ((size_t)nouts != args->noutputs)
-    e = error_new(COIL_ERR_INVALID_ARGUMENT, "interp: %zu outputs given, the program has %d", args->noutputs, nouts);
+    e = coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "interp: %zu outputs given, the program has %d", args->noutputs, nouts);
   for (int i = 0; !e && i < nouts; i++) { /* copy into the host's tensors, through its strides */
     const coil_plugin_tensor *t = args->outputs[i];
     const interp_tensor *o = &outs[i];
@@ -273,7 +179,7 @@ run(coil_artifact *artifact, const coil_plugin_run_args *args)
     for (int k = 0; same && k < o->rank; k++)
       same = t->sizes[k] == o->sizes[k];
     if (!same) {
-      e = error_new(COIL_ERR_INVALID_ARGUMENT, "interp: output %d does not have the program's dtype and sizes", i);
+      e = coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "interp: output %d does not have the program's dtype and sizes", i);
       break;
     }
     size_t es = coil_dtype_size(o->dtype);
@@ -315,9 +221,9 @@ static const coil_plugin_api api = {
     .wir_major = COIL_WIR_VERSION_MAJOR,
     .wir_min_minor = 0,
     .wir_max_minor = COIL_WIR_VERSION_MINOR,
-    .error_code = error_code,
-    .error_message = error_message,
-    .error_free = error_free,
+    .error_code = coil_sdk_error_code,
+    .error_message = coil_sdk_error_message,
+    .error_free = coil_sdk_error_free,
     .create = create,
     .destroy = destroy,
     .supports = supports,

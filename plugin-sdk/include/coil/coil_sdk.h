@@ -8,13 +8,16 @@
  *     dialect choosing the spelling of math functions (expf, __expf, coil_expf, ...);
  *   - which instructions of a kernel vary over the reduction (r) loops;
  *   - a prelude of small C helpers (floor division, NaN-propagating min/max, casts with
- *     PyTorch's semantics, f16/bf16 conversions) that generated code can include.
+ *     PyTorch's semantics, f16/bf16 conversions) that generated code can include;
+ *   - the ABI's error objects (a plugin points error_code/error_message/error_free here) and
+ *     artifact files written atomically and read back.
  * Everything takes the program read-only; nothing here keeps state. */
 #ifndef COIL_SDK_H
 #define COIL_SDK_H
 
 #include <stdbool.h>
 
+#include "coil/coil_plugin.h"
 #include "coil/strbuf.h"
 #include "coil/wir.h"
 
@@ -49,5 +52,18 @@ void coil_c_per_r(const coil_wir_program *p, const coil_kernel *k, bool *per_r);
 /* C source of the helpers generated code uses (coil_floordiv, coil_mod, coil_min, coil_max for
  * indices; coil_f2i64, coil_fmax/fmin NaN-propagating, f16/bf16 conversions, ...). Static. */
 const char *coil_c_prelude(void);
+
+/* ---- around the ABI ---- */
+/* A new error object (message formatted like printf; at most 4 KiB). Never NULL: when memory
+ * runs out it is a static out-of-memory error, which coil_sdk_error_free leaves alone. */
+coil_error *coil_sdk_error(coil_error_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+coil_error *coil_sdk_out_of_memory(void);
+coil_error_code coil_sdk_error_code(const coil_error *err);
+const char *coil_sdk_error_message(const coil_error *err);
+void coil_sdk_error_free(coil_error *err);
+/* Writes DIR/NAME through a temporary name and a rename (no half-written file). */
+coil_error *coil_sdk_write_file(const char *dir, const char *name, const char *text);
+/* Reads at most max bytes of path, NUL-terminated (malloc'd; free it); NULL if it cannot. */
+char *coil_sdk_read_file(const char *path, size_t max, size_t *len);
 
 #endif

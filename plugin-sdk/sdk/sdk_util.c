@@ -1,0 +1,92 @@
+/* sdk_util.c — what every plugin needs around the ABI (coil/coil_sdk.h): error objects, and
+ * artifact files written atomically and read back whole. A plugin that links coil-sdk points its
+ * table's error_code, error_message and error_free at the functions here. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coil/coil_sdk.h"
+
+struct coil_error {
+  coil_error_code code;
+  char msg[4096];
+};
+
+/* Returned when even the error cannot be allocated; never freed. */
+static coil_error out_of_memory = {COIL_ERR_OUT_OF_MEMORY, "out of memory"};
+
+coil_error *
+coil_sdk_error(coil_error_code code, const char *fmt, ...)
+{
+  coil_error *e = malloc(sizeof *e);
+  if (!e)
+    return &out_of_memory;
+  e->code = code;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+  va_end(ap);
+  return e;
+}
+
+coil_error *
+coil_sdk_out_of_memory(void)
+{
+  return &out_of_memory;
+}
+
+coil_error_code
+coil_sdk_error_code(const coil_error *err)
+{
+  return err->code;
+}
+
+const char *
+coil_sdk_error_message(const coil_error *err)
+{
+  return err->msg;
+}
+
+void
+coil_sdk_error_free(coil_error *err)
+{
+  if (err != &out_of_memory)
+    free(err);
+}
+
+coil_error *
+coil_sdk_write_file(const char *dir, const char *name, const char *text)
+{
+  char path[4096], tmp[4200];
+  if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "artifact path too long: %s", dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f)
+    return coil_sdk_error(COIL_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+  int bad = fputs(text, f) < 0;
+  bad |= fclose(f) != 0;
+  if (bad || rename(tmp, path) != 0) {
+    remove(tmp);
+    return coil_sdk_error(COIL_ERR_IO, "cannot write %s", path);
+  }
+  return NULL;
+}
+
+char *
+coil_sdk_read_file(const char *path, size_t max, size_t *len)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  char *buf = malloc(max + 1);
+  size_t n = buf ? fread(buf, 1, max, f) : 0;
+  fclose(f);
+  if (buf)
+    buf[n] = 0;
+  if (len)
+    *len = n;
+  return buf;
+}
