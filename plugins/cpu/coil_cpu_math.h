@@ -1,23 +1,26 @@
 /* coil_cpu_math.h — float math for the CPU backend's generated kernels, written so that GCC
- * vectorizes it inside `#pragma omp simd` loops (-O3 -march=native): every function is
- * branch-free (both sides of a choice are computed, then one is picked by coil_m_select), uses no
- * tables, calls nothing but fmaf (only where FP_FAST_FMAF says it is one instruction) and fabsf,
- * and reinterprets float bits through memcpy on scalars, which GCC folds into register moves.
- * Contract (checked by plugins/cpu/tests/test_cpu_math.c against libm in double precision,
- * rounded to float): coil_expf, coil_logf, coil_log1pf, coil_erff, coil_tanhf, coil_sigmoidf
- * and coil_rsqrtf within 2 ulp over all floats; coil_sinf and coil_cosf within 2 ulp for
- * |x| <= 1e4 (Cody-Waite reduction by pi/2; coil_m_reduce says how far past that); specials
- * as in C99 Annex F (NaN in gives NaN out, exp overflows to inf and underflows through the
- * subnormals to 0, log(0) = -inf, log(x < 0) = NaN, tanh/erf/sigmoid saturate exactly).
- * The f16/bf16 conversions round to nearest even and keep subnormals, infinities and NaNs
- * (NaNs come out quiet). The generated code computes f64 through libm; nothing here is double.
+ * vectorizes it inside `#pragma omp simd` loops (AVX-512, AVX2 and plain SSE2 alike): every
+ * function is branch-free (both sides of a choice are computed, then coil_m_select picks one),
+ * uses no tables, calls nothing but fabsf and fmaf (the latter only where FP_FAST_FMAF says
+ * it is one instruction), and reinterprets float bits through memcpy on scalars, which GCC
+ * folds into register moves.
+ *
+ * Contract, checked by plugins/cpu/tests/test_cpu_math.c against libm in double precision
+ * rounded to float: coil_expf, coil_logf, coil_log1pf, coil_erff, coil_tanhf, coil_sigmoidf
+ * within 2 ulp over all floats, coil_rsqrtf within 1; coil_sinf, coil_cosf within 2 ulp for
+ * |x| <= 1e4 (Cody-Waite reduction; coil_m_reduce says how far past that). Specials as in C99
+ * Annex F: NaN in gives NaN out, exp overflows to inf and underflows through the subnormals
+ * to 0, log(0) = -inf, log(x < 0) = NaN, tanh/erf/sigmoid saturate exactly, and -0 stays -0
+ * where the function is odd. The f16/bf16 conversions round to nearest even and keep
+ * subnormals, infinities and NaN payloads (NaNs come out quiet). Generated code computes f64
+ * through libm; nothing here is double.
  *
  * This file is copied verbatim into every compiled artifact, so it includes only <math.h>,
- * <stdint.h> and <string.h>, defines nothing without a coil_ prefix (internal helpers are
- * coil_m_*), and must be compiled without -ffast-math / -ffinite-math-only (the NaN selects
- * and the float-add rounding tricks rely on IEEE semantics; -ffp-contract=fast is fine).
- * Without FMA (FP_FAST_FMAF undefined) the same formulas run with separate multiplies and adds;
- * the tests check that build too (see test_cpu_math.c). */
+ * <stdint.h> and <string.h>, and everything it defines starts with coil_ or COIL_ (internal
+ * helpers: coil_m_*). Compile it without -ffast-math or -ffinite-math-only: the NaN selects
+ * and the float-add rounding tricks need IEEE semantics (-ffp-contract=fast is fine). Without
+ * FMA the same formulas run with separate multiplies and adds, within the same bounds (the
+ * cpu_math_nofma test), except that sin/cos are trusted only to |x| <= 12800. */
 #ifndef COIL_CPU_MATH_H
 #define COIL_CPU_MATH_H
 
@@ -257,9 +260,9 @@ coil_sigmoidf(float x)
 }
 
 /* erf x = sign(x) erf |x|. |x| < 0.921875: erf a = a + a P(a^2), P of degree 5 (relative
- * error 1.9e-8). Otherwise erf a = 1 - e^Q(a), Q a degree-8 fit of log erfc on [0.92, 4] weighted by
- * erfc/erf (the error it makes in erf, 1.6e-9); |x| is clamped at 4, where erf rounds to 1.
- * e^Q is at most 0.2, so the subtraction from 1 loses nothing. */
+ * error 1.9e-8). Otherwise erf a = 1 - e^Q(a), Q a degree-8 fit of log erfc on [0.92, 4]
+ * weighted by erfc/erf (the error it makes in erf, 1.6e-9); a is clamped at 4, where erf
+ * rounds to 1. e^Q is at most 0.2, so the subtraction from 1 loses nothing. */
 COIL_M_INLINE float
 coil_erff(float x)
 {
@@ -330,7 +333,9 @@ coil_m_reduce(float a)
 }
 
 /* sin r = r + r^3 S(r^2) with S of degree 3, cos r = 1 - r^2/2 + r^4 C(r^2) with C of
- * degree 2, fitted on |r| <= 0.9 (relative errors 4.9e-11 and 2.2e-9). */
+ * degree 2, fitted on |r| <= 0.9 (relative errors 4.9e-11 and 2.2e-9). In cos, 1 - r^2/2
+ * would round twice (r^2, then the difference, together up to 0.8 ulp), so w = 1 - h for
+ * h = r^2/2 is corrected by its exact error (1 - w) - h and, with FMA, by h's own. */
 COIL_M_INLINE float
 coil_m_sin_poly(float r)
 {
@@ -347,7 +352,16 @@ coil_m_cos_poly(float r)
   float z = r * r;
   float c = COIL_M_FMA(0x1.99c8a8p-16f, z, -0x1.6c0d26p-10f);
   c = COIL_M_FMA(c, z, 0x1.55554ep-5f);
-  return COIL_M_FMA(z * z, c, COIL_M_FMA(-0.5f, z, 1.0f));
+  float hr = 0.5f * r;
+  float h = hr * r;
+#if defined(FP_FAST_FMAF)
+  float h_lo = fmaf(hr, r, -h);
+#else
+  float h_lo = 0.0f;
+#endif
+  float w = 1.0f - h;
+  float w_err = ((1.0f - w) - h) - h_lo;
+  return w + COIL_M_FMA(z * z, c, w_err);
 }
 
 /* sin x = sign(x) sin |x|; quadrants 1 and 3 take cos r, quadrants 2 and 3 flip the sign. */
@@ -377,9 +391,9 @@ coil_cosf(float x)
 /* ---- rsqrt ---- */
 
 /* 1/sqrt(x) without sqrtf (which GCC vectorizes only under -fno-math-errno): the bit-trick
- * estimate (relative error 3.4e-2), two Newton steps (1.8e-3, 4.6e-6), and a last step whose residual
- * 1 - x y^2 is computed with the rounding error of x y folded back in, so only the final
- * multiply-add rounds. Subnormals are scaled by 2^24 first (and the result by 2^12). */
+ * estimate (relative error 3.4e-2), two Newton steps (1.8e-3, then 4.6e-6), and a last step
+ * whose residual 1 - x y^2 is computed with the rounding error of x y folded back in, so only
+ * the final multiply-add rounds. Subnormals are scaled by 2^24 first (the result by 2^12). */
 COIL_M_INLINE float
 coil_rsqrtf(float x)
 {
@@ -422,7 +436,10 @@ coil_f16_to_f32(uint16_t h)
   return coil_m_float(r | sign);
 }
 
-/* Normal results: rebase the exponent and round the 13 dropped bits to nearest even with the
+/* The result is assembled 13 bits up (at the float's exponent position) and shifted down at
+ * the end; selecting among the shifted 16-bit values instead lets GCC narrow the selects to
+ * 16-bit lanes, which costs it permutes (1.6 times slower on AVX-512).
+ * Normal results: rebase the exponent and round the 13 dropped bits to nearest even with the
  * bias 0xfff + (lowest kept bit); a carry runs into the exponent, up to inf at 65520.
  * Subnormal results (|f| < 2^-14): adding 0.5 puts the f16 quantum 2^-24 at the float's last
  * bit, so the FPU rounds to nearest even. NaNs keep their top payload bits and turn quiet. */
@@ -433,13 +450,13 @@ coil_f32_to_f16(float f)
   uint32_t sign = (u >> 16) & 0x8000u;
   int32_t a = (int32_t)(u & 0x7fffffffu);
   uint32_t odd = ((uint32_t)a >> 13) & 1u;
-  uint32_t normal = ((uint32_t)a - (112u << 23) + 0xfffu + odd) >> 13;
-  uint32_t sub = coil_m_bits(coil_m_float((uint32_t)a) + 0.5f) - 0x3f000000u;
-  uint32_t nan = 0x7e00u | (((uint32_t)a >> 13) & 0x3ffu);
-  uint32_t infnan = coil_m_selectu(a > 0x7f800000, nan, 0x7c00u);
+  uint32_t normal = (uint32_t)a - (112u << 23) + 0xfffu + odd;
+  uint32_t sub = (coil_m_bits(coil_m_float((uint32_t)a) + 0.5f) - 0x3f000000u) << 13;
+  uint32_t nan = 0x0fc00000u | ((uint32_t)a & 0x007fe000u);
+  uint32_t infnan = coil_m_selectu(a > 0x7f800000, nan, 0x0f800000u);
   uint32_t r = coil_m_selectu(a < 0x38800000, sub, normal);
   r = coil_m_selectu(a >= 0x47800000, infnan, r);
-  return (uint16_t)(r | sign);
+  return (uint16_t)((r >> 13) | sign);
 }
 
 COIL_M_INLINE float
@@ -449,14 +466,14 @@ coil_bf16_to_f32(uint16_t h)
 }
 
 /* Round the low 16 bits to nearest even (a carry reaches inf from above the largest bf16);
- * NaNs keep their top payload bits and turn quiet. */
+ * NaNs keep their top payload bits and turn quiet. Selected before the shift, as above. */
 COIL_M_INLINE uint16_t
 coil_f32_to_bf16(float f)
 {
   uint32_t u = coil_m_bits(f);
-  uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  uint32_t r = u + 0x7fffu + ((u >> 16) & 1u);
   int nan = (u & 0x7fffffffu) > 0x7f800000u;
-  return (uint16_t)coil_m_selectu(nan, (u >> 16) | 0x40u, r);
+  return (uint16_t)(coil_m_selectu(nan, u | 0x00400000u, r) >> 16);
 }
 
 #endif /* COIL_CPU_MATH_H */

@@ -3,7 +3,6 @@
  * text and a manifest into the artifact directory; load parses and verifies the text back; run
  * hands the tensors to the engine (interp.h) and copies its outputs into the host's.
  * No options of its own (keys starting with "coil." are accepted and ignored). */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
