@@ -551,6 +551,54 @@ split(coil_symctx *c, const coil_sym *s, int64_t k, lin *q, lin *r)
   return (int64_t)g;
 }
 
+/* Finds the largest m with 1 < m < k, m dividing k, such that s = m*q + r with r provably in
+ * [0, m): then s // k == q // (k/m) and s % k == m*(q % (k/m)) + r (the low part r never
+ * carries into q). This is the shape of a flat index unravelled over other sizes:
+ * (56*a + 8*b + c) // 224 is a // 4 when 8*b + c < 56. */
+static bool
+split_block(coil_symctx *c, const coil_sym *s, int64_t k, int64_t *m_out, const coil_sym **q_out,
+            const coil_sym **r_out)
+{
+  lin l = {0};
+  lin_collect(c, &l, s, 1);
+  lin_normalize(&l);
+  int64_t best = 0;
+  for (int i = 0; i < l.n && !l.overflow; i++) {
+    if (!l.t[i].rest)
+      continue;
+    int64_t m = (int64_t)gcd((uint64_t)k, abs_u64(l.t[i].coef));
+    if (m <= 1 || m >= k || m <= best)
+      continue;
+    lin q = {0}, r = {0};
+    for (int j = 0; j < l.n; j++) {
+      term t = l.t[j];
+      if (!t.rest) {
+        lin_push(&q, floor_div(t.coef, m), NULL);
+        lin_push(&r, floor_mod(t.coef, m), NULL);
+      } else if (t.coef % m == 0) {
+        lin_push(&q, t.coef / m, t.rest);
+      } else {
+        lin_push(&r, t.coef, t.rest);
+      }
+    }
+    lin_normalize(&q);
+    lin_normalize(&r);
+    int64_t lo, hi;
+    const coil_sym *rs = lin_build(c, &r);
+    coil_sym_bounds(c, rs, &lo, &hi);
+    if (!q.overflow && !r.overflow && lo >= 0 && hi < m) {
+      best = m;
+      *q_out = lin_build(c, &q);
+      *r_out = rs;
+    }
+    free(q.t);
+    free(r.t);
+  }
+  free(l.t);
+  *m_out = best;
+  return best > 0;
+}
+
 /* If s is known to lie in one interval [k*n, k*n + k), k > 0, returns true with *n. */
 static bool
 same_quotient(const coil_symctx *c, const coil_sym *s, int64_t k, int64_t *n)
@@ -585,6 +633,9 @@ coil_sym_floordiv(coil_symctx *c, const coil_sym *a, const coil_sym *b)
     return coil_sym_floordiv(c, a->args[0], coil_sym_const(c, x));
   if (same_quotient(c, a, k, &n))
     return coil_sym_const(c, n);
+  const coil_sym *bq, *br;
+  if (split_block(c, a, k, &m, &bq, &br))
+    return coil_sym_floordiv(c, bq, coil_sym_const(c, k / m));
 
   /* (k*q + r) // k == q + r // k, and r // k == (r/g) // (k/g). The remainder has no term that
    * k/g divides, so the recursion on it ends at once, after the rules above had their chance. */
@@ -615,6 +666,9 @@ coil_sym_mod(coil_symctx *c, const coil_sym *a, const coil_sym *b)
     return coil_sym_mod(c, a->args[0], b);
   if (same_quotient(c, a, k, &n))
     return coil_sym_sub(c, a, coil_sym_const(c, n * k));
+  const coil_sym *bq, *br;
+  if (split_block(c, a, k, &m, &bq, &br))
+    return coil_sym_add(c, coil_sym_mul(c, coil_sym_const(c, m), coil_sym_mod(c, bq, coil_sym_const(c, k / m))), br);
 
   /* (k*q + r) % k == r % k, and r % k == g * ((r/g) % (k/g)); the recursion ends as above. */
   lin q = {0}, r = {0};

@@ -214,7 +214,34 @@ Test(sym, nested_floordiv_and_mod)
   const coil_sym *a = V("a");
   assert_prints(coil_sym_floordiv(ctx, coil_sym_floordiv(ctx, a, K(4)), K(8)), "a // 32");
   assert_prints(coil_sym_mod(ctx, coil_sym_mod(ctx, a, K(8)), K(4)), "a % 4");
-  assert_prints(P("(4*a + 2) // 8"), "(2*a + 1) // 4");
+  /* 4*a + 2: the low part 2 never reaches the next multiple of 4, so it cannot carry */
+  assert_prints(P("(4*a + 2) // 8"), "a // 2");
+  assert_prints(P("(4*a + 2) % 8"), "4*(a % 2) + 2");
+}
+
+/* A flat index unravelled over other sizes: with 8*b + c < 56 the low part never carries. */
+Test(sym, unravelled_blocks)
+{
+  const coil_sym *a = V("a"), *b = V("b"), *c = V("c");
+  coil_sym_set_range(ctx, b, 0, 6);
+  coil_sym_set_range(ctx, c, 0, 7);
+  const coil_sym *flat = P("56*a + 8*b + c");
+  assert_prints(coil_sym_floordiv(ctx, flat, K(224)), "a // 4");
+  assert_prints(coil_sym_mod(ctx, flat, K(224)), "8*b + c + 56*(a % 4)");
+  /* c unbounded: it may carry, and nothing simplifies */
+  const coil_sym *d = V("d");
+  assert_prints(coil_sym_floordiv(ctx, coil_sym_add(ctx, coil_sym_mul(ctx, K(56), a), d), K(224)), "(56*a + d) // 224");
+  /* the identities hold at every point of the ranges */
+  for (int64_t av = 0; av < 20; av++)
+    for (int64_t bv = 0; bv <= 6; bv++)
+      for (int64_t cv = 0; cv <= 7; cv++) {
+        int64_t vals[64] = {0}, got, n = 56 * av + 8 * bv + cv;
+        vals[a->var] = av, vals[b->var] = bv, vals[c->var] = cv;
+        cr_assert_eq(coil_sym_eval(ctx, coil_sym_floordiv(ctx, flat, K(224)), vals, 64, &got, NULL), 0);
+        cr_assert_eq(got, n / 224);
+        cr_assert_eq(coil_sym_eval(ctx, coil_sym_mod(ctx, flat, K(224)), vals, 64, &got, NULL), 0);
+        cr_assert_eq(got, n % 224);
+      }
 }
 
 Test(sym, division_by_constant_zero_is_kept)
