@@ -418,8 +418,6 @@ convert(lowering *L, const coil_sym *s)
   return r;
 }
 
-/* Program sizes of a graph tensor type. */
-void coil_lower_sizes(lowering *L, const coil_type *t, const coil_sym **out);
 void
 coil_lower_sizes(lowering *L, const coil_type *t, const coil_sym **out)
 {

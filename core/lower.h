@@ -124,6 +124,8 @@ typedef struct lowering {
 
 /* lower.c */
 int coil_lower(lowering *L, const coil_graph *g, coil_symctx *sym, coil_arena *a, coil_diag *d);
+/* The sizes of a graph type in the lowering's symbols (the graph's symbols renamed s0, s1...). */
+void coil_lower_sizes(lowering *L, const coil_type *t, const coil_sym **out);
 lazy *lz_new(lowering *L, coil_dtype dt, int rank, const coil_sym *const *sizes);
 const lexpr *lx_load(lowering *L, int buffer, const coil_sym *index);
 const lexpr *lx_const(lowering *L, coil_dtype dt, double f, int64_t i);

@@ -9,7 +9,6 @@
 
 #include "lower.h"
 
-void coil_lower_sizes(lowering *L, const coil_type *t, const coil_sym **out);
 
 static const coil_sym *
 K(lowering *L, int64_t v)

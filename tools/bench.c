@@ -23,6 +23,7 @@
 
 #include "coil/coil.h"
 #include "graph.h"
+#include "bench.h"
 #include "cache.h"
 #include "runtime.h"
 
@@ -61,7 +62,6 @@ peak_rss_kib(void)
   return u.ru_maxrss;
 }
 
-int coil_bench_core(int argc, char **argv);
 int
 coil_bench_core(int argc, char **argv)
 {
@@ -356,7 +356,6 @@ done:
   return rc;
 }
 
-int coil_bench_cpu(int argc, char **argv, const char *plugin_dir);
 int
 coil_bench_cpu(int argc, char **argv, const char *plugin_dir)
 {

@@ -21,6 +21,7 @@
 #include "coil/coil.h"
 #include "artifact.h"
 #include "backend.h"
+#include "bench.h"
 #include "cache.h"
 #include "config.h"
 #include "graph.h"
@@ -107,8 +108,6 @@ cmd_check(int argc, char **argv)
   return 0;
 }
 
-int coil_bench_core(int argc, char **argv); /* bench.c */
-int coil_bench_cpu(int argc, char **argv, const char *plugin_dir);
 static const char *builtin_plugin_dir(void);
 
 static double

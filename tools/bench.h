@@ -1,0 +1,10 @@
+/* bench.h — the benchmarks behind `coil bench` (bench.c). */
+#ifndef COIL_TOOLS_BENCH_H
+#define COIL_TOOLS_BENCH_H
+
+/* coil bench --core-only [--nodes N]: compile time per statement on generated graphs. */
+int coil_bench_core(int argc, char **argv);
+/* coil bench: the cpu plugin (found in plugin_dir) on the benchmark graphs. */
+int coil_bench_cpu(int argc, char **argv, const char *plugin_dir);
+
+#endif
