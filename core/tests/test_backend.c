@@ -4,6 +4,7 @@
  * PyTorch exports to PyTorch's own outputs. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,10 @@
 
 #include "backend.h"
 #include "graph.h"
+
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
 
 static coil_backend_env
 interp_env(void)
@@ -193,4 +198,48 @@ Test(backend, plugins_match_pytorch, .timeout = 600)
   }
   closedir(dp);
   cr_expect_geq(cases, 13, "twelve exports and one second size");
+}
+
+/* A program that fails between allocating an intermediate and releasing it (here a library
+ * call rejecting an index) leaves nothing allocated: five failed runs of a graph with a 4 MiB
+ * intermediate must not grow the heap by its size. (Under AddressSanitizer glibc's counters
+ * stand still; LeakSanitizer checks instead.) */
+Test(backend, a_failing_program_releases_its_buffers, .timeout = 120)
+{
+  static const char text[] = "coil 1\n"
+                             "graph leak(%w: f32[1024, 1024], %i: i64[2]) {\n"
+                             "  %t = aten.mul.Tensor(%w, %w)\n"
+                             "  %e = aten.embedding.default(%t, %i)\n"
+                             "  return (%e)\n"
+                             "}\n";
+  coil_diag d = {0};
+  coil_graph *g = coil_graph_parse("leak.coil", text, sizeof text - 1, &d);
+  cr_assert_not_null(g, "%s", d.msg);
+  coil_tensor w, i;
+  cr_assert_eq(coil_tensor_init(&w, COIL_F32, 2, (int64_t[]){1024, 1024}, NULL), 0);
+  cr_assert_eq(coil_tensor_init(&i, COIL_I64, 1, (int64_t[]){2}, NULL), 0);
+  coil_tensor_set_i64(&i, 1, 5000); /* out of range for 1024 embeddings */
+  coil_tensor_list in = {0}, out = {0};
+  coil_tensor_list_add(&in, "w", &w);
+  coil_tensor_list_add(&in, "i", &i);
+  coil_backend_env env = interp_env();
+  for (size_t k = 0; k < sizeof plugins / sizeof *plugins; k++) {
+    size_t before = 0;
+    for (int run = 0; run < 6; run++) {
+      cr_assert_neq(coil_backend_run(g, plugins[k], &env, &in, &out, &d), 0);
+      cr_assert(strstr(d.msg, "out of range"), "%s", d.msg);
+      struct mallinfo2 m = mallinfo2();
+      if (run == 0)
+        before = m.uordblks + m.hblkhd; /* after the first run: the plugin is loaded */
+      else
+        cr_expect_lt(m.uordblks + m.hblkhd, before + ((size_t)4 << 20), "%s: %zu bytes more after %d failed runs",
+                     plugins[k], m.uordblks + m.hblkhd - before, run);
+    }
+  }
+#ifdef __SANITIZE_ADDRESS__
+  cr_expect_eq(__lsan_do_recoverable_leak_check(), 0, "LeakSanitizer found leaks (see its report above)");
+#endif
+  coil_tensor_list_free(&in);
+  coil_plugin_dirs_free(&env.dirs);
+  coil_graph_free(g);
 }

@@ -101,6 +101,7 @@ struct coil_artifact {
   pool_block *free_blocks;   /* idle blocks (a run's release puts them here) */
   pool_block *spare;         /* list nodes to reuse */
   size_t idle_bytes;
+  struct block_header *live; /* blocks handed out and not yet released */
   coil_cpu_entry_fn entry;
   coil_wir_program *program; /* for library calls and messages */
   int threads;
@@ -347,9 +348,35 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
 
 /* ---- run ---- */
 
-/* Sizes of live blocks by address, so that a release knows its size: an open-addressing map
- * kept per call of run would cost as much as malloc; instead each block is preceded by a
- * 64-byte header holding its size. */
+/* Each block is preceded by a 64-byte header holding its size (so that a release knows it: a
+ * map from address to size would cost as much as malloc) and its links in the list of live
+ * blocks, which a run drains after the program returns: a program that fails between an alloc
+ * and its release (a library call's error, out of memory) leaks nothing. */
+typedef struct block_header {
+  size_t size;
+  struct block_header *prev, *next; /* neighbouring live blocks */
+} block_header;
+
+static void
+live_link(coil_artifact *a, block_header *h)
+{
+  *h = (block_header){h->size, NULL, a->live};
+  if (a->live)
+    a->live->prev = h;
+  a->live = h;
+}
+
+static void
+live_unlink(coil_artifact *a, block_header *h)
+{
+  if (h->prev)
+    h->prev->next = h->next;
+  else
+    a->live = h->next;
+  if (h->next)
+    h->next->prev = h->prev;
+}
+
 static void *
 rt_alloc(void *ctx, int64_t bytes)
 {
@@ -364,12 +391,14 @@ rt_alloc(void *ctx, int64_t bytes)
       b->next = a->spare;
       a->spare = b;
       a->idle_bytes -= n;
+      live_link(a, (block_header *)((char *)mem - 64));
       return mem;
     }
   char *mem = aligned_alloc(64, n + 64);
   if (!mem)
     return NULL;
-  memcpy(mem, &n, sizeof n);
+  ((block_header *)mem)->size = n;
+  live_link(a, (block_header *)mem);
   return mem + 64;
 }
 
@@ -379,8 +408,9 @@ rt_release(void *ctx, void *p)
   coil_artifact *a = ctx;
   if (!p)
     return;
-  size_t n;
-  memcpy(&n, (char *)p - 64, sizeof n);
+  block_header *h = (block_header *)((char *)p - 64);
+  size_t n = h->size;
+  live_unlink(a, h);
   pool_block *b = a->spare ? a->spare : malloc(sizeof *b);
   if (!b || a->idle_bytes + n > POOL_MAX_BYTES) {
     free((char *)p - 64);
@@ -472,7 +502,10 @@ run(coil_artifact *a, const coil_plugin_run_args *args)
   }
   coil_cpu_rt rt = {a, a->threads, rt_alloc, rt_release, rt_extern, rt_fail};
   a->error[0] = 0;
-  if (a->entry(&rt, in, sizes, strides, out) != 0)
+  int rc = a->entry(&rt, in, sizes, strides, out);
+  while (a->live) /* what a failed program left allocated */
+    rt_release(a, (char *)a->live + 64);
+  if (rc != 0)
     return coil_sdk_error(COIL_ERR_RUNTIME, "%s", a->error[0] ? a->error : "cpu: the program failed");
   return NULL;
 }
