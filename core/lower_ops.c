@@ -391,7 +391,8 @@ lower_reduce(lowering *L, const coil_node *n)
   return 0;
 }
 
-/* var = sum((x - mean)^2) / (n - correction): two reductions, fused later into one kernel. */
+/* var = m2 / (n - correction), mean and m2 from one Welford pass (two reductions of one operand,
+ * fused later into one kernel; a code generator computes them together). */
 static int
 lower_var(lowering *L, const coil_node *n)
 {
@@ -402,13 +403,9 @@ lower_var(lowering *L, const coil_node *n)
   double corr = cl->kind == COIL_LIT_NONE ? 1.0 : num(cl);
   coil_dtype acc = opmath(x->dtype);
   lazy *xf = cast_view(L, x, acc);
-  lazy *sum = lz_reduce(L, xf, red, true, COIL_REDUCE_SUM, acc);
+  lazy *mean = lz_reduce(L, xf, red, true, COIL_REDUCE_WELFORD_MEAN, acc);
+  lazy *m2 = lz_reduce(L, xf, red, true, COIL_REDUCE_WELFORD_M2, acc);
   const lexpr *cnt = lx_cast(L, lx_index(L, reduced_count(L, x, red)), acc);
-  lazy *dev2 = lz_new(L, acc, x->rank, x->sizes);
-  const lexpr *mean = lx_op(L, COIL_KOP_DIV, acc, broadcast_back(L, sum, x, red, dev2), cnt, NULL);
-  const lexpr *dv = lx_op(L, COIL_KOP_SUB, acc, lz_at(L, xf, dev2->dvars), mean, NULL);
-  dev2->expr = lx_op(L, COIL_KOP_MUL, acc, dv, dv, NULL);
-  lazy *m2 = lz_reduce(L, dev2, red, true, COIL_REDUCE_SUM, acc);
   lazy *outs[2];
   int nout = n->op->sub == 1 ? 2 : 1;
   for (int k = 0; k < nout; k++) {
@@ -421,11 +418,12 @@ lower_var(lowering *L, const coil_node *n)
     if (kd->i)
       for (int i = 0; i < x->rank; i++)
         idx[i] = red[i] ? K(L, 0) : o->dvars[i];
-    const lexpr *s = lz_at(L, k == 0 ? m2 : sum, idx);
-    const lexpr *denom = k == 0 ? lx_op(L, COIL_KOP_MAX, acc, lx_op(L, COIL_KOP_SUB, acc, cnt, lx_const(L, acc, corr, 0), NULL),
-                                        lx_const(L, acc, 0, 0), NULL)
-                                : cnt;
-    o->expr = lx_cast(L, lx_op(L, COIL_KOP_DIV, acc, s, denom, NULL), o->dtype);
+    const lexpr *v = lz_at(L, k == 0 ? m2 : mean, idx);
+    if (k == 0) /* var = m2 / max(n - correction, 0) */
+      v = lx_op(L, COIL_KOP_DIV, acc, v,
+                lx_op(L, COIL_KOP_MAX, acc, lx_op(L, COIL_KOP_SUB, acc, cnt, lx_const(L, acc, corr, 0), NULL),
+                      lx_const(L, acc, 0, 0), NULL), NULL);
+    o->expr = lx_cast(L, v, o->dtype);
   }
   if (nout == 2)
     set_tuple(L, n, outs);
@@ -503,20 +501,16 @@ lower_layer_norm(lowering *L, const coil_node *n)
   coil_dtype acc = opmath(x->dtype);
   lazy *xf = cast_view(L, x, acc);
   const lexpr *cnt = lx_cast(L, lx_index(L, reduced_count(L, x, red)), acc);
-  lazy *sum = lz_reduce(L, xf, red, true, COIL_REDUCE_SUM, acc);
-  lazy *dev2 = lz_new(L, acc, x->rank, x->sizes);
-  const lexpr *dv = lx_op(L, COIL_KOP_SUB, acc, lz_at(L, xf, dev2->dvars),
-                          lx_op(L, COIL_KOP_DIV, acc, broadcast_back(L, sum, x, red, dev2), cnt, NULL), NULL);
-  dev2->expr = lx_op(L, COIL_KOP_MUL, acc, dv, dv, NULL);
-  lazy *m2 = lz_reduce(L, dev2, red, true, COIL_REDUCE_SUM, acc);
+  lazy *mean = lz_reduce(L, xf, red, true, COIL_REDUCE_WELFORD_MEAN, acc);
+  lazy *m2 = lz_reduce(L, xf, red, true, COIL_REDUCE_WELFORD_M2, acc);
   lazy *outs[3] = {result(L, n, 0), result(L, n, 1), result(L, n, 2)};
   /* out = (x - mean) * rstd * w + b, over x's dims */
   lazy *o = outs[0];
-  const lexpr *mean = lx_op(L, COIL_KOP_DIV, acc, broadcast_back(L, sum, x, red, o), cnt, NULL);
+  const lexpr *mu = broadcast_back(L, mean, x, red, o);
   const lexpr *rstd = lx_op(L, COIL_KOP_RSQRT, acc,
                             lx_op(L, COIL_KOP_ADD, acc, lx_op(L, COIL_KOP_DIV, acc, broadcast_back(L, m2, x, red, o), cnt, NULL),
                                   lx_const(L, acc, eps, 0), NULL), NULL, NULL);
-  const lexpr *v = lx_op(L, COIL_KOP_MUL, acc, lx_op(L, COIL_KOP_SUB, acc, lz_at(L, xf, o->dvars), mean, NULL), rstd, NULL);
+  const lexpr *v = lx_op(L, COIL_KOP_MUL, acc, lx_op(L, COIL_KOP_SUB, acc, lz_at(L, xf, o->dvars), mu, NULL), rstd, NULL);
   const coil_sym *last = o->dvars[x->rank - 1];
   if (nn == 1 && w)
     v = lx_op(L, COIL_KOP_MUL, acc, v, vec_at(L, w, last, acc), NULL);
@@ -529,7 +523,7 @@ lower_layer_norm(lowering *L, const coil_node *n)
     const coil_sym *idx[COIL_MAX_RANK];
     for (int i = 0; i < x->rank; i++)
       idx[i] = red[i] ? K(L, 0) : s->dvars[i];
-    const lexpr *mk = lx_op(L, COIL_KOP_DIV, acc, lz_at(L, k == 1 ? sum : m2, idx), cnt, NULL);
+    const lexpr *mk = k == 1 ? lz_at(L, mean, idx) : lx_op(L, COIL_KOP_DIV, acc, lz_at(L, m2, idx), cnt, NULL);
     if (k == 2)
       mk = lx_op(L, COIL_KOP_RSQRT, acc, lx_op(L, COIL_KOP_ADD, acc, mk, lx_const(L, acc, eps, 0), NULL), NULL, NULL);
     s->expr = lx_cast(L, mk, s->dtype);

@@ -216,9 +216,9 @@ lowers_to(const coil_op *op)
 {
   switch (op->rule) {
   case COIL_RULE_REDUCE: case COIL_RULE_ARG: case COIL_RULE_MINMAX_DIM: return "reduction";
-  case COIL_RULE_VAR: return "two reductions (mean, squared deviations)";
+  case COIL_RULE_VAR: return "welford_mean and welford_m2 reductions (one pass)";
   case COIL_RULE_SOFTMAX: return "max and sum reductions + pointwise";
-  case COIL_RULE_LAYER_NORM: return "two reductions + pointwise epilogue";
+  case COIL_RULE_LAYER_NORM: return "welford_mean and welford_m2 reductions + pointwise epilogue";
   case COIL_RULE_BATCH_NORM: return "pointwise";
   case COIL_RULE_RESHAPE: case COIL_RULE_PERMUTE: case COIL_RULE_TRANSPOSE: case COIL_RULE_EXPAND:
   case COIL_RULE_SLICE: case COIL_RULE_SELECT: case COIL_RULE_SQUEEZE: case COIL_RULE_UNSQUEEZE:

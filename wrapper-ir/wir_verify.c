@@ -312,6 +312,9 @@ check_types(verifier *v, const coil_kernel *k, int n)
                                                                                      : a;
     if ((unsigned)in->red >= COIL_REDUCE_COUNT)
       return BAD("reduction %d is not a reduction", k->name, n, (int)in->red);
+    bool welford = in->red == COIL_REDUCE_WELFORD_MEAN || in->red == COIL_REDUCE_WELFORD_M2;
+    if (welford && !coil_dtype_is_float(a))
+      return BAD("reduce %s of %s: expected a float operand", k->name, n, coil_reduction_name(in->red), an);
     if (t != want)
       return BAD("reduce %s of %s gives %s, expected %s", k->name, n, coil_reduction_name(in->red),
                  an, tn, coil_dtype_name(want));

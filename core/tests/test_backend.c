@@ -200,6 +200,45 @@ Test(backend, plugins_match_pytorch, .timeout = 600)
   cr_expect_geq(cases, 13, "twelve exports and one second size");
 }
 
+/* Variance through the welford reductions, on values far from zero (a one-pass sum of squares
+ * in f32 would lose every digit here): rows with a tail past the 16 lanes, a whole-tensor
+ * reduction large enough to split across threads (no x loop), several r loops from a
+ * permuted view, var_mean's mean, f64, and an empty row (NaN, as PyTorch). */
+Test(backend, welford_variance_matches_ref, .timeout = 300)
+{
+  static const char text[] =
+      "coil 1\n"
+      "graph w(%x: f32[3, 1001], %y: f32[70003], %z: f32[6, 37, 190], %e: f32[4, 0], %h: f64[5, 77]) {\n"
+      "  %xo = aten.add.Tensor(%x, 1000.0)\n"
+      "  %vm = aten.var_mean.correction(%xo, [1], correction=1, keepdim=False)\n"
+      "  %v0 = getitem(%vm, 0)\n"
+      "  %m0 = getitem(%vm, 1)\n"
+      "  %yo = aten.mul.Tensor(%y, 3.0)\n"
+      "  %y2 = aten.add.Tensor(%yo, -500.0)\n"
+      "  %v1 = aten.var.correction(%y2, None, correction=0, keepdim=False)\n"
+      "  %zp = aten.permute.default(%z, [2, 0, 1])\n"
+      "  %v2 = aten.var.correction(%zp, [0, 2], correction=1, keepdim=True)\n"
+      "  %v3 = aten.var.correction(%e, [1], correction=1, keepdim=False)\n"
+      "  %v4 = aten.var.correction(%h, [1], correction=1, keepdim=False)\n"
+      "  %v5 = aten.var.correction(%zp, None, correction=1, keepdim=False)\n"
+      "  return (%v0, %m0, %v1, %v2, %v3, %v4, %v5)\n"
+      "}\n";
+  coil_diag d = {0};
+  coil_graph *g = coil_graph_parse("welford.coil", text, sizeof text - 1, &d);
+  cr_assert_not_null(g, "%s", d.msg);
+  coil_tensor_list in = {0};
+  random_inputs(g, 1, 11, &in);
+  cr_expect_eq(agree("welford.coil", g, &in), 0);
+  coil_tensor_list out = {0};
+  coil_backend_env env = interp_env();
+  cr_assert_eq(coil_backend_run(g, "cpu", &env, &in, &out, &d), 0, "%s", d.msg);
+  cr_expect(isnan(coil_tensor_get_f64(&out.tensors[4], 0)), "the variance of an empty row is NaN");
+  coil_tensor_list_free(&out);
+  coil_plugin_dirs_free(&env.dirs);
+  coil_tensor_list_free(&in);
+  coil_graph_free(g);
+}
+
 /* A program that fails between allocating an intermediate and releasing it (here a library
  * call rejecting an index) leaves nothing allocated: five failed runs of a graph with a 4 MiB
  * intermediate must not grow the heap by its size. (Under AddressSanitizer glibc's counters

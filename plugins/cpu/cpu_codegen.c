@@ -50,6 +50,7 @@ typedef struct {
   int64_t row_bytes;         /* bytes of rows declared so far in this kernel */
   bool *kept;                /* per value: kept in a row array vN_row[] by an earlier r loop */
   coil_strbuf *decls;        /* declarations of the rows, placed at the top of the x body */
+  bool *done;                /* per value: a reduce already computed with an earlier one */
 } kgen;
 
 /* Rows of per-r values kept between the r loops of one x point live on the stack: at most
@@ -204,6 +205,210 @@ flat_r(kgen *g)
   coil_strbuf_free(&e);
 }
 
+/* The per-r instructions reduce i needs (its cone), and which of them to keep in rows: a value
+ * later loops need again is kept in a row instead of computed again (the cost of recomputing
+ * exp in softmax's last loop, say). Rows are declared in g->decls, before the x body runs
+ * the loops that fill and read them. */
+static void
+plan_cone(kgen *g, int i, int depth, bool *cone, bool *keep)
+{
+  const coil_kinst *in = &g->k->insts[i];
+  mark_cone(g, in->args[0], cone);
+  for (int j = 0; j < g->k->ninsts && g->row; j++) {
+    if (!cone[j] || g->kept[j] || g->k->insts[j].op == COIL_KOP_LOAD || g->k->insts[j].op == COIL_KOP_INDEX)
+      continue;
+    bool later = false;
+    for (int q = i + 1; q < g->k->ninsts && !later; q++) {
+      if (g->done[q])
+        continue; /* computed with reduce i, in its loop */
+      for (int a = 0; a < coil_kop_arity(g->k->insts[q].op); a++)
+        later = later || g->k->insts[q].args[a] == j;
+    }
+    int64_t bytes = g->row * (int64_t)sizeof(double);
+    if (later && g->row_bytes + bytes <= ROW_BYTES_MAX) {
+      g->row_bytes += bytes;
+      keep[j] = true;
+      indent(g->decls, depth);
+      coil_strbuf_printf(g->decls, "%s %s_row[%lld];\n", coil_c_compute_type(g->k->insts[j].dtype), g->names[j],
+                         (long long)g->row);
+    }
+  }
+}
+
+/* The body of an r loop over a cone: its instructions, then the stores of the kept rows. */
+static void
+emit_cone(kgen *g, const bool *cone, const bool *keep, int inner)
+{
+  for (int j = 0; j < g->k->ninsts; j++)
+    if (cone[j])
+      emit_inst(g, j, inner);
+  for (int j = 0; j < g->k->ninsts; j++)
+    if (keep[j]) {
+      indent(g->b, inner);
+      coil_strbuf_printf(g->b, "%s_row[", g->names[j]);
+      flat_r(g);
+      coil_strbuf_printf(g->b, "] = %s;\n", g->names[j]);
+    }
+}
+
+/* Marks the rows of a finished r loop as kept, for the loops after it. */
+static void
+rows_filled(kgen *g, const bool *keep)
+{
+  for (int j = 0; j < g->k->ninsts; j++)
+    g->kept[j] = g->kept[j] || keep[j];
+}
+
+static bool
+is_welford(coil_reduction r)
+{
+  return r == COIL_REDUCE_WELFORD_MEAN || r == COIL_REDUCE_WELFORD_M2;
+}
+
+/* Lanes of a Welford reduction: the innermost r loop runs in chunks of this many elements,
+ * each element into its own lane, so every lane has seen the same count and one reciprocal
+ * serves a whole chunk; the loop over a chunk vectorises. */
+#define WELFORD_LANES 16
+
+/* welford_mean and welford_m2 of one operand (and every other welford reduce of it in the
+ * kernel), computed together in one pass:
+ *
+ *   lanes m[L], q[L] and a chunk count c; for each full chunk of the innermost r range,
+ *     w = 1/++c; for each lane l: d = x - m[l]; m[l] += d*w; q[l] += d*(x - m[l]);
+ *   the elements past the last full chunk update one scalar Welford triple;
+ *   then lanes and tail combine by Chan's formula (coil_welford_*, in the prelude).
+ *
+ * With no x loop, threads split the outermost r loop (or the chunks), each with its own
+ * lanes, and combine under `omp critical`. */
+static void
+emit_welford(kgen *g, int i, int depth)
+{
+  const coil_kernel *k = g->k;
+  const coil_kinst *in = &k->insts[i];
+  coil_strbuf *b = g->b;
+  int nr = k->nr, a = in->args[0];
+  bool dbl = k->insts[a].dtype == COIL_F64;
+  const char *T = dbl ? "double" : "float", *fn = dbl ? "coil_welford_d" : "coil_welford_f";
+  const char *acc = g->names[i], *v = g->names[a];
+  for (int j = i; j < k->ninsts; j++)
+    if (k->insts[j].op == COIL_KOP_REDUCE && is_welford(k->insts[j].red) && k->insts[j].args[0] == a)
+      g->done[j] = true;
+  bool *cone = calloc((size_t)k->ninsts + 1, sizeof(bool));
+  bool *keep = calloc((size_t)k->ninsts + 1, sizeof(bool));
+  plan_cone(g, i, depth, cone, keep);
+  bool par = k->nx == 0;
+  int d = depth;
+  indent(b, d);
+  coil_strbuf_printf(b, "%s %s_M = 0, %s_Q = 0;\n", T, acc, acc);
+  indent(b, d);
+  coil_strbuf_printf(b, "int64_t %s_N = 0;\n", acc);
+  indent(b, d);
+  if (par) {
+    coil_strbuf_puts(b, "#pragma omp parallel if((int64_t)1");
+    for (int r = 0; r < nr; r++) {
+      coil_strbuf_puts(b, " * (");
+      coil_c_index(g->p, k->rsize[r], b);
+      coil_strbuf_puts(b, ")");
+    }
+    coil_strbuf_printf(b, " >= %d) num_threads(coil_nthreads)\n", PARALLEL_MIN_WORK);
+    indent(b, d);
+  }
+  coil_strbuf_puts(b, "{\n");
+  d++;
+  indent(b, d);
+  coil_strbuf_printf(b, "%s %s_m[%d] = {0}, %s_q[%d] = {0}, %s_tm = 0, %s_tq = 0;\n", T, acc, WELFORD_LANES, acc, WELFORD_LANES, acc, acc);
+  indent(b, d);
+  coil_strbuf_printf(b, "int64_t %s_c = 0, %s_tn = 0;\n", acc, acc);
+  for (int r = 0; r < nr - 1; r++) { /* the outer r loops */
+    if (par && r == 0) {
+      indent(b, d);
+      coil_strbuf_puts(b, "#pragma omp for nowait\n");
+    }
+    indent(b, d);
+    const char *rv = coil_sym_var_name(g->p->sym, k->rvars[r]->var);
+    coil_strbuf_printf(b, "for (int64_t %s = 0; %s < ", rv, rv);
+    coil_c_index(g->p, k->rsize[r], b);
+    coil_strbuf_printf(b, "; %s++) {\n", rv);
+    d++;
+  }
+  const char *rl = coil_sym_var_name(g->p->sym, k->rvars[nr - 1]->var);
+  indent(b, d);
+  coil_strbuf_printf(b, "const int64_t %s_end = (", acc);
+  coil_c_index(g->p, k->rsize[nr - 1], b);
+  coil_strbuf_printf(b, ") / %d * %d;\n", WELFORD_LANES, WELFORD_LANES);
+  if (par && nr == 1) {
+    indent(b, d);
+    coil_strbuf_puts(b, "#pragma omp for nowait\n");
+  }
+  indent(b, d);
+  coil_strbuf_printf(b, "for (int64_t %s_c = 0; %s_c < %s_end; %s_c += %d) {\n", rl, rl, acc, rl, WELFORD_LANES);
+  indent(b, d + 1);
+  coil_strbuf_printf(b, "const %s %s_w = (%s)1 / (%s)++%s_c;\n", T, acc, T, T, acc);
+  indent(b, d + 1);
+  coil_strbuf_puts(b, "#pragma omp simd\n");
+  indent(b, d + 1);
+  coil_strbuf_printf(b, "for (int64_t %s = %s_c; %s < %s_c + %d; %s++) {\n", rl, rl, rl, rl, WELFORD_LANES, rl);
+  emit_cone(g, cone, keep, d + 2);
+  indent(b, d + 2);
+  coil_strbuf_printf(b, "const %s %s_d = %s - %s_m[%s - %s_c];\n", T, acc, v, acc, rl, rl);
+  indent(b, d + 2);
+  coil_strbuf_printf(b, "%s_m[%s - %s_c] += %s_d * %s_w;\n", acc, rl, rl, acc, acc);
+  indent(b, d + 2);
+  coil_strbuf_printf(b, "%s_q[%s - %s_c] += %s_d * (%s - %s_m[%s - %s_c]);\n", acc, rl, rl, acc, v, acc, rl, rl);
+  indent(b, d + 1);
+  coil_strbuf_puts(b, "}\n");
+  indent(b, d);
+  coil_strbuf_puts(b, "}\n");
+  if (par && nr == 1) { /* the tail of the one r loop: one thread's */
+    indent(b, d);
+    coil_strbuf_puts(b, "if (omp_get_thread_num() == 0)\n");
+  }
+  indent(b, d);
+  coil_strbuf_printf(b, "for (int64_t %s = %s_end; %s < ", rl, acc, rl);
+  coil_c_index(g->p, k->rsize[nr - 1], b);
+  coil_strbuf_printf(b, "; %s++) {\n", rl);
+  emit_cone(g, cone, keep, d + 1);
+  indent(b, d + 1);
+  coil_strbuf_printf(b, "const %s %s_d = %s - %s_tm;\n", T, acc, v, acc);
+  indent(b, d + 1);
+  coil_strbuf_printf(b, "%s_tm += %s_d / (%s)++%s_tn;\n", acc, acc, T, acc);
+  indent(b, d + 1);
+  coil_strbuf_printf(b, "%s_tq += %s_d * (%s - %s_tm);\n", acc, acc, v, acc);
+  indent(b, d);
+  coil_strbuf_puts(b, "}\n");
+  for (int r = nr - 2; r >= 0; r--) {
+    indent(b, --d);
+    coil_strbuf_puts(b, "}\n");
+  }
+  if (par) {
+    indent(b, d);
+    coil_strbuf_puts(b, "#pragma omp critical\n");
+  }
+  indent(b, d);
+  coil_strbuf_puts(b, "{\n");
+  indent(b, d + 1);
+  coil_strbuf_printf(b, "for (int %s_l = 0; %s_l < %d; %s_l++)\n", acc, acc, WELFORD_LANES, acc);
+  indent(b, d + 2);
+  coil_strbuf_printf(b, "%s(&%s_M, &%s_Q, &%s_N, %s_m[%s_l], %s_q[%s_l], %s_c);\n", fn, acc, acc, acc, acc, acc, acc, acc, acc);
+  indent(b, d + 1);
+  coil_strbuf_printf(b, "%s(&%s_M, &%s_Q, &%s_N, %s_tm, %s_tq, %s_tn);\n", fn, acc, acc, acc, acc, acc, acc);
+  indent(b, d);
+  coil_strbuf_puts(b, "}\n");
+  indent(b, --d);
+  coil_strbuf_puts(b, "}\n");
+  rows_filled(g, keep);
+  free(keep);
+  free(cone);
+  for (int j = i; j < k->ninsts; j++)
+    if (g->done[j] && k->insts[j].op == COIL_KOP_REDUCE && is_welford(k->insts[j].red) && k->insts[j].args[0] == a) {
+      indent(b, depth);
+      if (k->insts[j].red == COIL_REDUCE_WELFORD_M2)
+        coil_strbuf_printf(b, "const %s %s = %s_Q;\n", T, g->names[j], acc);
+      else
+        coil_strbuf_printf(b, "const %s %s = %s_N ? %s_M : NAN;\n", T, g->names[j], acc, acc);
+    }
+}
+
 /* One reduce: an accumulator, an r loop over its cone, the combine, then the x-level value. */
 static void
 emit_reduce(kgen *g, int i, int depth)
@@ -213,6 +418,10 @@ emit_reduce(kgen *g, int i, int depth)
   coil_strbuf *b = g->b;
   const char *T = coil_c_compute_type(src->dtype), *acc = g->names[i];
   coil_reduction red = in->red;
+  if (is_welford(red)) {
+    emit_welford(g, i, depth);
+    return;
+  }
   bool arg = red == COIL_REDUCE_ARGMAX || red == COIL_REDUCE_ARGMIN;
   indent(b, depth);
   switch (red) {
@@ -245,39 +454,13 @@ emit_reduce(kgen *g, int i, int depth)
   else if (minmax)
     snprintf(clause, sizeof clause, " reduction(%s:%s)%s%s%s", red == COIL_REDUCE_MAX ? "max" : "min", acc,
              fl ? " reduction(|:" : "", fl ? acc : "", fl ? "_nan)" : "");
-  open_r_loops(g, depth, clause[0] ? clause : NULL);
-  int inner = depth + g->k->nr;
   bool *cone = calloc((size_t)g->k->ninsts + 1, sizeof(bool));
   bool *keep = calloc((size_t)g->k->ninsts + 1, sizeof(bool));
-  mark_cone(g, in->args[0], cone);
-  for (int j = 0; j < g->k->ninsts; j++)
-    if (cone[j])
-      emit_inst(g, j, inner);
-  /* a value later loops need again is kept in a row instead of computed again (the cost of
-   * recomputing exp in softmax's last loop, say); rows are declared before the x loops' body
-   * runs these loops, in emit_rows */
-  for (int j = 0; j < g->k->ninsts && g->row; j++) {
-    if (!cone[j] || g->kept[j] || g->k->insts[j].op == COIL_KOP_LOAD || g->k->insts[j].op == COIL_KOP_INDEX)
-      continue;
-    bool later = false;
-    for (int q = i + 1; q < g->k->ninsts && !later; q++)
-      for (int a = 0; a < coil_kop_arity(g->k->insts[q].op); a++)
-        later = later || g->k->insts[q].args[a] == j;
-    int64_t bytes = g->row * (int64_t)sizeof(double);
-    if (later && g->row_bytes + bytes <= ROW_BYTES_MAX) {
-      g->row_bytes += bytes;
-      keep[j] = true;
-      indent(g->decls, depth);
-      coil_strbuf_printf(g->decls, "%s %s_row[%lld];\n", coil_c_compute_type(g->k->insts[j].dtype), g->names[j],
-                         (long long)g->row);
-      indent(b, inner);
-      coil_strbuf_printf(b, "%s_row[", g->names[j]);
-      flat_r(g);
-      coil_strbuf_printf(b, "] = %s;\n", g->names[j]);
-    }
-  }
-  for (int j = 0; j < g->k->ninsts; j++)
-    g->kept[j] = g->kept[j] || keep[j];
+  plan_cone(g, i, depth, cone, keep);
+  open_r_loops(g, depth, clause[0] ? clause : NULL);
+  int inner = depth + g->k->nr;
+  emit_cone(g, cone, keep, inner);
+  rows_filled(g, keep);
   free(keep);
   free(cone);
   const char *v = g->names[in->args[0]];
@@ -383,7 +566,7 @@ emit_kernel(const coil_wir_program *p, const coil_kernel *k, const coil_c_dialec
   coil_c_set_loop_ranges(p, k);
   coil_strbuf body = {0}, decls = {0};
   kgen g = {p, k, dl, b, calloc((size_t)k->ninsts + 1, sizeof(bool)), calloc((size_t)k->ninsts + 1, sizeof(char *)),
-            0, 0, calloc((size_t)k->ninsts + 1, sizeof(bool)), &decls};
+            0, 0, calloc((size_t)k->ninsts + 1, sizeof(bool)), &decls, calloc((size_t)k->ninsts + 1, sizeof(bool))};
   coil_c_per_r(p, k, g.per_r);
   for (int i = 0; i < k->ninsts; i++) {
     g.names[i] = malloc(16);
@@ -402,8 +585,10 @@ emit_kernel(const coil_wir_program *p, const coil_kernel *k, const coil_c_dialec
   bool any_per_r_store = false;
   for (int i = 0; i < k->ninsts; i++) {
     const coil_kinst *in = &k->insts[i];
-    if (in->op == COIL_KOP_REDUCE)
-      emit_reduce(&g, i, depth);
+    if (in->op == COIL_KOP_REDUCE) {
+      if (!g.done[i])
+        emit_reduce(&g, i, depth);
+    }
     else if (in->op == COIL_KOP_STORE && g.per_r[in->args[0]])
       any_per_r_store = true;
     else if (!g.per_r[i])
@@ -434,6 +619,7 @@ emit_kernel(const coil_wir_program *p, const coil_kernel *k, const coil_c_dialec
   free(g.names);
   free(g.per_r);
   free(g.kept);
+  free(g.done);
 }
 
 /* ---- the wrapper ---- */
@@ -585,6 +771,22 @@ emit_wrapper(const coil_wir_program *p, coil_strbuf *b)
   free(reused);
 }
 
+/* Chan's combination of two Welford partials (mean, m2, count), one per compute type. */
+static const char welford_combine[] =
+#define WELFORD_COMBINE(T, NAME)                                                                        \
+  "static inline void\n" NAME "(" T " *M, " T " *Q, int64_t *N, " T " m, " T " q, int64_t n)\n"          \
+  "{\n"                                                                                                  \
+  "  if (n == 0)\n"                                                                                      \
+  "    return;\n"                                                                                        \
+  "  const int64_t t = *N + n;\n"                                                                        \
+  "  const " T " dl = m - *M, f = (" T ")n / (" T ")t;\n"                                                   \
+  "  *M += dl * f;\n"                                                                                    \
+  "  *Q += q + dl * dl * (" T ")*N * f;\n"                                                                \
+  "  *N = t;\n"                                                                                          \
+  "}\n\n"
+    WELFORD_COMBINE("float", "coil_welford_f") WELFORD_COMBINE("double", "coil_welford_d");
+#undef WELFORD_COMBINE
+
 int
 cpu_codegen(const coil_wir_program *p, bool with_math, coil_strbuf *out, coil_diag *d)
 {
@@ -597,6 +799,7 @@ cpu_codegen(const coil_wir_program *p, bool with_math, coil_strbuf *out, coil_di
   if (with_math)
     coil_strbuf_puts(out, "#include \"coil_cpu_math.h\"\n");
   coil_strbuf_puts(out, "#include <omp.h>\n\n" COIL_CPU_RT_DECL "\nstatic int coil_nthreads = 1;\n\n");
+  coil_strbuf_puts(out, welford_combine);
   for (int k = 0; k < p->nkernels; k++)
     emit_kernel(p, &p->kernels[k], with_math ? &dialect_math : &dialect_libm, out);
   emit_wrapper(p, out);

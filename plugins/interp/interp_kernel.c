@@ -421,6 +421,19 @@ exec_reduce(krun *kr, int i)
     return inst_err(kr, i, "max, min, argmax and argmin of an empty r range have no value");
   ival *out = &kr->v[i][0];
   int64_t pos = 0;
+  if (red == COIL_REDUCE_WELFORD_MEAN || red == COIL_REDUCE_WELFORD_M2) {
+    if (!coil_dtype_is_float(t))
+      return inst_err(kr, i, "a welford reduction of a non-float value");
+    double mean = 0, m2 = 0; /* Welford's update, in f64 */
+    for (int64_t rf = 0; rf < kr->R; rf++) {
+      double x = opnd(kr, a, rf).f, delta = x - mean;
+      mean += delta / (double)(rf + 1);
+      m2 += delta * (x - mean);
+    }
+    double v = red == COIL_REDUCE_WELFORD_M2 ? m2 : kr->R ? mean : NAN;
+    *out = interp_convert((ival){.f = v}, COIL_F64, in->dtype);
+    return 0;
+  }
   if (coil_dtype_is_float(t)) {
     double acc = red == COIL_REDUCE_PROD ? 1.0 : 0.0;
     for (int64_t rf = 0; rf < kr->R; rf++) {

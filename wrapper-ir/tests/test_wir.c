@@ -303,7 +303,7 @@ build_example(void)
 }
 
 static const char example_text[] =
-    "wir 1.0\n"
+    "wir 1.1\n"
     "program mlp\n"
     "peak 4096\n"
     "input arg0 'x': f32[s0, 64] stride [64, 1]\n"
@@ -889,6 +889,14 @@ Test(verify, reduce_result_dtype)
 {
   inst(4)->red = COIL_REDUCE_ARGMAX;
   verify_fails(P, "%4: reduce argmax of f32 gives f32, expected i64");
+}
+
+Test(verify, welford_needs_a_float_operand)
+{
+  *inst(3) = (coil_kinst){.op = COIL_KOP_CAST, .dtype = COIL_I64, .args = {2, -1, -1}, .param = -1};
+  inst(4)->red = COIL_REDUCE_WELFORD_M2;
+  inst(4)->dtype = COIL_I64;
+  verify_fails(P, "%4: reduce welford_m2 of i64: expected a float operand");
 }
 
 Test(verify, store_only_to_outputs)

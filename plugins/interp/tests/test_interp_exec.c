@@ -472,6 +472,32 @@ Test(interp, layer_norm_two_reductions_and_epilogue)
   expect_f32(1, 2, (float[]){2.5f, 2}, 0);
 }
 
+Test(interp, welford_mean_and_m2)
+{
+  const coil_sym *sz[] = {K(3), K(4)}, *rows[] = {K(3)};
+  int a = input("arg0", "x", COIL_F32, 2, sz);
+  int m = alloc("buf0", COIL_F32, 1, rows), q = alloc("buf1", COIL_F32, 1, rows);
+  kb k;
+  kb_init(&k, "coil_per_fused_var_mean_0", COIL_KERNEL_PERSISTENT);
+  const coil_sym *x = kb_x(&k, K(3)), *r = kb_r(&k, K(4));
+  kb_param(&k, "in0", COIL_F32, false);
+  kb_param(&k, "out0", COIL_F32, true);
+  kb_param(&k, "out1", COIL_F32, true);
+  int v = LOAD(&k, 0, ADD(MUL(K(4), x), r));
+  STORE(&k, 1, x, RED(&k, COIL_REDUCE_WELFORD_MEAN, v));
+  STORE(&k, 2, x, RED(&k, COIL_REDUCE_WELFORD_M2, v));
+  call(&k, 3, (int[]){a, m, q});
+  output(2, (int[]){m, q});
+
+  /* a row far from 0: 1e8 + {1, 2, 3, 4} is exact in f32 only as multiples of 8, so use
+   * 4096 + {0.5, 1.5, 2.5, 3.5}: mean 4098, m2 = 2.25 + 0.25 + 0.25 + 2.25 = 5 */
+  float xv[] = {1, 2, 3, 4, 4096.5f, 4097.5f, 4098.5f, 4099.5f, -1, -1, -1, -1};
+  interp_tensor in[] = {T(xv, COIL_F32, 2, (int64_t[]){3, 4})};
+  run_ok(in, 1);
+  expect_f32(0, 3, (float[]){2.5f, 4098, -1}, 0);
+  expect_f32(1, 3, (float[]){5, 5, 0}, 0);
+}
+
 Test(interp, argmax_argmin_first_occurrence_and_nan)
 {
   const coil_sym *sz[] = {K(2), K(5)}, *rows[] = {K(2)};

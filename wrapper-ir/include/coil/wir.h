@@ -14,7 +14,9 @@
  * user-derived text is coil_wir_input.label, which is never to be placed in code unescaped.
  *
  * Versioning: COIL_WIR_VERSION_MAJOR changes when a program's meaning changes; MINOR when
- * something is added that older readers may ignore. The text form starts with "wir MAJOR.MINOR". */
+ * something is added (1.1: the welford reductions). A reader declares the minors it reads and
+ * is never given a newer one; lines it does not know in a newer file it may skip. The text form
+ * starts with "wir MAJOR.MINOR". */
 #ifndef COIL_WIR_H
 #define COIL_WIR_H
 
@@ -27,7 +29,7 @@
 #include "coil/sym.h"
 
 #define COIL_WIR_VERSION_MAJOR 1
-#define COIL_WIR_VERSION_MINOR 0
+#define COIL_WIR_VERSION_MINOR 1
 
 /* ---- kernel bodies: loop IR ---- */
 
@@ -43,9 +45,13 @@ typedef enum coil_kop_class {
   COIL_KCLASS_SELECT, COIL_KCLASS_CAST, COIL_KCLASS_REDUCE,
 } coil_kop_class;
 
-/* Reductions; argmax/argmin give the flat index over the r ranges (i64), first occurrence. */
+/* Reductions; argmax/argmin give the flat index over the r ranges (i64), first occurrence.
+ * welford_mean and welford_m2 (floats only, since 1.1) are the mean and the sum of squared
+ * deviations from it, Σ(x - mean)², of one operand, computed in one pass (Welford's update,
+ * partials combined with Chan's formula); a mean over nothing is NaN, its m2 is 0. */
 #define COIL_REDUCTIONS(R) R(SUM, "sum") R(PROD, "prod") R(MAX, "max") R(MIN, "min") \
-  R(ARGMAX, "argmax") R(ARGMIN, "argmin") R(ANY, "any")
+  R(ARGMAX, "argmax") R(ARGMIN, "argmin") R(ANY, "any") R(WELFORD_MEAN, "welford_mean") \
+  R(WELFORD_M2, "welford_m2")
 typedef enum coil_reduction {
 #define R(id, name) COIL_REDUCE_##id,
   COIL_REDUCTIONS(R)
