@@ -917,21 +917,36 @@ coil_artifact_exec(const coil_loaded_plugin *lp, coil_artifact *art, const coil_
                    const coil_tensor_list *inputs, const coil_tensor_list *weights,
                    coil_tensor_list *outputs, coil_diag *d)
 {
+  int rc = coil_artifact_exec_checked(lp, art, p, inputs, weights, NULL, outputs, d);
+  return rc < 0 ? -1 : rc;
+}
+
+#define GUARD_BYTE 0xa5
+
+int
+coil_artifact_exec_checked(const coil_loaded_plugin *lp, coil_artifact *art, const coil_wir_program *p,
+                           const coil_tensor_list *inputs, const coil_tensor_list *weights,
+                           const coil_exec_checks *chk, coil_tensor_list *outputs, coil_diag *d)
+{
   memset(outputs, 0, sizeof *outputs);
   const coil_line *ol = output_line(p);
   if (!ol)
     return coil_diag_set(d, "program %s has no output line", p->name ? p->name : "?");
+  int offset = chk && chk->input_offset > 0 ? chk->input_offset : 0;
+  size_t guard = chk && chk->guard_bytes > 0 ? (size_t)chk->guard_bytes : 0;
   int nin = p->ninputs, nout = ol->nargs, rc = -1;
   const coil_tensor **in = calloc((size_t)nin + 1, sizeof *in);
   coil_plugin_tensor *pin = calloc((size_t)nin + 1, sizeof *pin);
   const coil_plugin_tensor **pinp = calloc((size_t)nin + 1, sizeof *pinp);
   int64_t(*istr)[COIL_MAX_RANK] = calloc((size_t)nin + 1, sizeof *istr);
+  char **shifted = calloc((size_t)nin + 1, sizeof *shifted); /* unaligned copies of inputs */
   int64_t *vals = calloc((size_t)coil_sym_nvars(p->sym) + 1, sizeof *vals);
   coil_tensor *outs = calloc((size_t)nout + 1, sizeof *outs);
+  unsigned char **guarded = calloc((size_t)nout + 1, sizeof *guarded); /* guard, output, guard */
   coil_plugin_tensor *pout = calloc((size_t)nout + 1, sizeof *pout);
   const coil_plugin_tensor **poutp = calloc((size_t)nout + 1, sizeof *poutp);
   int64_t(*ostr)[COIL_MAX_RANK] = calloc((size_t)nout + 1, sizeof *ostr);
-  if (!in || !pin || !pinp || !istr || !vals || !outs || !pout || !poutp || !ostr)
+  if (!in || !pin || !pinp || !istr || !shifted || !vals || !outs || !guarded || !pout || !poutp || !ostr)
     abort();
 
   for (int i = 0; i < nin; i++) {
@@ -944,6 +959,16 @@ coil_artifact_exec(const coil_loaded_plugin *lp, coil_artifact *art, const coil_
       goto done;
     }
     coil_plugin_tensor_wrap(in[i], istr[i], &pin[i]);
+    if (offset && coil_tensor_numel(in[i]) > 0) {
+      size_t es = coil_dtype_size(in[i]->dtype), bytes = (size_t)coil_tensor_numel(in[i]) * es;
+      shifted[i] = aligned_alloc(64, (bytes + es * (size_t)offset + 63) / 64 * 64);
+      if (!shifted[i]) {
+        coil_diag_set(d, "out of memory copying input %s", p->inputs[i].label);
+        goto done;
+      }
+      memcpy(shifted[i] + es * (size_t)offset, in[i]->data, bytes);
+      pin[i].data = shifted[i] + es * (size_t)offset;
+    }
     pinp[i] = &pin[i];
   }
   if (bind_symbols(p, in, vals, d) || check_inputs(p, in, vals, d))
@@ -957,10 +982,37 @@ coil_artifact_exec(const coil_loaded_plugin *lp, coil_artifact *art, const coil_
     if (coil_tensor_init(&outs[i], b->dtype, b->rank, shape, d))
       goto done;
     coil_plugin_tensor_wrap(&outs[i], ostr[i], &pout[i]);
+    if (guard) {
+      size_t bytes = (size_t)coil_tensor_numel(&outs[i]) * coil_dtype_size(b->dtype);
+      guarded[i] = aligned_alloc(64, (2 * guard + bytes + 63) / 64 * 64);
+      if (!guarded[i]) {
+        coil_diag_set(d, "out of memory allocating output %d", i);
+        goto done;
+      }
+      memset(guarded[i], GUARD_BYTE, guard);
+      memset(guarded[i] + guard, 0xff, bytes); /* NaN for floats: an element never written shows */
+      memset(guarded[i] + guard + bytes, GUARD_BYTE, guard);
+      pout[i].data = bytes ? guarded[i] + guard : NULL;
+    }
     poutp[i] = &pout[i];
   }
-  if (coil_plugin_run(lp, art, nin, pinp, nout, poutp, d))
+  int prc = coil_plugin_run(lp, art, nin, pinp, nout, poutp, d);
+  if (prc) {
+    rc = prc;
     goto done;
+  }
+  for (int i = 0; i < nout && guard; i++) {
+    size_t bytes = (size_t)coil_tensor_numel(&outs[i]) * coil_dtype_size(outs[i].dtype);
+    for (size_t k = 0; k < guard; k++)
+      if (guarded[i][k] != GUARD_BYTE || guarded[i][guard + bytes + k] != GUARD_BYTE) {
+        bool before = guarded[i][k] != GUARD_BYTE;
+        coil_diag_set(d, "the plugin wrote outside output %d: guard byte %zu %s it changed", i,
+                      before ? guard - k : k + 1, before ? "before" : "after");
+        rc = COIL_EXEC_GUARD;
+        goto done;
+      }
+    memcpy(outs[i].data, guarded[i] + guard, bytes);
+  }
   for (int i = 0; i < nout; i++) {
     char name[32];
     snprintf(name, sizeof name, "out%d", i);
@@ -968,10 +1020,14 @@ coil_artifact_exec(const coil_loaded_plugin *lp, coil_artifact *art, const coil_
   }
   rc = 0;
 done:
-  for (int i = 0; i < nout; i++)
+  for (int i = 0; i < nout; i++) {
     coil_tensor_free(&outs[i]);
-  free(outs), free(pout), free(poutp), free(ostr);
-  free(in), free(pin), free(pinp), free(istr), free(vals);
+    free(guarded[i]);
+  }
+  for (int i = 0; i < nin; i++)
+    free(shifted[i]);
+  free(outs), free(guarded), free(pout), free(poutp), free(ostr);
+  free(in), free(pin), free(pinp), free(istr), free(shifted), free(vals);
   return rc;
 }
 

@@ -95,6 +95,24 @@ int coil_artifact_exec(const coil_loaded_plugin *lp, coil_artifact *art, const c
                        const coil_tensor_list *inputs, const coil_tensor_list *weights,
                        coil_tensor_list *outputs, coil_diag *d);
 
+/* What the conformance suite checks around a run (coil_artifact_exec_checked). */
+typedef struct coil_exec_checks {
+  int input_offset;  /* > 0: each input is handed over as a copy starting this many elements
+                        past a 64-byte boundary (an unaligned start) */
+  int guard_bytes;   /* > 0: each output lies between this many guard bytes on either side,
+                        and its elements start as a NaN/0xff pattern; after the run a guard
+                        byte that changed fails the run with COIL_EXEC_GUARD */
+} coil_exec_checks;
+
+/* The return value of coil_artifact_exec_checked when the plugin wrote outside an output. */
+#define COIL_EXEC_GUARD (-100)
+
+/* coil_artifact_exec with the checks in *chk (NULL: none). Returns 0, -1 (the run failed:
+ * message in d), a negated coil_error_code from the plugin, or COIL_EXEC_GUARD. */
+int coil_artifact_exec_checked(const coil_loaded_plugin *lp, coil_artifact *art, const coil_wir_program *p,
+                               const coil_tensor_list *inputs, const coil_tensor_list *weights,
+                               const coil_exec_checks *chk, coil_tensor_list *outputs, coil_diag *d);
+
 /* Removes dir and everything under it (no symlink is followed). Missing dir is no error. */
 void coil_artifact_remove(const char *dir);
 

@@ -597,6 +597,19 @@ parse_double(const char *s, double *out)
 static const char *
 builtin_plugin_dir(void)
 {
+  static char dir[4096];
+  char exe[4000];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len > 0) { /* installed: <prefix>/bin/coil beside <prefix>/lib/coil/plugins */
+    exe[len] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+      *slash = 0;
+      snprintf(dir, sizeof dir, "%s/../lib/coil/plugins", exe);
+      if (access(dir, R_OK) == 0)
+        return dir;
+    }
+  }
 #ifdef COIL_BUILD_PLUGIN_DIR
   return COIL_BUILD_PLUGIN_DIR;
 #else

@@ -401,10 +401,7 @@ check_inst(verifier *v, const coil_kernel *k, int n, bool *per_r, bool *stored)
   if (in->op == COIL_KOP_REDUCE) {
     if (k->nr == 0)
       return fail(v, "kernel %s, %%%d: reduce in a kernel without r ranges", k->name, n);
-    if (!per_r[n])
-      return fail(v, "kernel %s, %%%d: reduce of %%%d, which does not vary along r", k->name, n,
-                  in->args[0]);
-    per_r[n] = false;
+    per_r[n] = false; /* an operand that does not vary along r is reduced as that value repeated */
   }
   return check_types(v, k, n);
 }

@@ -589,7 +589,7 @@ emit_kernel(const coil_wir_program *p, const coil_kernel *k, const coil_c_dialec
       if (!g.done[i])
         emit_reduce(&g, i, depth);
     }
-    else if (in->op == COIL_KOP_STORE && g.per_r[in->args[0]])
+    else if (in->op == COIL_KOP_STORE && g.per_r[i]) /* a per-r value, or a per-x one stored per r */
       any_per_r_store = true;
     else if (!g.per_r[i])
       emit_inst(&g, i, depth);
@@ -597,11 +597,11 @@ emit_kernel(const coil_wir_program *p, const coil_kernel *k, const coil_c_dialec
   if (any_per_r_store) { /* the last r loop: every per-r store and what it needs */
     bool *cone = calloc((size_t)k->ninsts + 1, sizeof(bool));
     for (int i = 0; i < k->ninsts; i++)
-      if (k->insts[i].op == COIL_KOP_STORE && g.per_r[k->insts[i].args[0]])
+      if (k->insts[i].op == COIL_KOP_STORE && g.per_r[i])
         mark_cone(&g, k->insts[i].args[0], cone);
     open_r_loops(&g, depth, "");
     for (int i = 0; i < k->ninsts; i++)
-      if (cone[i] || (k->insts[i].op == COIL_KOP_STORE && g.per_r[k->insts[i].args[0]]))
+      if (cone[i] || (k->insts[i].op == COIL_KOP_STORE && g.per_r[i]))
         emit_inst(&g, i, depth + k->nr);
     close_loops(&body, depth, k->nr);
     free(cone);

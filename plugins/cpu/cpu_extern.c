@@ -379,6 +379,8 @@ run_matmul(xcall *x, int kind)
                     coil_dtype_name(b->dtype), coil_dtype_name(out->dtype));
   if (in)
     return matmul_int(x, a, b, bias, bst, batch, M, K, N);
+  if (batch * M * N == 0) /* nothing to write (and an empty output has no data pointer) */
+    return 0;
   if (fits_blas(x, M, N, K))
     return -1;
   double alpha = 1, beta = 1;

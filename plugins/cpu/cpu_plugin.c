@@ -167,6 +167,8 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
     return COIL_UNSUPPORTED;
   if (coil_kop_from_name(op, strlen(op)) >= 0)
     return COIL_SUPPORTED;
+  if (strncmp(op, "reduce.", 7) == 0 && coil_reduction_from_name(op + 7, strlen(op + 7)) >= 0)
+    return COIL_SUPPORTED;
   static const char *const externs[] = {
       "aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.convolution.default",
       "aten.max_pool2d_with_indices.default", "aten.avg_pool2d.default", "aten.topk.default",

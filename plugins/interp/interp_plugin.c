@@ -67,6 +67,8 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
     return COIL_UNSUPPORTED;
   if (coil_kop_from_name(op, strlen(op)) >= 0)
     return COIL_SUPPORTED;
+  if (strncmp(op, "reduce.", 7) == 0 && coil_reduction_from_name(op + 7, strlen(op + 7)) >= 0)
+    return COIL_SUPPORTED;
   for (size_t i = 0; i < sizeof externs / sizeof *externs; i++)
     if (strcmp(op, externs[i]) == 0)
       return COIL_SUPPORTED;

@@ -280,8 +280,10 @@ struct coil_plugin_api {
    * loaded has been freed; no other call on it runs at the same time. Never fails. */
   void (*destroy)(coil_plugin *self);
   /* [required] Whether the instance can compile (and, if it executes, run) an op on a dtype.
-   * op: borrowed for the call; an ATen overload ("aten.add.Tensor") or a Wrapper IR kernel op
-   * ("add", the names of kops.def). An op the plugin has never heard of is COIL_UNSUPPORTED.
+   * op: borrowed for the call; an ATen overload ("aten.add.Tensor", as extern_call lines name
+   * library ops), a Wrapper IR kernel op ("add", the names of kops.def), or a reduction kind
+   * as "reduce.KIND" ("reduce.welford_m2"). dtype: the instruction's result dtype (for an
+   * extern call, its first output's). An op the plugin has never heard of is COIL_UNSUPPORTED.
    * Cheap and infallible; the conformance suite reports a test of an unsupported op as "not
    * supported", never as a failure. */
   coil_support (*supports)(const coil_plugin *self, const char *op, coil_dtype dtype);

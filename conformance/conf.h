@@ -1,0 +1,97 @@
+/* conf.h — the conformance suite's internals (coil-conformance): a result per case, the
+ * context every tier reads, the process pool that runs cases, and the reports.
+ *
+ * Every case runs in a child process of its own (fork), so a plugin that crashes, hangs or
+ * corrupts memory fails that case and nothing else; -j N runs N at a time. A case's function
+ * fills a conf_result in the child, which writes it back through a pipe. */
+#ifndef COIL_CONF_H
+#define COIL_CONF_H
+
+#include <regex.h>
+#include <stdbool.h>
+
+#include "backend.h"
+#include "runtime.h"
+
+typedef enum conf_status {
+  CONF_PASS,
+  CONF_FAIL,
+  CONF_UNSUPPORTED, /* the plugin does not claim what the case needs: reported, not failed */
+  CONF_SKIP,        /* the case cannot run here (toolchain absent, tier not for this plugin) */
+} conf_status;
+
+const char *conf_status_name(conf_status s); /* "pass", "FAIL", "not supported", "skipped" */
+
+typedef struct conf_result {
+  char tier[8];      /* op, model, abi, emit */
+  char name[96];     /* the op (aten.add.Tensor), model or check */
+  char dtype[8];     /* f32 ... or "-" */
+  char shape[24];    /* the shape class (odd1d, permuted, ...) or "-" */
+  conf_status status;
+  double nmse;       /* worst normalised mean squared error over the outputs; -1 if none */
+  double seconds;
+  char msg[480];     /* why it failed, was skipped, or is not supported */
+} conf_result;
+
+typedef struct conf_ctx {
+  const char *plugin;          /* name or path, as given */
+  coil_plugin_dirs dirs;       /* where a name is looked up */
+  int noptions;                /* the plugin's options from the ini file */
+  const char *const *option_keys;
+  const char *const *option_values;
+  bool has_filter;
+  regex_t filter;              /* cases whose "tier/name/dtype/shape" does not match are left out */
+  int jobs;                    /* cases at a time */
+  int timeout_s;               /* per case */
+  bool verbose;                /* a line per case as it finishes */
+  bool list_only;              /* print the ids of the cases instead of running them */
+  const char *source_dir;      /* where conformance/models lives */
+  conf_result *results;        /* every finished case, in the order given */
+  int nresults, cap;
+} conf_ctx;
+
+/* The id a filter matches: "tier/name/dtype/shape". */
+void conf_case_id(const conf_result *r, char *out, size_t n);
+bool conf_selected(const conf_ctx *c, const char *tier, const char *name, const char *dtype,
+                   const char *shape);
+
+/* Runs fn(c, job i, result) for i in 0..n-1, each in a child process, c->jobs at a time;
+ * results[i] arrive with the identity fields the caller set. A child that dies, or runs past
+ * c->timeout_s, fails its case with the reason. The results are appended to c->results. */
+typedef void (*conf_case_fn)(const conf_ctx *c, int i, void *user, conf_result *r);
+void conf_run_cases(conf_ctx *c, int n, conf_case_fn fn, void *user, conf_result *results);
+
+/* Appends one result (a case that needed no process of its own). */
+void conf_record(conf_ctx *c, const conf_result *r);
+
+/* The plugin options as a coil_plugin_options (borrowed from c). */
+coil_plugin_options conf_options(const conf_ctx *c);
+/* Opens the plugin and creates an instance; on failure fills r (FAIL) and returns -1. */
+int conf_open(const conf_ctx *c, coil_loaded_plugin **lp, coil_plugin **inst, conf_result *r);
+void conf_close(coil_loaded_plugin *lp, coil_plugin *inst);
+/* Whether the plugin claims everything program p needs (every kernel op and reduction kind at
+ * its dtype, every library op); if not, the first thing it lacks in why. */
+bool conf_program_supported(const coil_loaded_plugin *lp, const coil_plugin *inst,
+                            const coil_wir_program *p, char *why, size_t n);
+/* Compares got with want by NMSE (floats; threshold per dtype), exactly (integers, bool), with
+ * NaN and Inf positions equal. Returns true if they agree; *nmse is the value found; msg says
+ * what differs. */
+bool conf_compare(const coil_tensor *got, const coil_tensor *want, double *nmse, char *msg, size_t n);
+/* The NMSE threshold of a dtype. */
+double conf_nmse_max(coil_dtype t);
+/* A random tensor: floats ~ N(0,1) (positive ones in [0.25, 2.25) when positive), integers in
+ * [lo, hi), bools fair. */
+void conf_random(coil_tensor *t, uint64_t *seed, bool positive, int64_t lo, int64_t hi);
+
+/* The tiers: each appends its cases' results to c. */
+void conf_tier_op(conf_ctx *c);
+void conf_tier_model(conf_ctx *c);
+void conf_tier_abi(conf_ctx *c);
+void conf_tier_emit(conf_ctx *c);
+
+/* Reports. */
+void conf_report_console(const conf_ctx *c, FILE *f);
+int conf_report_junit(const conf_ctx *c, const char *path);
+int conf_report_csv(const conf_ctx *c, const char *path);
+
+#endif

@@ -1,0 +1,325 @@
+/* conf_common.c — what every tier shares: the process pool that runs cases, opening the plugin,
+ * the capability check of a program, comparison by NMSE and random inputs. */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "conf.h"
+
+const char *
+conf_status_name(conf_status s)
+{
+  static const char *const names[] = {"pass", "FAIL", "not supported", "skipped"};
+  return (unsigned)s < 4 ? names[s] : "?";
+}
+
+void
+conf_case_id(const conf_result *r, char *out, size_t n)
+{
+  snprintf(out, n, "%s/%s/%s/%s", r->tier, r->name, r->dtype, r->shape);
+}
+
+bool
+conf_selected(const conf_ctx *c, const char *tier, const char *name, const char *dtype, const char *shape)
+{
+  if (!c->has_filter)
+    return true;
+  char id[256];
+  snprintf(id, sizeof id, "%s/%s/%s/%s", tier, name, dtype, shape);
+  return regexec(&c->filter, id, 0, NULL, 0) == 0;
+}
+
+static double
+now(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---- the process pool ---- */
+
+typedef struct {
+  pid_t pid;
+  int fd;       /* read end of the child's result pipe */
+  int index;    /* the case */
+  double start;
+  bool killed;
+} slot;
+
+static void
+finish(conf_result *r, slot *s, int status)
+{
+  conf_result got;
+  ssize_t n = read(s->fd, &got, sizeof got);
+  close(s->fd);
+  if (n == (ssize_t)sizeof got) {
+    *r = got;
+    return;
+  }
+  r->status = CONF_FAIL;
+  r->nmse = -1;
+  if (s->killed)
+    snprintf(r->msg, sizeof r->msg, "timed out (killed after the time limit)");
+  else if (WIFSIGNALED(status))
+    snprintf(r->msg, sizeof r->msg, "crashed: signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  else
+    snprintf(r->msg, sizeof r->msg, "the case's process exited with status %d and no result",
+             WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+void
+conf_record(conf_ctx *c, const conf_result *r)
+{
+  if (c->nresults == c->cap) {
+    c->cap = c->cap ? 2 * c->cap : 256;
+    c->results = realloc(c->results, sizeof *c->results * (size_t)c->cap);
+    if (!c->results)
+      abort();
+  }
+  c->results[c->nresults++] = *r;
+  if (c->verbose) {
+    char id[256];
+    conf_case_id(r, id, sizeof id);
+    fprintf(stderr, "%-60s %s%s%s\n", id, conf_status_name(r->status), r->msg[0] ? ": " : "", r->msg);
+  }
+}
+
+void
+conf_run_cases(conf_ctx *c, int n, conf_case_fn fn, void *user, conf_result *results)
+{
+  if (c->list_only) {
+    for (int i = 0; i < n; i++) {
+      char id[256];
+      conf_case_id(&results[i], id, sizeof id);
+      printf("%s\n", id);
+    }
+    return;
+  }
+  int jobs = c->jobs > 0 ? c->jobs : 1, next = 0, running = 0, done = 0;
+  slot *slots = calloc((size_t)jobs, sizeof *slots);
+  for (int j = 0; j < jobs; j++)
+    slots[j].pid = 0;
+  double last_progress = now();
+  fflush(stdout), fflush(stderr);
+  while (done < n) {
+    for (int j = 0; j < jobs && next < n; j++) {
+      if (slots[j].pid)
+        continue;
+      int fds[2];
+      if (pipe(fds) != 0) {
+        perror("coil-conformance: pipe");
+        exit(2);
+      }
+      pid_t pid = fork();
+      if (pid < 0) {
+        perror("coil-conformance: fork");
+        exit(2);
+      }
+      if (pid == 0) {
+        close(fds[0]);
+        conf_result r = results[next];
+        double t0 = now();
+        fn(c, next, user, &r);
+        r.seconds = now() - t0;
+        ssize_t w = write(fds[1], &r, sizeof r);
+        _exit(w == (ssize_t)sizeof r ? 0 : 3);
+      }
+      close(fds[1]);
+      slots[j] = (slot){pid, fds[0], next, now(), false};
+      next++, running++;
+    }
+    int status;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) {
+      struct timespec ts = {0, 2 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+      for (int j = 0; j < jobs; j++)
+        if (slots[j].pid && !slots[j].killed && now() - slots[j].start > c->timeout_s) {
+          kill(slots[j].pid, SIGKILL);
+          slots[j].killed = true;
+        }
+      continue;
+    }
+    for (int j = 0; j < jobs; j++)
+      if (slots[j].pid == pid) {
+        conf_result *r = &results[slots[j].index];
+        finish(r, &slots[j], status);
+        if (slots[j].killed)
+          r->seconds = now() - slots[j].start;
+        slots[j].pid = 0;
+        running--, done++;
+      }
+    if (!c->verbose && now() - last_progress > 5) { /* a progress line on long runs */
+      fprintf(stderr, "coil-conformance: %s tier: %d of %d cases\n", results[0].tier, done, n);
+      last_progress = now();
+    }
+  }
+  for (int i = 0; i < n; i++)
+    conf_record(c, &results[i]);
+  free(slots);
+}
+
+/* ---- the plugin ---- */
+
+coil_plugin_options
+conf_options(const conf_ctx *c)
+{
+  return (coil_plugin_options){.struct_size = sizeof(coil_plugin_options), .count = (size_t)c->noptions,
+                               .keys = c->option_keys, .values = c->option_values};
+}
+
+int
+conf_open(const conf_ctx *c, coil_loaded_plugin **lp, coil_plugin **inst, conf_result *r)
+{
+  coil_diag d = {0};
+  coil_plugin_options o = conf_options(c);
+  *inst = NULL;
+  if (coil_plugin_open(c->plugin, (const char *const *)c->dirs.dirs, c->dirs.n, lp, &d) ||
+      coil_plugin_create(*lp, &o, inst, &d)) {
+    r->status = CONF_FAIL;
+    snprintf(r->msg, sizeof r->msg, "%.400s", d.msg);
+    coil_plugin_close(*lp);
+    *lp = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+void
+conf_close(coil_loaded_plugin *lp, coil_plugin *inst)
+{
+  if (inst)
+    coil_plugin_destroy(lp, inst);
+  coil_plugin_close(lp);
+}
+
+bool
+conf_program_supported(const coil_loaded_plugin *lp, const coil_plugin *inst, const coil_wir_program *p,
+                       char *why, size_t n)
+{
+  for (int k = 0; k < p->nkernels; k++)
+    for (int i = 0; i < p->kernels[k].ninsts; i++) {
+      const coil_kinst *in = &p->kernels[k].insts[i];
+      const char *op = coil_kop_name(in->op);
+      if (coil_plugin_supports(lp, inst, op, in->dtype) != COIL_SUPPORTED) {
+        snprintf(why, n, "kernel op '%s' on %s", op, coil_dtype_name(in->dtype));
+        return false;
+      }
+      if (in->op == COIL_KOP_REDUCE) {
+        char name[64];
+        snprintf(name, sizeof name, "reduce.%s", coil_reduction_name(in->red));
+        if (coil_plugin_supports(lp, inst, name, in->dtype) != COIL_SUPPORTED) {
+          snprintf(why, n, "'%s' on %s", name, coil_dtype_name(in->dtype));
+          return false;
+        }
+      }
+    }
+  for (int l = 0; l < p->nlines; l++) {
+    const coil_line *ln = &p->lines[l];
+    if (ln->kind != COIL_LINE_EXTERN_CALL)
+      continue;
+    coil_dtype t = ln->nouts > 0 ? p->buffers[ln->outs[0]].dtype : COIL_F32;
+    if (coil_plugin_supports(lp, inst, ln->op, t) != COIL_SUPPORTED) {
+      snprintf(why, n, "library op '%s' on %s", ln->op, coil_dtype_name(t));
+      return false;
+    }
+  }
+  return true;
+}
+
+/* ---- comparison ---- */
+
+double
+conf_nmse_max(coil_dtype t)
+{
+  switch (t) {
+  case COIL_F64: return 1e-20;
+  case COIL_F32: return 1e-7; /* ggml's default: f32 sums of 2^20 values drift to ~1e-9 */
+  case COIL_F16: return 1e-5;
+  case COIL_BF16: return 1e-4;
+  default: return 0;
+  }
+}
+
+bool
+conf_compare(const coil_tensor *got, const coil_tensor *want, double *nmse, char *msg, size_t n)
+{
+  *nmse = 0;
+  if (got->dtype != want->dtype || got->rank != want->rank) {
+    snprintf(msg, n, "got %s of rank %d, expected %s of rank %d", coil_dtype_name(got->dtype), got->rank,
+             coil_dtype_name(want->dtype), want->rank);
+    return false;
+  }
+  for (int i = 0; i < got->rank; i++)
+    if (got->shape[i] != want->shape[i]) {
+      snprintf(msg, n, "size %lld in dimension %d, expected %lld", (long long)got->shape[i], i,
+               (long long)want->shape[i]);
+      return false;
+    }
+  int64_t numel = coil_tensor_numel(want);
+  if (!coil_dtype_is_float(want->dtype)) {
+    for (int64_t e = 0; e < numel; e++)
+      if (coil_tensor_get_i64(got, e) != coil_tensor_get_i64(want, e)) {
+        snprintf(msg, n, "element %lld is %lld, expected %lld (integers compare exactly)", (long long)e,
+                 (long long)coil_tensor_get_i64(got, e), (long long)coil_tensor_get_i64(want, e));
+        *nmse = 1;
+        return false;
+      }
+    return true;
+  }
+  double err = 0, ref = 0;
+  for (int64_t e = 0; e < numel; e++) {
+    double g = coil_tensor_get_f64(got, e), w = coil_tensor_get_f64(want, e);
+    if (isnan(w) || isinf(w) || isnan(g) || isinf(g)) {
+      bool same = (isnan(w) && isnan(g)) || (isinf(w) && g == w);
+      if (!same) {
+        snprintf(msg, n, "element %lld is %g, expected %g (NaN and Inf positions must match)", (long long)e, g, w);
+        *nmse = 1;
+        return false;
+      }
+      continue;
+    }
+    err += (g - w) * (g - w);
+    ref += w * w;
+  }
+  *nmse = ref > 0 ? err / ref : err;
+  if (*nmse > conf_nmse_max(want->dtype)) {
+    snprintf(msg, n, "NMSE %.3g above %.0e for %s", *nmse, conf_nmse_max(want->dtype), coil_dtype_name(want->dtype));
+    return false;
+  }
+  return true;
+}
+
+/* ---- inputs ---- */
+
+static double
+uniform(uint64_t *s)
+{
+  *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+  return ((double)(*s >> 11) + 0.5) / 9007199254740992.0;
+}
+
+void
+conf_random(coil_tensor *t, uint64_t *seed, bool positive, int64_t lo, int64_t hi)
+{
+  int64_t numel = coil_tensor_numel(t);
+  for (int64_t e = 0; e < numel; e++) {
+    double u1 = uniform(seed), u2 = uniform(seed);
+    if (t->dtype == COIL_BOOL)
+      coil_tensor_set_i64(t, e, u1 < 0.5);
+    else if (!coil_dtype_is_float(t->dtype))
+      coil_tensor_set_i64(t, e, lo + (int64_t)(u1 * (double)(hi - lo)));
+    else if (positive)
+      coil_tensor_set_f64(t, e, 0.25 + 2 * u1);
+    else
+      coil_tensor_set_f64(t, e, sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
+  }
+}

@@ -1,0 +1,198 @@
+/* op_cases.h — the op tier's case templates: one or more per op of core/ops.def.
+ *
+ * A template names the op under test, its inputs and a body of .coil statements that use them
+ * as %a, %b, %c, ... and define %out (or end in their own `return`). The suite expands each
+ * template over the dtypes it allows and the shape classes that apply (conformance/tier_op.c):
+ *
+ *   inputs: space-separated specs KIND[DIMS]MOD
+ *     KIND  T (the case's dtype), f32, i64, bool
+ *     DIMS  for pointwise templates (PW) nothing: the shape class decides; otherwise sizes,
+ *           numbers or the letters A B C D (5 7 3 4 in the base class; other classes rebind)
+ *     MOD   + positive values; <X integers in [0, X) (X a number or letter): valid indices
+ *   body: $T is the case's dtype name, $A..$D the letters' values.
+ *
+ * Flags: PW — pointwise and broadcasting: the classes scalar, odd1d, broadcast, permuted,
+ * sliced, zero, large, unaligned, symbolic and chain (pointwise → reduction → pointwise) apply;
+ * otherwise base, odd, permuted, sliced, unaligned and, with Z / L / S, zero, large, symbolic
+ * (A becomes the size symbol s0, run at two sizes). NB: no broadcast class (copy_ writes into
+ * its first operand, which cannot broadcast). */
+#ifndef COIL_OP_CASES_H
+#define COIL_OP_CASES_H
+
+enum { DT_F32 = 1, DT_F16 = 2, DT_BF16 = 4, DT_I64 = 8, DT_BOOL = 16 };
+#define DT_FL (DT_F32 | DT_F16 | DT_BF16)
+#define DT_NUM (DT_FL | DT_I64)
+#define DT_ALL (DT_NUM | DT_BOOL)
+
+enum { PW = 1, Z = 2, L = 4, S = 8, NB = 16 };
+
+typedef struct op_template {
+  const char *op;      /* the ATen op the case tests (its name in the reports) */
+  const char *variant; /* "" or a tag added to the shape class, e.g. "tanh" */
+  const char *inputs;
+  const char *body;
+  unsigned dtypes;
+  unsigned flags;
+} op_template;
+
+static const op_template op_templates[] = {
+    /* ---- pointwise, unary ---- */
+    {"aten.abs.default", "", "T", "%out = aten.abs.default(%a)", DT_NUM, PW},
+    {"aten.neg.default", "", "T", "%out = aten.neg.default(%a)", DT_NUM, PW},
+    {"aten.relu.default", "", "T", "%out = aten.relu.default(%a)", DT_NUM, PW},
+    {"aten.floor.default", "", "T", "%out = aten.floor.default(%a)", DT_NUM, PW},
+    {"aten.ceil.default", "", "T", "%out = aten.ceil.default(%a)", DT_NUM, PW},
+    {"aten.round.default", "", "T", "%out = aten.round.default(%a)", DT_NUM, PW},
+    {"aten.trunc.default", "", "T", "%out = aten.trunc.default(%a)", DT_NUM, PW},
+    {"aten.bitwise_not.default", "", "T", "%out = aten.bitwise_not.default(%a)", DT_I64 | DT_BOOL, PW},
+    {"aten.leaky_relu.default", "", "T", "%out = aten.leaky_relu.default(%a, 0.1)", DT_FL, PW},
+    {"aten.exp.default", "", "T", "%out = aten.exp.default(%a)", DT_FL, PW},
+    {"aten.log.default", "", "T+", "%out = aten.log.default(%a)", DT_FL, PW},
+    {"aten.log1p.default", "", "T+", "%out = aten.log1p.default(%a)", DT_FL, PW},
+    {"aten.sqrt.default", "", "T+", "%out = aten.sqrt.default(%a)", DT_FL, PW},
+    {"aten.rsqrt.default", "", "T+", "%out = aten.rsqrt.default(%a)", DT_FL, PW},
+    {"aten.reciprocal.default", "", "T+", "%out = aten.reciprocal.default(%a)", DT_FL, PW},
+    {"aten.sin.default", "", "T", "%out = aten.sin.default(%a)", DT_FL, PW},
+    {"aten.cos.default", "", "T", "%out = aten.cos.default(%a)", DT_FL, PW},
+    {"aten.tanh.default", "", "T", "%out = aten.tanh.default(%a)", DT_FL, PW},
+    {"aten.sigmoid.default", "", "T", "%out = aten.sigmoid.default(%a)", DT_FL, PW},
+    {"aten.erf.default", "", "T", "%out = aten.erf.default(%a)", DT_FL, PW},
+    {"aten.gelu.default", "", "T", "%out = aten.gelu.default(%a)", DT_FL, PW},
+    {"aten.gelu.default", "tanh", "T", "%out = aten.gelu.default(%a, approximate='tanh')", DT_FL, PW},
+    {"aten.silu.default", "", "T", "%out = aten.silu.default(%a)", DT_FL, PW},
+    {"aten.logical_not.default", "", "T", "%out = aten.logical_not.default(%a)", DT_ALL, PW},
+    {"aten._to_copy.default", "f32", "T", "%out = aten._to_copy.default(%a, dtype=f32)", DT_ALL, PW},
+    {"aten._to_copy.default", "bf16", "T", "%out = aten._to_copy.default(%a, dtype=bf16)", DT_ALL, PW},
+    {"aten._to_copy.default", "i64", "T", "%out = aten._to_copy.default(%a, dtype=i64)", DT_ALL, PW},
+    {"aten.clamp.default", "", "T", "%out = aten.clamp.default(%a, -1, 1)", DT_NUM, PW},
+    /* ---- pointwise, binary and ternary ---- */
+    {"aten.add.Tensor", "", "T T", "%out = aten.add.Tensor(%a, %b)", DT_NUM, PW},
+    {"aten.add.Tensor", "alpha", "T T", "%out = aten.add.Tensor(%a, %b, alpha=2)", DT_NUM, PW},
+    {"aten.add.Scalar", "", "T", "%out = aten.add.Scalar(%a, 2)", DT_NUM, PW},
+    {"aten.sub.Tensor", "", "T T", "%out = aten.sub.Tensor(%a, %b)", DT_NUM, PW},
+    {"aten.sub.Scalar", "", "T", "%out = aten.sub.Scalar(%a, 2)", DT_NUM, PW},
+    {"aten.rsub.Tensor", "", "T T", "%out = aten.rsub.Tensor(%a, %b)", DT_NUM, PW},
+    {"aten.rsub.Scalar", "", "T", "%out = aten.rsub.Scalar(%a, 2)", DT_NUM, PW},
+    {"aten.mul.Tensor", "", "T T", "%out = aten.mul.Tensor(%a, %b)", DT_ALL, PW},
+    {"aten.mul.Scalar", "", "T", "%out = aten.mul.Scalar(%a, 3)", DT_NUM, PW},
+    {"aten.div.Tensor", "", "T T+", "%out = aten.div.Tensor(%a, %b)", DT_NUM, PW},
+    {"aten.div.Scalar", "", "T", "%out = aten.div.Scalar(%a, 4)", DT_NUM, PW},
+    {"aten.div.Tensor_mode", "floor", "T T+", "%out = aten.div.Tensor_mode(%a, %b, rounding_mode='floor')", DT_NUM, PW},
+    {"aten.div.Tensor_mode", "trunc", "T T+", "%out = aten.div.Tensor_mode(%a, %b, rounding_mode='trunc')", DT_NUM, PW},
+    {"aten.pow.Tensor_Scalar", "", "T", "%out = aten.pow.Tensor_Scalar(%a, 2)", DT_NUM, PW},
+    {"aten.pow.Tensor_Scalar", "sqrt", "T+", "%out = aten.pow.Tensor_Scalar(%a, 0.5)", DT_FL, PW},
+    {"aten.pow.Tensor_Tensor", "", "T+ T", "%out = aten.pow.Tensor_Tensor(%a, %b)", DT_FL, PW},
+    {"aten.pow.Scalar", "", "T", "%out = aten.pow.Scalar(2.0, %a)", DT_FL, PW},
+    {"aten.maximum.default", "", "T T", "%out = aten.maximum.default(%a, %b)", DT_NUM, PW},
+    {"aten.minimum.default", "", "T T", "%out = aten.minimum.default(%a, %b)", DT_NUM, PW},
+    {"aten.bitwise_and.Tensor", "", "T T", "%out = aten.bitwise_and.Tensor(%a, %b)", DT_I64 | DT_BOOL, PW},
+    {"aten.bitwise_or.Tensor", "", "T T", "%out = aten.bitwise_or.Tensor(%a, %b)", DT_I64 | DT_BOOL, PW},
+    {"aten.logical_and.default", "", "T T", "%out = aten.logical_and.default(%a, %b)", DT_ALL, PW},
+    {"aten.logical_or.default", "", "T T", "%out = aten.logical_or.default(%a, %b)", DT_ALL, PW},
+    {"aten.eq.Tensor", "", "T T", "%out = aten.eq.Tensor(%a, %b)", DT_ALL, PW},
+    {"aten.ne.Tensor", "", "T T", "%out = aten.ne.Tensor(%a, %b)", DT_ALL, PW},
+    {"aten.lt.Tensor", "", "T T", "%out = aten.lt.Tensor(%a, %b)", DT_NUM, PW},
+    {"aten.le.Tensor", "", "T T", "%out = aten.le.Tensor(%a, %b)", DT_NUM, PW},
+    {"aten.gt.Tensor", "", "T T", "%out = aten.gt.Tensor(%a, %b)", DT_NUM, PW},
+    {"aten.ge.Tensor", "", "T T", "%out = aten.ge.Tensor(%a, %b)", DT_NUM, PW},
+    {"aten.eq.Scalar", "", "T", "%out = aten.eq.Scalar(%a, 1)", DT_NUM, PW},
+    {"aten.ne.Scalar", "", "T", "%out = aten.ne.Scalar(%a, 1)", DT_NUM, PW},
+    {"aten.lt.Scalar", "", "T", "%out = aten.lt.Scalar(%a, 0.5)", DT_NUM, PW},
+    {"aten.le.Scalar", "", "T", "%out = aten.le.Scalar(%a, 0)", DT_NUM, PW},
+    {"aten.gt.Scalar", "", "T", "%out = aten.gt.Scalar(%a, 0.5)", DT_NUM, PW},
+    {"aten.ge.Scalar", "", "T", "%out = aten.ge.Scalar(%a, 0)", DT_NUM, PW},
+    {"aten.where.self", "", "bool T T", "%out = aten.where.self(%a, %b, %c)", DT_ALL, PW},
+    {"aten.clamp.Tensor", "", "T T T", "%out = aten.clamp.Tensor(%a, %b, %c)", DT_NUM, PW},
+    {"aten.copy.default", "", "T T", "%out = aten.copy.default(%a, %b)", DT_ALL, PW | NB},
+    /* ---- creation ---- */
+    {"aten.full_like.default", "", "T", "%out = aten.full_like.default(%a, 3)", DT_NUM, PW},
+    {"aten.zeros_like.default", "", "T", "%out = aten.zeros_like.default(%a)", DT_ALL, PW},
+    {"aten.ones_like.default", "", "T", "%out = aten.ones_like.default(%a)", DT_ALL, PW},
+    {"aten.full.default", "", "", "%out = aten.full.default([5, 7], 2, dtype=$T)", DT_ALL, 0},
+    {"aten.scalar_tensor.default", "", "", "%out = aten.scalar_tensor.default(3, dtype=$T)", DT_NUM, 0},
+    {"aten.arange.default", "", "", "%out = aten.arange.default(11, dtype=$T)", DT_F32 | DT_I64, 0},
+    {"aten.arange.start", "", "", "%out = aten.arange.start(-3, 8, dtype=$T)", DT_F32 | DT_I64, 0},
+    {"aten.arange.start_step", "", "", "%out = aten.arange.start_step(1, 20, 3, dtype=$T)", DT_F32 | DT_I64, 0},
+    /* ---- reductions ---- */
+    {"aten.sum.default", "", "T[A, B]", "%out = aten.sum.default(%a)", DT_NUM, Z | L | S},
+    {"aten.sum.dim_IntList", "", "T[A, B]", "%out = aten.sum.dim_IntList(%a, [1])", DT_NUM, Z | L | S},
+    {"aten.sum.dim_IntList", "dim0keep", "T[A, B, C]", "%out = aten.sum.dim_IntList(%a, [0], True)", DT_NUM, Z | S},
+    {"aten.mean.default", "", "T[A, B]", "%out = aten.mean.default(%a)", DT_FL, L | S},
+    {"aten.mean.dim", "", "T[A, B, C]", "%out = aten.mean.dim(%a, [-1, 0])", DT_FL, S},
+    {"aten.prod.default", "", "T[A]", "%out = aten.prod.default(%a)", DT_FL | DT_I64, S},
+    {"aten.prod.dim_int", "", "T[A, C]", "%out = aten.prod.dim_int(%a, 1)", DT_FL | DT_I64, S},
+    {"aten.amax.default", "", "T[A, B]", "%out = aten.amax.default(%a, [1])", DT_NUM, L | S},
+    {"aten.amin.default", "", "T[A, B]", "%out = aten.amin.default(%a, [0], True)", DT_NUM, S},
+    {"aten.any.default", "", "T[A, B]", "%out = aten.any.default(%a)", DT_ALL, Z | S},
+    {"aten.any.dim", "", "T[A, B]", "%out = aten.any.dim(%a, 1)", DT_ALL, Z | S},
+    {"aten.any.dims", "", "T[A, B, C]", "%out = aten.any.dims(%a, [0, 2], True)", DT_ALL, S},
+    {"aten.var.correction", "", "T[A, B]", "%out = aten.var.correction(%a, [1], correction=1)", DT_FL, L | S},
+    {"aten.var.correction", "all", "T[A, B]", "%out = aten.var.correction(%a, None, correction=0)", DT_FL, L | S},
+    {"aten.var_mean.correction", "", "T[A, B]",
+     "%vm = aten.var_mean.correction(%a, [1], correction=1, keepdim=True)\n"
+     "%out = getitem(%vm, 0)\n%out1 = getitem(%vm, 1)\nreturn (%out, %out1)", DT_FL, S},
+    {"aten.argmax.default", "", "T[A, B]", "%out = aten.argmax.default(%a, 1)", DT_FL, S},
+    {"aten.argmin.default", "", "T[A, B]", "%out = aten.argmin.default(%a, 0, True)", DT_FL, S},
+    {"aten.argmax.default", "all", "T[A, B]", "%out = aten.argmax.default(%a)", DT_FL, L | S},
+    {"aten.max.dim", "", "T[A, B]",
+     "%m = aten.max.dim(%a, 1)\n%out = getitem(%m, 0)\n%out1 = getitem(%m, 1)\nreturn (%out, %out1)", DT_FL, S},
+    {"aten.min.dim", "", "T[A, B]",
+     "%m = aten.min.dim(%a, 0, True)\n%out = getitem(%m, 0)\n%out1 = getitem(%m, 1)\nreturn (%out, %out1)", DT_FL, S},
+    /* ---- composites ---- */
+    {"aten._softmax.default", "", "T[A, B]", "%out = aten._softmax.default(%a, -1, False)", DT_FL, L | S},
+    {"aten._softmax.default", "dim0", "T[A, B]", "%out = aten._softmax.default(%a, 0, False)", DT_FL, S},
+    {"aten._log_softmax.default", "", "T[A, B]", "%out = aten._log_softmax.default(%a, 1, False)", DT_FL, S},
+    {"aten.native_layer_norm.default", "", "T[A, B] T[B] T[B]",
+     "%ln = aten.native_layer_norm.default(%a, [$B], %b, %c, 1e-05)\n%out = getitem(%ln, 0)\n"
+     "%out1 = getitem(%ln, 1)\n%out2 = getitem(%ln, 2)\nreturn (%out, %out1, %out2)", DT_FL, L | S},
+    {"aten._native_batch_norm_legit_no_training.default", "", "T[A, C, B] T[C] T[C] T[C] T[C]+",
+     "%bn = aten._native_batch_norm_legit_no_training.default(%a, %b, %c, %d, %e, 0.1, 1e-05)\n"
+     "%out = getitem(%bn, 0)", DT_FL, S},
+    /* ---- views and data movement ---- */
+    {"aten.view.default", "", "T[A, B]", "%out = aten.view.default(%a, [-1])", DT_ALL, Z | S},
+    {"aten.reshape.default", "", "T[A, B, C]", "%out = aten.reshape.default(%a, [-1, $C])", DT_ALL, S},
+    {"aten._unsafe_view.default", "", "T[A, B]", "%out = aten._unsafe_view.default(%a, [$B, $A])", DT_ALL, 0},
+    {"aten.permute.default", "", "T[A, B, C]", "%out = aten.permute.default(%a, [2, 0, 1])", DT_ALL, Z | S},
+    {"aten.t.default", "", "T[A, B]", "%out = aten.t.default(%a)", DT_ALL, Z | S},
+    {"aten.transpose.int", "", "T[A, B, C]", "%out = aten.transpose.int(%a, 0, 2)", DT_ALL, S},
+    {"aten.expand.default", "", "T[A, 1]", "%out = aten.expand.default(%a, [-1, 6])", DT_ALL, S},
+    {"aten.slice.Tensor", "", "T[A, B]", "%out = aten.slice.Tensor(%a, 1, 1, 6, 2)", DT_ALL, S},
+    {"aten.select.int", "", "T[A, B]", "%out = aten.select.int(%a, 1, 2)", DT_ALL, S},
+    {"aten.squeeze.default", "", "T[A, 1, B]", "%out = aten.squeeze.default(%a)", DT_ALL, 0},
+    {"aten.squeeze.dim", "", "T[A, 1, B]", "%out = aten.squeeze.dim(%a, 1)", DT_ALL, S},
+    {"aten.squeeze.dims", "", "T[1, A, 1]", "%out = aten.squeeze.dims(%a, [0, 2])", DT_ALL, S},
+    {"aten.unsqueeze.default", "", "T[A, B]", "%out = aten.unsqueeze.default(%a, 1)", DT_ALL, S},
+    {"aten.alias.default", "", "T[A, B]", "%out = aten.alias.default(%a)", DT_ALL, S},
+    {"aten.clone.default", "", "T[A, B]", "%out = aten.clone.default(%a)", DT_ALL, Z | L | S},
+    {"aten.cat.default", "", "T[A, B] T[C, B]", "%out = aten.cat.default([%a, %b])", DT_ALL, Z | S},
+    {"aten.cat.default", "dim1", "T[A, B] T[A, C]", "%out = aten.cat.default([%a, %b], 1)", DT_ALL, S},
+    {"aten.split_with_sizes.default", "", "T[A, 9]",
+     "%sp = aten.split_with_sizes.default(%a, [2, 3, 4], 1)\n%out = getitem(%sp, 0)\n%out1 = getitem(%sp, 2)\n"
+     "return (%out, %out1)", DT_ALL, S},
+    {"aten.split.Tensor", "", "T[8, B]",
+     "%sp = aten.split.Tensor(%a, 3)\n%out = getitem(%sp, 1)\n%out1 = getitem(%sp, 2)\nreturn (%out, %out1)", DT_ALL, 0},
+    {"aten.constant_pad_nd.default", "", "T[A, B]", "%out = aten.constant_pad_nd.default(%a, [1, 2, 0, 1], 3)", DT_NUM, S},
+    /* ---- library ops ---- */
+    {"aten.mm.default", "", "T[A, B] T[B, C]", "%out = aten.mm.default(%a, %b)", DT_FL | DT_I64, Z | S},
+    {"aten.mm.default", "k300", "T[A, 300] T[300, C]", "%out = aten.mm.default(%a, %b)", DT_F32, S},
+    {"aten.bmm.default", "", "T[D, A, B] T[D, B, C]", "%out = aten.bmm.default(%a, %b)", DT_FL, S},
+    {"aten.addmm.default", "", "T[C] T[A, B] T[B, C]", "%out = aten.addmm.default(%a, %b, %c)", DT_FL, S},
+    {"aten.addmm.default", "scaled", "T[A, C] T[A, B] T[B, C]",
+     "%out = aten.addmm.default(%a, %b, %c, beta=0.5, alpha=2)", DT_F32, 0},
+    {"aten.convolution.default", "", "T[2, 3, A, B] T[4, 3, 3, 3] T[4]",
+     "%out = aten.convolution.default(%a, %b, %c, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)", DT_FL, 0},
+    {"aten.convolution.default", "groups", "T[1, 4, 9, 8] T[6, 2, 3, 2] T[6]",
+     "%out = aten.convolution.default(%a, %b, %c, [2, 1], [1, 0], [2, 1], False, [0, 0], 2)", DT_F32, 0},
+    {"aten.max_pool2d_with_indices.default", "", "T[2, 3, 9, A]",
+     "%mp = aten.max_pool2d_with_indices.default(%a, [2, 2], [2, 2], [1, 1])\n%out = getitem(%mp, 0)\n"
+     "%out1 = getitem(%mp, 1)\nreturn (%out, %out1)", DT_FL, 0},
+    {"aten.avg_pool2d.default", "", "T[2, 3, 8, A]", "%out = aten.avg_pool2d.default(%a, [3, 3], [2, 2], [1, 1])", DT_FL, 0},
+    {"aten.topk.default", "", "T[A, 12]",
+     "%tk = aten.topk.default(%a, 4)\n%out = getitem(%tk, 0)\n%out1 = getitem(%tk, 1)\nreturn (%out, %out1)", DT_F32, S},
+    {"aten.gather.default", "", "T[A, B] i64[A, C]<B", "%out = aten.gather.default(%a, 1, %b)", DT_NUM, S},
+    {"aten.embedding.default", "", "T[A, B] i64[C, D]<A", "%out = aten.embedding.default(%a, %b)", DT_FL, S},
+    {"aten.index.Tensor", "", "T[A, B] i64[C]<A", "%out = aten.index.Tensor(%a, [%b])", DT_ALL, S},
+    {"aten.index.Tensor", "dim1", "T[A, B] i64[C]<B", "%out = aten.index.Tensor(%a, [None, %b])", DT_FL, 0},
+};
+
+#endif

@@ -1,0 +1,453 @@
+/* tier_op.c — the op tier: every template of op_cases.h over its dtypes and shape classes, each
+ * case a small graph compiled by the core, checked against what the plugin claims (not
+ * claimed: "not supported"), compiled and run by the plugin with guard bytes around every
+ * output (and, in the unaligned class, inputs starting off a 64-byte boundary), and compared
+ * with the reference interpreter by NMSE (floats), exactly (integers, bools), NaN/Inf
+ * positions equal. A symbolic case compiles once and runs at two sizes. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "artifact.h"
+#include "conf.h"
+#include "graph.h"
+#include "op_cases.h"
+
+typedef enum {
+  C_BASE, C_ODD, C_SCALAR, C_ODD1D, C_BROADCAST, C_PERMUTED, C_SLICED, C_ZERO, C_LARGE, C_UNALIGNED,
+  C_SYMBOLIC, C_CHAIN, C_COUNT
+} shape_class;
+
+static const char *const class_names[] = {"base", "odd", "scalar", "odd1d", "broadcast", "permuted", "sliced",
+                                          "zero", "large", "unaligned", "symbolic", "chain"};
+
+typedef struct {
+  const op_template *t;
+  coil_dtype dtype;
+  shape_class cls;
+} op_case;
+
+/* One input spec: KIND[DIMS]MOD */
+typedef struct {
+  char kind[8];        /* T, f32, i64, bool */
+  int rank;            /* -1: pointwise (the class decides) */
+  char dims[6][16];
+  bool positive;
+  char below[16];      /* "<X": integers in [0, X) */
+} input_spec;
+
+static int
+parse_inputs(const char *s, input_spec *in, int max)
+{
+  int n = 0;
+  while (*s && n < max) {
+    while (*s == ' ')
+      s++;
+    if (!*s)
+      break;
+    input_spec *p = &in[n++];
+    memset(p, 0, sizeof *p);
+    p->rank = -1;
+    int k = 0;
+    while (*s && *s != '[' && *s != ' ' && *s != '+' && *s != '<' && k < 7)
+      p->kind[k++] = *s++;
+    if (*s == '[') {
+      s++;
+      p->rank = 0;
+      while (*s && *s != ']') {
+        while (*s == ' ' || *s == ',')
+          s++;
+        int j = 0;
+        while (*s && *s != ',' && *s != ']' && j < 15)
+          p->dims[p->rank][j++] = *s++;
+        if (j)
+          p->rank++;
+      }
+      if (*s == ']')
+        s++;
+    }
+    if (*s == '+')
+      p->positive = true, s++;
+    if (*s == '<') {
+      s++;
+      int j = 0;
+      while (*s && *s != ' ' && j < 15)
+        p->below[j++] = *s++;
+    }
+  }
+  return n;
+}
+
+static coil_dtype
+dtype_of_bit(unsigned bit)
+{
+  switch (bit) {
+  case DT_F32: return COIL_F32;
+  case DT_F16: return COIL_F16;
+  case DT_BF16: return COIL_BF16;
+  case DT_I64: return COIL_I64;
+  default: return COIL_BOOL;
+  }
+}
+
+/* The value of letter X in class cls ("s0" when symbolic and X is A). */
+static const char *
+letter(char x, shape_class cls)
+{
+  static const char *const base[] = {"5", "7", "3", "4"}, *const odd[] = {"3", "13", "5", "9"},
+                           *const large[] = {"1024", "1025", "3", "4"};
+  int i = x - 'A';
+  if (i < 0 || i > 3)
+    return "1";
+  if (cls == C_ODD)
+    return odd[i];
+  if (cls == C_LARGE)
+    return large[i];
+  if (cls == C_ZERO && i == 0)
+    return "0";
+  if (cls == C_SYMBOLIC && i == 0)
+    return "s0";
+  return base[i];
+}
+
+static void
+dim_text(const char *d, shape_class cls, char *out, size_t n)
+{
+  if (d[0] >= 'A' && d[0] <= 'D' && !d[1])
+    snprintf(out, n, "%s", letter(d[0], cls));
+  else
+    snprintf(out, n, "%s", d);
+}
+
+static bool
+class_applies(const op_template *t, const input_spec *in, int nin, coil_dtype dt, shape_class c)
+{
+  if (t->flags & PW) {
+    switch (c) {
+    case C_BASE: case C_ODD: return false;
+    case C_BROADCAST: return nin >= 2 && !(t->flags & NB);
+    case C_LARGE: return dt == COIL_F32 || dt == COIL_I64 || dt == COIL_BOOL;
+    default: return nin >= 1;
+    }
+  }
+  switch (c) {
+  case C_BASE: return true;
+  case C_ODD: case C_UNALIGNED: return nin >= 1;
+  case C_PERMUTED: return nin >= 1 && in[0].rank >= 2;
+  case C_SLICED: return nin >= 1 && in[0].rank >= 1;
+  case C_ZERO: return t->flags & Z;
+  case C_LARGE: return (t->flags & L) && dt == COIL_F32;
+  case C_SYMBOLIC: return t->flags & S;
+  default: return false;
+  }
+}
+
+/* Replaces $T and $A..$D in body. */
+static void
+expand_body(const char *body, coil_dtype dt, shape_class cls, coil_strbuf *b)
+{
+  for (const char *s = body; *s; s++) {
+    if (s[0] == '$' && s[1] == 'T') {
+      coil_strbuf_puts(b, coil_dtype_name(dt));
+      s++;
+    } else if (s[0] == '$' && s[1] >= 'A' && s[1] <= 'D') {
+      coil_strbuf_puts(b, letter(s[1], cls));
+      s++;
+    } else {
+      coil_strbuf_printf(b, "%c", *s);
+    }
+  }
+}
+
+/* The graph of a case. */
+static void
+case_text(const op_case *oc, coil_strbuf *b)
+{
+  const op_template *t = oc->t;
+  input_spec in[8];
+  int nin = parse_inputs(t->inputs, in, 8);
+  shape_class c = oc->cls;
+  coil_strbuf views = {0};
+  coil_strbuf_puts(b, "coil 1\ngraph conformance_case(");
+  for (int i = 0; i < nin; i++) {
+    char name = (char)('a' + i);
+    const char *dt = strcmp(in[i].kind, "T") == 0 ? coil_dtype_name(oc->dtype) : in[i].kind;
+    char dims[6][16];
+    int rank = in[i].rank;
+    if (rank < 0) { /* pointwise: the class decides */
+      static const char *const shapes[][2] = {[C_SCALAR] = {"", ""}, [C_ODD1D] = {"17", "17"},
+                                              [C_BROADCAST] = {"5, 1", "1, 7"}, [C_PERMUTED] = {"7, 5", "7, 5"},
+                                              [C_SLICED] = {"5, 14", "5, 14"}, [C_ZERO] = {"0, 7", "0, 7"},
+                                              [C_LARGE] = {"1048583", "1048583"}, [C_UNALIGNED] = {"5, 7", "5, 7"},
+                                              [C_SYMBOLIC] = {"s0, 7", "s0, 7"}, [C_CHAIN] = {"5, 7", "5, 7"}};
+      coil_strbuf_printf(b, "%s%%%c%s: %s[%s]", i ? ", " : "", name, c == C_PERMUTED || c == C_SLICED ? "_in" : "", dt,
+                         shapes[c][i % 2]);
+      if (c == C_PERMUTED)
+        coil_strbuf_printf(&views, "  %%%c = aten.permute.default(%%%c_in, [1, 0])\n", name, name);
+      else if (c == C_SLICED)
+        coil_strbuf_printf(&views, "  %%%c = aten.slice.Tensor(%%%c_in, 1, 0, 14, 2)\n", name, name);
+      continue;
+    }
+    for (int k = 0; k < rank; k++)
+      dim_text(in[i].dims[k], c, dims[k], sizeof dims[k]);
+    bool view = i == 0 && (c == C_PERMUTED || c == C_SLICED);
+    if (view && c == C_PERMUTED) { /* declared with the last two dims swapped, permuted back */
+      char tmp[16];
+      memcpy(tmp, dims[rank - 1], sizeof tmp);
+      memcpy(dims[rank - 1], dims[rank - 2], sizeof tmp);
+      memcpy(dims[rank - 2], tmp, sizeof tmp);
+      coil_strbuf_printf(&views, "  %%%c = aten.permute.default(%%%c_in, [", name, name);
+      for (int k = 0; k < rank; k++)
+        coil_strbuf_printf(&views, "%s%d", k ? ", " : "", k < rank - 2 ? k : k == rank - 2 ? rank - 1 : rank - 2);
+      coil_strbuf_puts(&views, "])\n");
+    } else if (view) { /* declared twice as long in the last dim, every second element taken */
+      char last[16];
+      snprintf(last, sizeof last, "%s", dims[rank - 1]);
+      snprintf(dims[rank - 1], sizeof dims[rank - 1], "%lld", 2 * atoll(last));
+      coil_strbuf_printf(&views, "  %%%c = aten.slice.Tensor(%%%c_in, %d, 0, %s, 2)\n", name, name, rank - 1,
+                         dims[rank - 1]);
+    }
+    coil_strbuf_printf(b, "%s%%%c%s: %s[", i ? ", " : "", name, view ? "_in" : "", dt);
+    for (int k = 0; k < rank; k++)
+      coil_strbuf_printf(b, "%s%s", k ? ", " : "", dims[k]);
+    coil_strbuf_puts(b, "]");
+  }
+  coil_strbuf_puts(b, ") {\n");
+  if (views.len)
+    coil_strbuf_puts(b, views.s);
+  coil_strbuf_free(&views);
+  coil_strbuf body = {0};
+  expand_body(t->body, oc->dtype, c, &body);
+  for (char *line = strtok(body.s, "\n"); line; line = strtok(NULL, "\n"))
+    coil_strbuf_printf(b, "  %s\n", line);
+  coil_strbuf_free(&body);
+  if (strstr(t->body, "return"))
+    ;
+  else if (c == C_CHAIN) /* pointwise -> reduction -> pointwise */
+    coil_strbuf_puts(b, "  %of = aten._to_copy.default(%out, dtype=f32)\n"
+                        "  %r = aten.amax.default(%of, [1], True)\n"
+                        "  %z = aten.sub.Tensor(%of, %r)\n  return (%z)\n");
+  else
+    coil_strbuf_puts(b, "  return (%out)\n");
+  coil_strbuf_puts(b, "}\n");
+}
+
+/* Inputs for one run: the graph's inputs, sizes with s0 = size, values by spec. */
+static int
+make_inputs(const coil_graph *g, const op_case *oc, int64_t size, uint64_t seed, coil_tensor_list *out, char *msg,
+            size_t n)
+{
+  input_spec in[8];
+  int nin = parse_inputs(oc->t->inputs, in, 8);
+  for (int i = 0; i < g->ninputs; i++) {
+    const coil_type *ty = &g->inputs[i]->type;
+    int64_t shape[COIL_MAX_RANK];
+    int nv = coil_sym_nvars(g->sym);
+    int64_t *vals = calloc((size_t)nv + 1, sizeof *vals);
+    for (int v = 0; v < nv; v++)
+      vals[v] = size;
+    coil_diag d = {0};
+    for (int k = 0; k < ty->rank; k++)
+      if (coil_sym_eval(g->sym, ty->dims[k], vals, nv, &shape[k], &d)) {
+        snprintf(msg, n, "input %s: %.400s", g->inputs[i]->name, d.msg);
+        free(vals);
+        return -1;
+      }
+    free(vals);
+    coil_tensor x;
+    if (coil_tensor_init(&x, ty->dtype, ty->rank, shape, &d)) {
+      snprintf(msg, n, "%.400s", d.msg);
+      return -1;
+    }
+    const input_spec *sp = i < nin ? &in[i] : NULL;
+    int64_t lo = -5, hi = 6;
+    if (sp && sp->positive)
+      lo = 1;
+    if (sp && sp->below[0]) {
+      char v[16];
+      dim_text(sp->below, oc->cls, v, sizeof v);
+      lo = 0, hi = strcmp(v, "s0") == 0 ? size : atoll(v);
+      if (hi <= 0)
+        hi = 1;
+    }
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + (uint64_t)i + 1;
+    conf_random(&x, &s, sp && sp->positive, lo, hi);
+    coil_tensor_list_add(out, g->inputs[i]->name, &x);
+  }
+  return 0;
+}
+
+static void
+run_case(const conf_ctx *c, int i, void *user, conf_result *r)
+{
+  const op_case *oc = &((const op_case *)user)[i];
+  coil_strbuf text = {0};
+  case_text(oc, &text);
+  coil_diag d = {0};
+  coil_graph *g = coil_graph_parse("conformance_case.coil", text.s, text.len, &d);
+  coil_loaded_plugin *lp = NULL;
+  coil_plugin *inst = NULL;
+  coil_wir_program *p = NULL;
+  coil_artifact *art = NULL;
+  char dir[] = "/tmp/coil-conformance-XXXXXX";
+  bool have_dir = false;
+  r->status = CONF_FAIL;
+  r->nmse = -1;
+  if (!g) {
+    snprintf(r->msg, sizeof r->msg, "the case's graph does not parse: %.400s", d.msg);
+    goto done;
+  }
+  coil_compile_options copts = {.fuse = true, .verify = true};
+  if (!(p = coil_compile_graph(g, &copts, &d))) {
+    snprintf(r->msg, sizeof r->msg, "the core cannot compile the case: %.400s", d.msg);
+    goto done;
+  }
+  if (conf_open(c, &lp, &inst, r))
+    goto done;
+  char why[256];
+  if (!conf_program_supported(lp, inst, p, why, sizeof why)) {
+    r->status = CONF_UNSUPPORTED;
+    snprintf(r->msg, sizeof r->msg, "not claimed: %s", why);
+    goto done;
+  }
+  if (!mkdtemp(dir)) {
+    snprintf(r->msg, sizeof r->msg, "cannot create a temporary directory: %s", strerror(errno));
+    goto done;
+  }
+  have_dir = true;
+  coil_plugin_options o = conf_options(c);
+  int rc = coil_plugin_compile(lp, inst, p, dir, &o, &d);
+  if (rc == -COIL_ERR_UNSUPPORTED) {
+    r->status = CONF_UNSUPPORTED;
+    snprintf(r->msg, sizeof r->msg, "compile: %.400s", d.msg);
+    goto done;
+  }
+  if (rc || coil_plugin_load(lp, inst, dir, &o, &art, &d)) {
+    snprintf(r->msg, sizeof r->msg, "%.400s", d.msg);
+    goto done;
+  }
+  int64_t sizes[2] = {3, 11};
+  int runs = oc->cls == C_SYMBOLIC ? 2 : 1;
+  double worst = 0;
+  for (int run = 0; run < runs; run++) {
+    coil_tensor_list in = {0}, want = {0}, got = {0};
+    bool ok = make_inputs(g, oc, sizes[run], (uint64_t)(i + 1) * 31 + (uint64_t)run, &in, r->msg, sizeof r->msg) == 0;
+    if (ok && coil_ref_run(g, &in, &want, &d)) {
+      snprintf(r->msg, sizeof r->msg, "the reference interpreter cannot run the case: %.400s", d.msg);
+      ok = false;
+    }
+    coil_exec_checks chk = {.input_offset = oc->cls == C_UNALIGNED ? 1 : 0, .guard_bytes = 64};
+    if (ok) {
+      rc = coil_artifact_exec_checked(lp, art, p, &in, NULL, &chk, &got, &d);
+      if (rc) {
+        snprintf(r->msg, sizeof r->msg, "%s%.400s", rc == COIL_EXEC_GUARD ? "guard bytes: " : "run: ", d.msg);
+        ok = false;
+      }
+    }
+    for (int k = 0; ok && k < want.n; k++) {
+      double nmse;
+      char m[256];
+      if (k >= got.n) {
+        snprintf(r->msg, sizeof r->msg, "output %d missing", k);
+        ok = false;
+        break;
+      }
+      bool same = conf_compare(&got.tensors[k], &want.tensors[k], &nmse, m, sizeof m);
+      worst = nmse > worst ? nmse : worst;
+      if (!same) {
+        snprintf(r->msg, sizeof r->msg, "out%d%s%s: %s", k, runs > 1 ? (run ? " at s0=11" : " at s0=3") : "", "", m);
+        ok = false;
+      }
+    }
+    coil_tensor_list_free(&in), coil_tensor_list_free(&want), coil_tensor_list_free(&got);
+    if (!ok) {
+      r->nmse = worst;
+      goto done;
+    }
+  }
+  r->status = CONF_PASS;
+  r->nmse = worst;
+done:
+  if (art)
+    coil_plugin_artifact_free(lp, art);
+  if (lp)
+    conf_close(lp, inst);
+  if (have_dir)
+    coil_artifact_remove(dir);
+  coil_wir_free(p);
+  coil_graph_free(g);
+  coil_strbuf_free(&text);
+}
+
+void
+conf_tier_op(conf_ctx *c)
+{
+  int n = 0, cap = 0;
+  op_case *cases = NULL;
+  conf_result *res = NULL;
+  for (size_t t = 0; t < sizeof op_templates / sizeof *op_templates; t++) {
+    const op_template *tp = &op_templates[t];
+    input_spec in[8];
+    int nin = parse_inputs(tp->inputs, in, 8);
+    for (unsigned bit = 1; bit <= DT_BOOL; bit <<= 1) {
+      if (!(tp->dtypes & bit))
+        continue;
+      coil_dtype dt = dtype_of_bit(bit);
+      for (int cl = 0; cl < C_COUNT; cl++) {
+        if (!class_applies(tp, in, nin, dt, (shape_class)cl))
+          continue;
+        char shape[24];
+        snprintf(shape, sizeof shape, "%s%s%s", tp->variant, tp->variant[0] ? ":" : "", class_names[cl]);
+        if (!conf_selected(c, "op", tp->op, coil_dtype_name(dt), shape))
+          continue;
+        if (n == cap) {
+          cap = cap ? 2 * cap : 512;
+          cases = realloc(cases, sizeof *cases * (size_t)cap);
+          res = realloc(res, sizeof *res * (size_t)cap);
+          if (!cases || !res)
+            abort();
+        }
+        cases[n] = (op_case){tp, dt, (shape_class)cl};
+        conf_result *r = &res[n++];
+        memset(r, 0, sizeof *r);
+        snprintf(r->tier, sizeof r->tier, "op");
+        snprintf(r->name, sizeof r->name, "%s", tp->op);
+        snprintf(r->dtype, sizeof r->dtype, "%s", coil_dtype_name(dt));
+        snprintf(r->shape, sizeof r->shape, "%s", shape);
+      }
+    }
+  }
+  if (n)
+    conf_run_cases(c, n, run_case, cases, res);
+  free(cases);
+  free(res);
+}
+
+/* For --print-case: the graph text of the first case whose id matches the filter. */
+int
+conf_print_case(const conf_ctx *c, FILE *f)
+{
+  for (size_t t = 0; t < sizeof op_templates / sizeof *op_templates; t++) {
+    const op_template *tp = &op_templates[t];
+    input_spec in[8];
+    int nin = parse_inputs(tp->inputs, in, 8);
+    for (unsigned bit = 1; bit <= DT_BOOL; bit <<= 1) {
+      coil_dtype dt = dtype_of_bit(bit);
+      for (int cl = 0; cl < C_COUNT && (tp->dtypes & bit); cl++) {
+        char shape[24];
+        snprintf(shape, sizeof shape, "%s%s%s", tp->variant, tp->variant[0] ? ":" : "", class_names[cl]);
+        if (!class_applies(tp, in, nin, dt, (shape_class)cl) || !conf_selected(c, "op", tp->op, coil_dtype_name(dt), shape))
+          continue;
+        coil_strbuf b = {0};
+        op_case oc = {tp, dt, (shape_class)cl};
+        case_text(&oc, &b);
+        fputs(b.s, f);
+        coil_strbuf_free(&b);
+        return 0;
+      }
+    }
+  }
+  return -1;
+}

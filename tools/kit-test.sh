@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# kit-test.sh BUILD_DIR — tests the out-of-tree plugin kit from a built coil tree:
+#   1. installs BUILD_DIR into a fresh temporary prefix (cmake --install);
+#   2. checks that the prefix holds the SDK: include/coil/ headers, libcoil_wir.a and
+#      libcoil_sdk.a, the CMake package (lib/cmake/coil/coilConfig.cmake and friends), the coil
+#      tool and the in-tree plugins;
+#   3. configures and builds plugin-sdk/template out of tree against that prefix only
+#      (find_package(coil) through CMAKE_PREFIX_PATH), with -Wall -Wextra -Werror, and checks
+#      that the plugin exports nothing but coil_plugin_entry;
+#   4. smoke test with the installed coil: the template's example graph gives the reference
+#      interpreter's results, and a graph with a reduction is refused as not supported.
+# Prints the path of the built libcoil_template.so as the last line of stdout; everything else
+# goes to stderr. Exits non-zero on any failure. The temporary directory holding the prefix and
+# the build is removed on failure and kept on success (the printed plugin lives in it).
+set -euo pipefail
+
+die() { echo "kit-test: error: $*" >&2; exit 1; }
+say() { echo "kit-test: $*" >&2; }
+
+[[ $# -eq 1 ]] || die "usage: tools/kit-test.sh BUILD_DIR"
+build=$(cd "$1" 2>/dev/null && pwd) || die "no directory $1"
+[[ -f $build/CMakeCache.txt ]] || die "$build is not a configured CMake build directory"
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+template=$src/plugin-sdk/template
+[[ -f $template/CMakeLists.txt ]] || die "no template at $template"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/coil-kit.XXXXXX")
+passed=0
+trap '[[ $passed == 1 ]] || rm -rf "$work"' EXIT
+prefix=$work/prefix
+
+# ---- 1. install ----
+say "installing $build into $prefix"
+cmake --install "$build" --prefix "$prefix" >&2 || die "cmake --install $build failed"
+
+# ---- 2. what the prefix must hold ----
+missing=()
+for f in coil_plugin.h coil_sdk.h base.h wir.h sym.h arena.h strbuf.h dtypes.def kops.def; do
+  [[ -f $prefix/include/coil/$f ]] || missing+=("include/coil/$f")
+done
+# lib/ is CMAKE_INSTALL_LIBDIR: lib64 or lib/<multiarch> on some systems
+config=$(find "$prefix" -path '*/cmake/coil/coilConfig.cmake' -print -quit)
+if [[ -z $config ]]; then
+  missing+=("lib/cmake/coil/coilConfig.cmake")
+else
+  cmakedir=${config%/coilConfig.cmake}
+  libdir=${cmakedir%/cmake/coil}
+  for f in coilConfigVersion.cmake coilTargets.cmake coilPluginHelpers.cmake; do
+    [[ -f $cmakedir/$f ]] || missing+=("${cmakedir#"$prefix"/}/$f")
+  done
+  for f in libcoil_wir.a libcoil_sdk.a; do
+    [[ -f $libdir/$f ]] || missing+=("${libdir#"$prefix"/}/$f")
+  done
+fi
+for f in bin/coil lib/coil/plugins/libcoil_interp.so lib/coil/plugins/libcoil_cpu.so; do
+  [[ -f $prefix/$f ]] || missing+=("$f")
+done
+((${#missing[@]} == 0)) || die "the installed prefix $prefix lacks: ${missing[*]}"
+say "the prefix holds the headers, libraries and CMake package"
+
+# ---- 3. the template, out of tree, against the prefix alone ----
+tbuild=$work/template
+say "building $template in $tbuild"
+cmake -S "$template" -B "$tbuild" -DCMAKE_PREFIX_PATH="$prefix" -DCOIL_TEMPLATE_WERROR=ON \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2 || die "configuring the template failed"
+found=$(sed -n 's/^coil_DIR:PATH=//p' "$tbuild/CMakeCache.txt")
+[[ $found == "$cmakedir" ]] || die "find_package(coil) found '$found', not $cmakedir"
+cmake --build "$tbuild" -j2 >&2 || die "building the template failed"
+plugin=$tbuild/libcoil_template.so
+[[ -f $plugin ]] || die "the template build made no $plugin"
+if command -v nm >/dev/null; then
+  exported=$(nm -D --defined-only "$plugin" | awk '$2 ~ /^[TDBRW]$/ {print $3}' | tr '\n' ' ')
+  [[ $exported == "coil_plugin_entry " ]] ||
+    die "the plugin should export only coil_plugin_entry, it exports: $exported"
+fi
+
+# ---- 4. smoke test: run on the template and on the reference interpreter ----
+coil=$prefix/bin/coil
+smoke() ( # run coil in the work directory, with no ini file and no cache of the caller's
+  cd "$work" && env -u COIL_CONFIG COIL_PLUGIN_PATH="$tbuild" "$coil" "$@"
+)
+smoke run "$template/example.coil" --backend ref --seed 1 --size rows=5 --out "$work/ref.st" >&2 ||
+  die "coil run on the reference interpreter failed"
+smoke run "$template/example.coil" --backend template --no-cache --seed 1 --size rows=5 \
+  --expect "$work/ref.st" >&2 || die "the template's results differ from the reference's"
+cat > "$work/reduction.coil" <<'GRAPH'
+coil 1
+graph reduction(%x: f32[4, 8]) {
+  %s = aten.sum.dim_IntList(%x, [1])
+  return (%s)
+}
+GRAPH
+if out=$(smoke run "$work/reduction.coil" --backend template --no-cache 2>&1); then
+  die "the template ran a reduction; it should refuse it as not supported"
+fi
+[[ $out == *UNSUPPORTED*"not supported"* ]] ||
+  die "a reduction should be refused as not supported, got: $out"
+say "the template runs the example graph and refuses a reduction"
+
+passed=1
+echo "$plugin"
