@@ -197,6 +197,29 @@ run(coil_artifact *artifact, const coil_plugin_run_args *args)
     }
   }
   interp_free_outputs(outs, nouts);
+#ifdef INTERP_BROKEN_OOB /* conformance/tests: a kernel that writes one byte past its output */
+  if (!e && args->noutputs > 0) {
+    const coil_plugin_tensor *t = args->outputs[0];
+    size_t bytes = coil_dtype_size((coil_dtype)t->dtype);
+    for (int k = 0; k < t->rank; k++)
+      bytes *= (size_t)t->sizes[k];
+    if (t->data)
+      ((unsigned char *)t->data)[bytes] ^= 0x5a;
+  }
+#endif
+#ifdef INTERP_BROKEN_WRONG /* conformance/tests: right shapes, wrong numbers */
+  if (!e && args->noutputs > 0 && args->outputs[0]->data) {
+    const coil_plugin_tensor *t = args->outputs[0];
+    int64_t numel = 1;
+    for (int k = 0; k < t->rank; k++)
+      numel *= t->sizes[k];
+    if (t->dtype == COIL_F32)
+      for (int64_t n = 0; n < numel; n++)
+        ((float *)t->data)[n] = ((float *)t->data)[n] * 1.01f + 0.01f;
+    else if (numel > 0)
+      ((unsigned char *)t->data)[coil_dtype_size((coil_dtype)t->dtype) - 1] ^= 0x01;
+  }
+#endif
   return e;
 }
 
