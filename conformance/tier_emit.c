@@ -101,15 +101,18 @@ check_dir(const char *dir, char *msg, size_t n)
         argv[a] = !ck->argv[a] ? NULL : strcmp(ck->argv[a], "FILE") == 0 ? file : strcmp(ck->argv[a], "OUT") == 0 ? out
                                                                                                                : (char *)ck->argv[a];
       if (run_tool(argv, log) != 0) {
-        char *text = NULL;
-        FILE *f = fopen(log, "r");
-        char first[200] = "";
-        if (f) {
-          if (!fgets(first, sizeof first, f))
-            first[0] = 0;
-          fclose(f);
+        FILE *f = fopen(log, "r"); /* the first line that says "error", else the first line */
+        char first[200] = "", line[200];
+        while (f && fgets(line, sizeof line, f)) {
+          if (!first[0] || strstr(line, "rror")) {
+            memcpy(first, line, sizeof first);
+            if (strstr(line, "rror"))
+              break;
+          }
         }
-        free(text);
+        if (f)
+          fclose(f);
+        first[strcspn(first, "\n")] = 0;
         snprintf(msg, n, "%s rejects %s: %s", ck->tool, e->d_name, first);
         rc = -1;
       }
@@ -214,6 +217,14 @@ conf_tier_emit(conf_ctx *c)
   }
   if (dp)
     closedir(dp);
+  for (int a = 0; a < n; a++) /* in name order, as the model tier */
+    for (int b = a + 1; b < n; b++)
+      if (strcmp(graphs[b], graphs[a]) < 0) {
+        char *t = graphs[a];
+        graphs[a] = graphs[b], graphs[b] = t;
+        conf_result t2 = res[a];
+        res[a] = res[b], res[b] = t2;
+      }
   if (n)
     conf_run_cases(c, n, run_emit, graphs, res);
   for (int i = 0; i < n; i++)

@@ -56,6 +56,11 @@ run_model(const conf_ctx *c, int i, void *user, conf_result *r)
   }
   if (conf_open(c, &lp, &inst, r))
     goto done;
+  if (!(lp->api.features & COIL_FEATURE_EXECUTES)) {
+    r->status = CONF_SKIP;
+    snprintf(r->msg, sizeof r->msg, "skipped: the plugin only emits (the emit tier checks its code)");
+    goto done;
+  }
   char why[256];
   if (!conf_program_supported(lp, inst, p, why, sizeof why)) {
     r->status = CONF_UNSUPPORTED;

@@ -36,6 +36,16 @@ expect missing_required "$loader/libcoil_missing_required.so" --tier abi -- '^ab
 expect out_of_bounds "$broken/libcoil_broken_oob.so" --tier op --filter 'op/aten\.(add|mul)\.Tensor/' -- '^op,.*guard bytes'
 expect wrong_numbers "$broken/libcoil_broken_wrong.so" --tier op,model --filter '(op/aten\.(add|relu|sum)\.|model/e01)' -- '^(op|model),.*(NMSE|expected|differs)'
 
+expect broken_emit "$broken/libcoil_emit_broken.so" --tier emit,abi -- '^emit,.*cc rejects'
+
+# an emit-only plugin that writes good C passes the emit and abi tiers (and skips op and model)
+if "$conf" --plugin "$broken/libcoil_emit_ok.so" -j 2 --tier emit,abi,model --csv "$tmp/emit_ok.csv" >"$tmp/emit_ok.out" 2>&1 &&
+   grep -q '^emit,.*,pass,' "$tmp/emit_ok.csv" && grep -q '^model,.*,skipped,' "$tmp/emit_ok.csv"; then
+  echo "ok: an emit-only plugin with valid C passes the emit tier"
+else
+  echo "FAIL: the emit-only plugin with valid C:"; tail -5 "$tmp/emit_ok.out"; fails=$((fails + 1))
+fi
+
 # the broken ones are caught, and the good one (interp, same filter) is not
 if "$conf" --plugin interp -j 2 --tier op --filter 'op/aten\.(add|mul)\.Tensor/' >"$tmp/good.out" 2>&1; then
   echo "ok: interp passes the same cases"
