@@ -88,7 +88,7 @@ check_dir(const char *dir, char *msg, size_t n)
       if (len <= el || strcmp(e->d_name + len - el, ck->ext) != 0)
         continue;
       if (!on_path(ck->tool)) {
-        snprintf(msg, n, "skipped: toolchain absent (%s for %s)", ck->tool, e->d_name);
+        snprintf(msg, n, "skipped: toolchain absent (%s for %.200s)", ck->tool, e->d_name);
         rc = 1;
         break;
       }
@@ -210,7 +210,7 @@ conf_tier_emit(conf_ctx *c)
     snprintf(graphs[n], len, "%s/%s/graph.coil", root, e->d_name);
     memset(&res[n], 0, sizeof res[n]);
     snprintf(res[n].tier, sizeof res[n].tier, "emit");
-    snprintf(res[n].name, sizeof res[n].name, "%s", e->d_name);
+    snprintf(res[n].name, sizeof res[n].name, "%.90s", e->d_name);
     snprintf(res[n].dtype, sizeof res[n].dtype, "-");
     snprintf(res[n].shape, sizeof res[n].shape, "-");
     n++;
