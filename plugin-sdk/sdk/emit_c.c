@@ -241,6 +241,28 @@ coil_c_inst_expr(const coil_c_dialect *dl, const coil_kinst *in, const coil_kins
 }
 
 void
+coil_c_value(const coil_c_dialect *dl, const coil_wir_program *p, const coil_kernel *k, int i,
+             const char *const *names, coil_strbuf *b)
+{
+  const coil_kinst *in = &k->insts[i];
+  if (in->op == COIL_KOP_LOAD) {
+    coil_strbuf idx = {0};
+    coil_c_index(p, in->index, &idx);
+    coil_c_load(b, k->params[in->param].dtype, k->params[in->param].name, idx.s);
+    coil_strbuf_free(&idx);
+  } else if (in->op == COIL_KOP_INDEX) {
+    coil_strbuf_puts(b, "(int64_t)(");
+    coil_c_index(p, in->index, b);
+    coil_strbuf_puts(b, ")");
+  } else {
+    const char *args[3] = {NULL, NULL, NULL};
+    for (int a = 0; a < coil_kop_arity(in->op); a++)
+      args[a] = names[in->args[a]];
+    coil_c_inst_expr(dl, in, k->insts, args, b);
+  }
+}
+
+void
 coil_c_per_r(const coil_wir_program *p, const coil_kernel *k, bool *per_r)
 {
   int nv = coil_sym_nvars(p->sym);

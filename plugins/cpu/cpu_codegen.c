@@ -95,21 +95,7 @@ emit_inst(kgen *g, int i, int depth)
     coil_strbuf_puts(b, "];\n");
     return;
   }
-  if (in->op == COIL_KOP_LOAD) {
-    coil_strbuf idx = {0};
-    coil_c_index(g->p, in->index, &idx);
-    coil_c_load(b, g->k->params[in->param].dtype, g->k->params[in->param].name, idx.s);
-    coil_strbuf_free(&idx);
-  } else if (in->op == COIL_KOP_INDEX) {
-    coil_strbuf_puts(b, "(int64_t)(");
-    coil_c_index(g->p, in->index, b);
-    coil_strbuf_puts(b, ")");
-  } else {
-    const char *args[3] = {NULL, NULL, NULL};
-    for (int a = 0; a < coil_kop_arity(in->op); a++)
-      args[a] = g->names[in->args[a]];
-    coil_c_inst_expr(g->dl, in, g->k->insts, args, b);
-  }
+  coil_c_value(g->dl, g->p, g->k, i, (const char *const *)g->names, b);
   coil_strbuf_puts(b, ";\n");
 }
 

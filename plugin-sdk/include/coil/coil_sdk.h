@@ -43,6 +43,10 @@ void coil_c_index(const coil_wir_program *p, const coil_sym *e, coil_strbuf *b);
 /* The expression computing instruction `in` (not LOAD, STORE or REDUCE) from operand names. */
 void coil_c_inst_expr(const coil_c_dialect *dl, const coil_kinst *in, const coil_kinst *insts,
                       const char *const *args, coil_strbuf *b);
+/* The value of instruction i of kernel k (any op but STORE and REDUCE: a load from its param, an
+ * index expression, or coil_c_inst_expr), its operands named by names[operand]. */
+void coil_c_value(const coil_c_dialect *dl, const coil_wir_program *p, const coil_kernel *k, int i,
+                  const char *const *names, coil_strbuf *b);
 /* The expression for reading element `index` of a param of dtype t named `ptr` (converting
  * f16/bf16 to float), and the statement storing value `v` there. */
 void coil_c_load(coil_strbuf *b, coil_dtype t, const char *ptr, const char *index);

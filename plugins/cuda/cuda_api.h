@@ -1,0 +1,82 @@
+/* cuda_api.h — the parts of NVRTC and the CUDA driver API the cuda plugin calls, loaded with
+ * dlopen at run time: nothing links against a GPU driver or the toolkit, and the plugin builds
+ * without CUDA headers (the few types and constants are declared here, with the values of
+ * cuda.h and nvrtc.h, which are ABI-stable).
+ *
+ * Libraries are looked for in $COIL_CUDA_HOME/lib64, /usr/local/cuda/lib64 and the system's
+ * search path (libnvrtc.so.13, .12, libnvrtc.so; libcuda.so.1). NVRTC alone is enough to compile
+ * (CI has no GPU); running needs the driver. Each loader is thread-safe and loads once per
+ * process; nothing is ever unloaded (a driver library does not survive dlclose well). */
+#ifndef COIL_CUDA_API_H
+#define COIL_CUDA_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- NVRTC ---- */
+typedef int nvrtcResult; /* 0: NVRTC_SUCCESS */
+typedef struct _nvrtcProgram *nvrtcProgram;
+
+typedef struct cuda_nvrtc {
+  const char *path; /* the library loaded */
+  nvrtcResult (*Version)(int *major, int *minor);
+  const char *(*GetErrorString)(nvrtcResult r);
+  nvrtcResult (*CreateProgram)(nvrtcProgram *p, const char *src, const char *name, int nheaders,
+                               const char *const *headers, const char *const *include_names);
+  nvrtcResult (*CompileProgram)(nvrtcProgram p, int nopts, const char *const *opts);
+  nvrtcResult (*GetProgramLogSize)(nvrtcProgram p, size_t *n);
+  nvrtcResult (*GetProgramLog)(nvrtcProgram p, char *log);
+  nvrtcResult (*GetCUBINSize)(nvrtcProgram p, size_t *n);
+  nvrtcResult (*GetCUBIN)(nvrtcProgram p, char *cubin);
+  nvrtcResult (*DestroyProgram)(nvrtcProgram *p);
+} cuda_nvrtc;
+
+/* NVRTC, loaded on first use; NULL with why (static text) when it cannot be. */
+const cuda_nvrtc *cuda_nvrtc_get(const char **why);
+
+/* ---- the driver ---- */
+typedef int CUresult; /* 0: CUDA_SUCCESS */
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef unsigned long long CUdeviceptr;
+
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_STREAM_NON_BLOCKING 1
+
+typedef struct cuda_driver {
+  CUresult (*Init)(unsigned flags);
+  CUresult (*GetErrorString)(CUresult r, const char **s);
+  CUresult (*DeviceGet)(CUdevice *d, int ordinal);
+  CUresult (*DeviceGetCount)(int *n);
+  CUresult (*DeviceGetAttribute)(int *v, int attr, CUdevice d);
+  CUresult (*DevicePrimaryCtxRetain)(CUcontext *c, CUdevice d);
+  CUresult (*DevicePrimaryCtxRelease)(CUdevice d);
+  CUresult (*CtxSetCurrent)(CUcontext c);
+  CUresult (*StreamCreate)(CUstream *s, unsigned flags);
+  CUresult (*StreamDestroy)(CUstream s);
+  CUresult (*StreamSynchronize)(CUstream s);
+  CUresult (*ModuleLoadData)(CUmodule *m, const void *image);
+  CUresult (*ModuleUnload)(CUmodule m);
+  CUresult (*ModuleGetFunction)(CUfunction *f, CUmodule m, const char *name);
+  CUresult (*LaunchKernel)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                           unsigned bz, unsigned shmem, CUstream s, void **params, void **extra);
+  CUresult (*MemAllocAsync)(CUdeviceptr *p, size_t bytes, CUstream s);
+  CUresult (*MemFreeAsync)(CUdeviceptr p, CUstream s);
+  CUresult (*MemcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t bytes, CUstream s);
+  CUresult (*MemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes, CUstream s);
+  CUresult (*MemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s);
+  CUresult (*MemsetD8Async)(CUdeviceptr p, unsigned char v, size_t n, CUstream s);
+} cuda_driver;
+
+/* The driver, loaded and initialised (cuInit) on first use; NULL with why when there is none. */
+const cuda_driver *cuda_driver_get(const char **why);
+/* Whether a driver library is there, without initialising it: CUDA does not survive fork(), so
+ * nothing may call cuInit before a host forks (coil-conformance runs each case in a child). */
+int cuda_driver_present(void);
+
+#endif

@@ -1,0 +1,413 @@
+/* cuda_plugin.c — the `cuda` plugin: CUDA C++ kernels (cuda_codegen.c) compiled by NVRTC into
+ * cubins, loaded and launched through the driver API, with a wrapper in C (cuda_run.c). NVRTC
+ * and the driver are dlopen'd (cuda_api.c). On a machine without a GPU driver the entry returns
+ * an emit-only table: compile still runs NVRTC (CI compiles every kernel that way), load and
+ * run are absent.
+ *
+ * Options ([plugin.cuda]): arch = sm_XY (default: the GPU's, or sm_90 without one); keys
+ * starting with "coil." are accepted and ignored.
+ *
+ * Not yet (issue [F5]): library ops (cuBLAS for mm/bmm/addmm: such programs are refused as not
+ * supported), Triton-style tiles with vectorised loads, persistent reductions, CUDA graphs,
+ * autotuning, the unaligned-input variants. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda.h"
+
+#define CUDA_VERSION_STR "0.1.0"
+#define COMPILE_THREADS 8
+
+struct coil_plugin {
+  char arch[16];      /* sm_90; "" until first needed when not set by an option (finding the
+                         GPU's initialises CUDA, which must not happen before a host forks) */
+  char identity[96];  /* NVRTC version and arch: the compile cache's toolchain key */
+  pthread_mutex_t lock; /* arch is decided once; compiles may ask from several threads */
+};
+
+/* ---- options ---- */
+
+static coil_error *
+parse_options(const coil_plugin_options *o, char *arch, size_t an)
+{
+  size_t n = o && COIL_STRUCT_HAS(o, coil_plugin_options, values) ? o->count : 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *k = o->keys[i], *v = o->values[i];
+    if (strncmp(k, "coil.", 5) == 0)
+      continue;
+    if (strcmp(k, "arch") == 0) {
+      bool ok = strncmp(v, "sm_", 3) == 0 && strlen(v) >= 5 && strlen(v) < an;
+      for (const char *s = v + 3; ok && *s; s++)
+        ok = (*s >= '0' && *s <= '9') || (*s == 'a' && !s[1]);
+      if (!ok)
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: option arch: expected sm_XY (e.g. sm_90), got '%s'", v);
+      snprintf(arch, an, "%s", v);
+      continue;
+    }
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: unknown option '%s' (known: arch)", k);
+  }
+  return NULL;
+}
+
+/* The GPU's arch, or sm_90 without one. */
+static void
+default_arch(char *arch, size_t n)
+{
+  snprintf(arch, n, "sm_90");
+  const cuda_driver *cu = cuda_driver_get(NULL);
+  CUdevice d;
+  int ma = 0, mi = 0;
+  if (cu && !cu->DeviceGet(&d, 0) && !cu->DeviceGetAttribute(&ma, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) &&
+      !cu->DeviceGetAttribute(&mi, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) && ma > 0)
+    snprintf(arch, n, "sm_%d%d", ma, mi);
+}
+
+static coil_error *
+create(const coil_plugin_create_args *args, coil_plugin **out)
+{
+  coil_plugin *p = calloc(1, sizeof *p);
+  if (!p)
+    return coil_sdk_out_of_memory();
+  coil_error *e = parse_options(COIL_STRUCT_HAS(args, coil_plugin_create_args, options) ? args->options : NULL,
+                                p->arch, sizeof p->arch);
+  if (e) {
+    free(p);
+    return e;
+  }
+  pthread_mutex_init(&p->lock, NULL);
+  *out = p;
+  return NULL;
+}
+
+/* The arch to compile for: the option's, else the GPU's (decided once per instance). */
+static const char *
+arch_of(coil_plugin *self)
+{
+  pthread_mutex_lock(&self->lock);
+  if (!self->arch[0])
+    default_arch(self->arch, sizeof self->arch);
+  pthread_mutex_unlock(&self->lock);
+  return self->arch;
+}
+
+static void
+destroy(coil_plugin *self)
+{
+  pthread_mutex_destroy(&self->lock);
+  free(self);
+}
+
+static const char *
+identity(coil_plugin *self)
+{
+  const cuda_nvrtc *nv = cuda_nvrtc_get(NULL);
+  int ma = 0, mi = 0;
+  if (nv)
+    nv->Version(&ma, &mi);
+  snprintf(self->identity, sizeof self->identity, "nvrtc %d.%d %s", ma, mi, arch_of(self));
+  return self->identity;
+}
+
+/* Every kernel op and reduction on every dtype; no library op yet. Nothing without NVRTC. */
+static coil_support
+supports(const coil_plugin *self, const char *op, coil_dtype dtype)
+{
+  (void)self;
+  if ((unsigned)dtype >= COIL_DTYPE_COUNT || !cuda_nvrtc_get(NULL))
+    return COIL_UNSUPPORTED;
+  if (coil_kop_from_name(op, strlen(op)) >= 0)
+    return COIL_SUPPORTED;
+  if (strncmp(op, "reduce.", 7) == 0 && coil_reduction_from_name(op + 7, strlen(op + 7)) >= 0)
+    return COIL_SUPPORTED;
+  return COIL_UNSUPPORTED;
+}
+
+/* ---- compile: one NVRTC program per kernel, several at once ---- */
+
+typedef struct {
+  const coil_wir_program *p;
+  const char *arch, *dir;
+  int next;             /* the next kernel to take (under lock) */
+  pthread_mutex_t lock;
+  coil_error *err;      /* the first failure */
+  char **sources;       /* per kernel, for kernels.cu */
+} compile_job;
+
+static coil_error *
+compile_one(compile_job *j, int k)
+{
+  const cuda_nvrtc *nv = cuda_nvrtc_get(NULL);
+  coil_strbuf src = {0};
+  cuda_kernel_source(j->p, k, &src);
+  j->sources[k] = src.s;
+  nvrtcProgram prog;
+  char name[64], opt_arch[48];
+  snprintf(name, sizeof name, "k%d.cu", k);
+  snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=%s", j->arch);
+  const char *opts[] = {opt_arch, "--std=c++17", "-default-device", "-lineinfo"};
+  if (nv->CreateProgram(&prog, src.s, name, 0, NULL, NULL))
+    return coil_sdk_error(COIL_ERR_INTERNAL, "cuda: nvrtcCreateProgram failed for kernel %s", j->p->kernels[k].name);
+  nvrtcResult r = nv->CompileProgram(prog, 4, opts);
+  coil_error *e = NULL;
+  if (r) {
+    size_t n = 0;
+    nv->GetProgramLogSize(prog, &n);
+    char *log = malloc(n + 1);
+    if (log && !nv->GetProgramLog(prog, log)) {
+      log[n] = 0;
+      char *nl = strchr(log, '\n');
+      if (nl && nl - log > 300)
+        *nl = 0;
+    }
+    e = coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cuda: NVRTC (%s) rejected kernel %s (source in %s/kernels.cu): %s: %.400s",
+                       j->arch, j->p->kernels[k].name, j->dir, nv->GetErrorString(r), log ? log : "");
+    free(log);
+  } else {
+    size_t n = 0;
+    char *cubin = NULL;
+    if (nv->GetCUBINSize(prog, &n) || !(cubin = malloc(n)) || nv->GetCUBIN(prog, cubin))
+      e = coil_sdk_error(COIL_ERR_INTERNAL, "cuda: NVRTC gave no cubin for kernel %s", j->p->kernels[k].name);
+    else {
+      char file[64];
+      snprintf(file, sizeof file, "k%d.cubin", k);
+      char path[4096];
+      snprintf(path, sizeof path, "%s/%s.tmp", j->dir, file);
+      FILE *f = fopen(path, "wb");
+      char final[4096];
+      snprintf(final, sizeof final, "%s/%s", j->dir, file);
+      if (!f || fwrite(cubin, 1, n, f) != n || fclose(f) != 0 || rename(path, final) != 0)
+        e = coil_sdk_error(COIL_ERR_IO, "cuda: cannot write %s", final);
+    }
+    free(cubin);
+  }
+  nv->DestroyProgram(&prog);
+  return e;
+}
+
+static void *
+compile_worker(void *arg)
+{
+  compile_job *j = arg;
+  for (;;) {
+    pthread_mutex_lock(&j->lock);
+    int k = j->err ? j->p->nkernels : j->next++;
+    pthread_mutex_unlock(&j->lock);
+    if (k >= j->p->nkernels)
+      return NULL;
+    coil_error *e = compile_one(j, k);
+    if (e) {
+      pthread_mutex_lock(&j->lock);
+      if (!j->err)
+        j->err = e;
+      else
+        coil_sdk_error_free(e);
+      pthread_mutex_unlock(&j->lock);
+    }
+  }
+}
+
+static coil_error *
+compile(coil_plugin *self, const coil_plugin_compile_args *args)
+{
+  char arch[16];
+  snprintf(arch, sizeof arch, "%s", arch_of(self));
+  coil_error *e = parse_options(COIL_STRUCT_HAS(args, coil_plugin_compile_args, options) ? args->options : NULL, arch,
+                                sizeof arch);
+  if (e)
+    return e;
+  const coil_wir_program *p = args->program;
+  for (int l = 0; l < p->nlines; l++)
+    if (p->lines[l].kind == COIL_LINE_EXTERN_CALL)
+      return coil_sdk_error(COIL_ERR_UNSUPPORTED, "cuda: library op %s (line %d) is not supported yet", p->lines[l].op,
+                            l + 1);
+  const char *why = NULL;
+  if (p->nkernels && !cuda_nvrtc_get(&why))
+    return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cuda: %s", why);
+  compile_job j = {.p = p, .arch = arch, .dir = args->artifact_dir};
+  pthread_mutex_init(&j.lock, NULL);
+  j.sources = calloc((size_t)p->nkernels + 1, sizeof *j.sources);
+  if (!j.sources)
+    return coil_sdk_out_of_memory();
+  int nt = p->nkernels < COMPILE_THREADS ? p->nkernels : COMPILE_THREADS;
+  pthread_t th[COMPILE_THREADS];
+  int started = 0;
+  for (int t = 1; t < nt; t++)
+    if (pthread_create(&th[started], NULL, compile_worker, &j) == 0)
+      started++;
+  compile_worker(&j);
+  for (int t = 0; t < started; t++)
+    pthread_join(th[t], NULL);
+  pthread_mutex_destroy(&j.lock);
+  coil_strbuf all = {0}, files = {0};
+  cuda_program_source(p, &all);
+  for (int k = 0; k < p->nkernels; k++) {
+    free(j.sources[k]);
+    coil_strbuf_printf(&files, ", \"k%d.cubin\"", k);
+  }
+  free(j.sources);
+  /* the sources (kept on failure too, for the message to point at), the program, the manifest */
+  e = coil_sdk_write_file(args->artifact_dir, "kernels.cu", all.s ? all.s : "");
+  coil_strbuf_free(&all);
+  if (!e && j.err)
+    e = j.err;
+  else if (j.err)
+    coil_sdk_error_free(j.err);
+  char *text = e ? NULL : coil_wir_print(p);
+  if (!e)
+    e = coil_sdk_write_file(args->artifact_dir, "program.wir", text);
+  free(text);
+  if (!e) {
+    char *manifest = malloc(files.len + 512);
+    if (!manifest)
+      e = coil_sdk_out_of_memory();
+    else {
+      snprintf(manifest, files.len + 512,
+               "{\"plugin\": \"cuda\", \"plugin_version\": \"" CUDA_VERSION_STR "\", \"wir_version\": \"%d.%d\", "
+               "\"arch\": \"%s\", \"files\": [\"kernels.cu\", \"program.wir\"%s]}\n",
+               p->version_major, p->version_minor, arch, files.s ? files.s : "");
+      e = coil_sdk_write_file(args->artifact_dir, COIL_ARTIFACT_MANIFEST, manifest);
+      free(manifest);
+    }
+  }
+  coil_strbuf_free(&files);
+  return e;
+}
+
+/* ---- load ---- */
+
+static void
+artifact_free(coil_artifact *a)
+{
+  if (!a)
+    return;
+  if (a->cu) {
+    a->cu->CtxSetCurrent(a->ctx);
+    for (int k = 0; k < a->nkernels; k++)
+      if (a->modules[k])
+        a->cu->ModuleUnload(a->modules[k]);
+    if (a->stream)
+      a->cu->StreamDestroy(a->stream);
+    if (a->ctx)
+      a->cu->DevicePrimaryCtxRelease(a->dev);
+  }
+  free(a->modules);
+  free(a->functions);
+  coil_wir_free(a->program);
+  free(a);
+}
+
+static coil_error *
+load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
+{
+  const char *why = NULL;
+  const cuda_driver *cu = cuda_driver_get(&why);
+  if (!cu)
+    return coil_sdk_error(COIL_ERR_RUNTIME, "cuda: %s", why);
+  char path[4096];
+  size_t len = 0;
+  snprintf(path, sizeof path, "%s/%s", args->artifact_dir, COIL_ARTIFACT_MANIFEST);
+  char *manifest = coil_sdk_read_file(path, 1u << 20, &len);
+  if (!manifest)
+    return coil_sdk_error(COIL_ERR_IO, "cuda: no artifact in %s (manifest.json is missing)", args->artifact_dir);
+  char want_arch[48];
+  snprintf(want_arch, sizeof want_arch, "\"arch\": \"%s\"", arch_of(self));
+  bool ours = strstr(manifest, "\"plugin\": \"cuda\"") && strstr(manifest, "\"plugin_version\": \"" CUDA_VERSION_STR "\"");
+  bool arch_ok = strstr(manifest, want_arch) != NULL;
+  free(manifest);
+  if (!ours)
+    return coil_sdk_error(COIL_ERR_VERSION, "cuda: %s was not written by this cuda plugin (" CUDA_VERSION_STR ")", path);
+  if (!arch_ok)
+    return coil_sdk_error(COIL_ERR_VERSION, "cuda: %s was compiled for another arch than %s: recompile", path, self->arch);
+  snprintf(path, sizeof path, "%s/program.wir", args->artifact_dir);
+  char *text = coil_sdk_read_file(path, 256u << 20, &len);
+  if (!text)
+    return coil_sdk_error(COIL_ERR_IO, "cuda: cannot read %s", path);
+  coil_diag d = {0};
+  coil_wir_program *p = coil_wir_parse(path, text, len, &d);
+  free(text);
+  if (!p || coil_wir_verify(p, &d) != 0) {
+    coil_wir_free(p);
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: %s", d.msg);
+  }
+  coil_artifact *a = calloc(1, sizeof *a);
+  if (!a) {
+    coil_wir_free(p);
+    return coil_sdk_out_of_memory();
+  }
+  a->program = p;
+  a->nkernels = p->nkernels;
+  a->modules = calloc((size_t)p->nkernels + 1, sizeof *a->modules);
+  a->functions = calloc((size_t)p->nkernels + 1, sizeof *a->functions);
+  CUresult r;
+  const char *call = "";
+  if (!a->modules || !a->functions) {
+    artifact_free(a);
+    return coil_sdk_out_of_memory();
+  }
+  if ((r = cu->DeviceGet(&a->dev, 0)))
+    call = "cuDeviceGet";
+  else if ((r = cu->DevicePrimaryCtxRetain(&a->ctx, a->dev)))
+    call = "cuDevicePrimaryCtxRetain";
+  else
+    a->cu = cu;
+  if (!r && (r = cu->CtxSetCurrent(a->ctx)))
+    call = "cuCtxSetCurrent";
+  if (!r && (r = cu->StreamCreate(&a->stream, CU_STREAM_NON_BLOCKING)))
+    call = "cuStreamCreate";
+  for (int k = 0; !r && k < p->nkernels; k++) {
+    snprintf(path, sizeof path, "%s/k%d.cubin", args->artifact_dir, k);
+    char *cubin = coil_sdk_read_file(path, 512u << 20, &len);
+    if (!cubin) {
+      artifact_free(a);
+      return coil_sdk_error(COIL_ERR_IO, "cuda: cannot read %s", path);
+    }
+    if ((r = cu->ModuleLoadData(&a->modules[k], cubin)))
+      call = "cuModuleLoadData";
+    else if ((r = cu->ModuleGetFunction(&a->functions[k], a->modules[k], p->kernels[k].name)))
+      call = "cuModuleGetFunction";
+    free(cubin);
+  }
+  if (r) {
+    const char *s = NULL;
+    cu->GetErrorString(r, &s);
+    artifact_free(a);
+    return coil_sdk_error(COIL_ERR_RUNTIME, "cuda: %s failed: %s (%d)", call, s ? s : "?", r);
+  }
+  *out = a;
+  return NULL;
+}
+
+static coil_error *
+run(coil_artifact *a, const coil_plugin_run_args *args)
+{
+  return cuda_run(a, args);
+}
+
+/* ---- the tables and the entry ---- */
+
+#define CUDA_TABLE(FEATURES, LOAD, RUN, FREE)                                                              \
+  {                                                                                                        \
+    .struct_size = sizeof(coil_plugin_api), .abi_major = COIL_PLUGIN_ABI_MAJOR,                            \
+    .abi_minor = COIL_PLUGIN_ABI_MINOR, .min_host_minor = 0, .name = "cuda", .vendor = "The coil authors", \
+    .version = CUDA_VERSION_STR, .features = FEATURES, .wir_major = COIL_WIR_VERSION_MAJOR,               \
+    .wir_min_minor = 0, .wir_max_minor = COIL_WIR_VERSION_MINOR, .error_code = coil_sdk_error_code,        \
+    .error_message = coil_sdk_error_message, .error_free = coil_sdk_error_free, .create = create,          \
+    .destroy = destroy, .supports = supports, .compile = compile, .load = LOAD, .run = RUN,                \
+    .artifact_free = FREE, .identity = identity,                                                           \
+  }
+
+static const coil_plugin_api executes = CUDA_TABLE(COIL_FEATURE_EXECUTES, load, run, artifact_free);
+static const coil_plugin_api emits = CUDA_TABLE(COIL_FEATURE_EMITS_ONLY, NULL, NULL, NULL);
+
+COIL_PLUGIN_EXPORT const coil_plugin_api *
+coil_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor, const coil_host_api *host, const char **why_not)
+{
+  (void)host_abi_minor, (void)host;
+  if (host_abi_major != COIL_PLUGIN_ABI_MAJOR) {
+    *why_not = "cuda is built for plugin ABI 1.x";
+    return NULL;
+  }
+  return cuda_driver_present() ? &executes : &emits; /* no GPU driver: compile (NVRTC) only */
+}

@@ -1,0 +1,439 @@
+/* cuda_run.c — the cuda plugin's wrapper: runs a program's lines on the device, in C, in order:
+ * binds size symbols from the inputs, checks the guards, allocates from the driver's
+ * stream-ordered pool (cuMemAllocAsync), launches kernels, frees after last use, copies the
+ * outputs out. Inputs may be on the host (copied in first) or already on the device. Everything
+ * is queued on the artifact's stream; the run synchronizes once at the end. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda.h"
+
+typedef struct {
+  coil_dtype dtype;
+  int rank;
+  int64_t sizes[COIL_MAX_RANK], strides[COIL_MAX_RANK];
+  CUdeviceptr ptr;   /* element 0 */
+  CUdeviceptr start; /* the storage this buffer lives in (alloc, reuse, an input's copy) */
+  bool owned;        /* start was allocated by this run and is freed by it */
+  bool live;
+} dbuf;
+
+typedef struct {
+  coil_artifact *a;
+  const coil_wir_program *p;
+  const cuda_driver *cu;
+  int64_t *vals;
+  bool *bound;
+  int nvars;
+  dbuf *bufs;
+  int line;
+  char msg[1024];
+} rctx;
+
+static coil_error *
+fail(rctx *c, coil_error_code code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static coil_error *
+fail(rctx *c, coil_error_code code, const char *fmt, ...)
+{
+  char what[900];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  return coil_sdk_error(code, "cuda: %s, line %d: %s", c->p->name, c->line + 1, what);
+}
+
+static coil_error *
+cufail(rctx *c, CUresult r, const char *call)
+{
+  const char *s = NULL;
+  c->cu->GetErrorString(r, &s);
+  return fail(c, COIL_ERR_RUNTIME, "%s failed: %s (%d)", call, s ? s : "unknown error", r);
+}
+
+static const char *
+bufname(const rctx *c, int b)
+{
+  return b >= 0 && b < c->p->nbuffers ? c->p->buffers[b].name : "?";
+}
+
+static coil_error *
+eval(rctx *c, const coil_sym *e, int64_t *out)
+{
+  coil_diag d = {0};
+  if (coil_sym_eval(c->p->sym, e, c->vals, c->nvars, out, &d))
+    return fail(c, COIL_ERR_INVALID_ARGUMENT, "%s", d.msg);
+  return NULL;
+}
+
+/* Offsets of the lowest and highest element (hi < lo: no elements). */
+static void
+extent(const dbuf *b, int64_t *lo, int64_t *hi)
+{
+  *lo = 0, *hi = 0;
+  for (int d = 0; d < b->rank; d++) {
+    if (b->sizes[d] == 0) {
+      *lo = 0, *hi = -1;
+      return;
+    }
+    int64_t span = (b->sizes[d] - 1) * b->strides[d];
+    if (span < 0)
+      *lo += span;
+    else
+      *hi += span;
+  }
+}
+
+static size_t
+bytes_of(const dbuf *b)
+{
+  int64_t lo, hi;
+  extent(b, &lo, &hi);
+  return hi < lo ? 0 : (size_t)(hi + 1) * coil_dtype_size(b->dtype);
+}
+
+static bool
+contiguous(const dbuf *b)
+{
+  int64_t s = 1;
+  for (int d = b->rank - 1; d >= 0; d--) {
+    if (b->sizes[d] != 1 && b->strides[d] != s)
+      return false;
+    s *= b->sizes[d];
+  }
+  return true;
+}
+
+static int64_t
+numel(const dbuf *b)
+{
+  int64_t n = 1;
+  for (int d = 0; d < b->rank; d++)
+    n *= b->sizes[d];
+  return n;
+}
+
+/* The buffer's sizes and strides from the program, symbols bound. */
+static coil_error *
+layout(rctx *c, int bi)
+{
+  const coil_buffer *cb = &c->p->buffers[bi];
+  dbuf *b = &c->bufs[bi];
+  coil_error *e;
+  b->dtype = cb->dtype;
+  b->rank = cb->rank;
+  for (int d = 0; d < cb->rank; d++)
+    if ((e = eval(c, cb->sizes[d], &b->sizes[d])) || (e = eval(c, cb->strides[d], &b->strides[d])))
+      return e;
+  return NULL;
+}
+
+static coil_error *
+device_alloc(rctx *c, size_t bytes, CUdeviceptr *out)
+{
+  *out = 0;
+  if (!bytes)
+    return NULL;
+  CUresult r = c->cu->MemAllocAsync(out, bytes, c->a->stream);
+  return r ? cufail(c, r, "cuMemAllocAsync") : NULL;
+}
+
+static bool
+reused_later(const rctx *c, int buffer)
+{
+  for (int i = c->line + 1; i < c->p->nlines; i++)
+    if (c->p->lines[i].kind == COIL_LINE_REUSE && c->p->buffers[c->p->lines[i].buffer].base == buffer)
+      return true;
+  return false;
+}
+
+static coil_error *
+run_symbol(rctx *c, const coil_line *l)
+{
+  const dbuf *b = &c->bufs[l->buffer];
+  if (l->dim < 0 || l->dim >= b->rank)
+    return fail(c, COIL_ERR_INVALID_ARGUMENT, "dimension %d of %s", l->dim, bufname(c, l->buffer));
+  int64_t v = l->is_stride ? b->strides[l->dim] : b->sizes[l->dim];
+  if (l->sym->kind == COIL_SYM_VAR && l->sym->var < c->nvars && !c->bound[l->sym->var]) {
+    c->vals[l->sym->var] = v;
+    c->bound[l->sym->var] = true;
+    return NULL;
+  }
+  int64_t have;
+  coil_error *e = eval(c, l->sym, &have);
+  if (!e && have != v)
+    e = fail(c, COIL_ERR_INVALID_ARGUMENT, "a size symbol is %" PRId64 ", but %s.%s(%d) is %" PRId64, have,
+             bufname(c, l->buffer), l->is_stride ? "stride" : "size", l->dim, v);
+  return e;
+}
+
+static coil_error *
+run_assert(rctx *c, const coil_line *l)
+{
+  const dbuf *b = &c->bufs[l->buffer];
+  if (l->assert_kind == COIL_ASSERT_ALIGNED)
+    return b->ptr % (CUdeviceptr)(l->align > 0 ? l->align : 1)
+               ? fail(c, COIL_ERR_INVALID_ARGUMENT, "%s is not aligned to %" PRId64 " bytes", bufname(c, l->buffer), l->align)
+               : NULL;
+  if (l->dim < 0 || l->dim >= b->rank)
+    return fail(c, COIL_ERR_INVALID_ARGUMENT, "dimension %d of %s", l->dim, bufname(c, l->buffer));
+  bool stride = l->assert_kind == COIL_ASSERT_STRIDE;
+  int64_t want, have = stride ? b->strides[l->dim] : b->sizes[l->dim];
+  coil_error *e = eval(c, l->value, &want);
+  if (!e && want != have)
+    e = fail(c, COIL_ERR_INVALID_ARGUMENT, "assert failed: %s.%s(%d) == %" PRId64 ", but it is %" PRId64,
+             bufname(c, l->buffer), stride ? "stride" : "size", l->dim, want, have);
+  return e;
+}
+
+static coil_error *
+run_kernel(rctx *c, const coil_line *l)
+{
+  const coil_kernel *k = &c->p->kernels[l->kernel];
+  int64_t xnumel = 1, rnumel = 1;
+  coil_error *e;
+  for (int i = 0; i < k->nx; i++) {
+    int64_t v;
+    if ((e = eval(c, k->xsize[i], &v)))
+      return e;
+    xnumel *= v;
+  }
+  for (int i = 0; i < k->nr; i++) {
+    int64_t v;
+    if ((e = eval(c, k->rsize[i], &v)))
+      return e;
+    rnumel *= v;
+  }
+  if (xnumel <= 0)
+    return NULL;
+  if (l->nargs != k->nparams || k->nparams + k->nsyms > 64)
+    return fail(c, COIL_ERR_INTERNAL, "kernel %s takes %d params, the call passes %d", k->name, k->nparams, l->nargs);
+  CUdeviceptr ptrs[64];
+  int64_t syms[64];
+  void *params[128];
+  for (int i = 0; i < k->nparams; i++) {
+    if (!c->bufs[l->args[i]].live)
+      return fail(c, COIL_ERR_INTERNAL, "%s is not live", bufname(c, l->args[i]));
+    ptrs[i] = c->bufs[l->args[i]].ptr;
+    params[i] = &ptrs[i];
+  }
+  for (int i = 0; i < k->nsyms; i++) {
+    if ((e = eval(c, k->syms[i], &syms[i])))
+      return e;
+    params[k->nparams + i] = &syms[i];
+  }
+  unsigned threads = cuda_block_threads(k, rnumel), blocks = cuda_grid_blocks(k, xnumel, threads);
+  CUresult r = c->cu->LaunchKernel(c->a->functions[l->kernel], blocks, 1, 1, threads, 1, 1, 0, c->a->stream, params, NULL);
+  return r ? cufail(c, r, "cuLaunchKernel") : NULL;
+}
+
+/* Copies device buffer src to the caller's tensor t (host or device), through its strides. */
+static coil_error *
+copy_out(rctx *c, const dbuf *src, const coil_plugin_tensor *t)
+{
+  size_t es = coil_dtype_size(src->dtype), bytes = (size_t)numel(src) * es;
+  if (!bytes)
+    return NULL;
+  dbuf dst = {.dtype = src->dtype, .rank = t->rank};
+  for (int d = 0; d < t->rank; d++)
+    dst.sizes[d] = t->sizes[d], dst.strides[d] = t->strides[d];
+  CUresult r;
+  if (t->device_type == COIL_DEVICE_CUDA) {
+    if (!contiguous(src) || !contiguous(&dst))
+      return fail(c, COIL_ERR_UNSUPPORTED, "a strided output on the device");
+    r = c->cu->MemcpyDtoDAsync((CUdeviceptr)(uintptr_t)t->data, src->ptr, bytes, c->a->stream);
+    return r ? cufail(c, r, "cuMemcpyDtoDAsync") : NULL;
+  }
+  if (contiguous(src) && contiguous(&dst)) {
+    r = c->cu->MemcpyDtoHAsync(t->data, src->ptr, bytes, c->a->stream);
+    return r ? cufail(c, r, "cuMemcpyDtoHAsync") : NULL;
+  }
+  /* strided: the source's extent to the host, then element by element */
+  int64_t lo, hi;
+  extent(src, &lo, &hi);
+  char *stage = malloc((size_t)(hi - lo + 1) * es);
+  if (!stage)
+    return coil_sdk_out_of_memory();
+  r = c->cu->MemcpyDtoHAsync(stage, src->ptr + (CUdeviceptr)(lo * (int64_t)es), (size_t)(hi - lo + 1) * es, c->a->stream);
+  if (!r)
+    r = c->cu->StreamSynchronize(c->a->stream);
+  if (r) {
+    free(stage);
+    return cufail(c, r, "cuMemcpyDtoHAsync");
+  }
+  int64_t n = numel(src), idx[COIL_MAX_RANK] = {0};
+  for (int64_t i = 0; i < n; i++) {
+    int64_t so = -lo, dof = 0;
+    for (int d = 0; d < src->rank; d++)
+      so += idx[d] * src->strides[d], dof += idx[d] * dst.strides[d];
+    memcpy((char *)t->data + dof * (int64_t)es, stage + so * (int64_t)es, es);
+    for (int d = src->rank - 1; d >= 0 && ++idx[d] == src->sizes[d]; d--)
+      idx[d] = 0;
+  }
+  free(stage);
+  return NULL;
+}
+
+static coil_error *
+run_line(rctx *c, const coil_line *l, const coil_plugin_run_args *args)
+{
+  coil_error *e;
+  dbuf *b = l->buffer >= 0 && l->buffer < c->p->nbuffers ? &c->bufs[l->buffer] : NULL;
+  switch (l->kind) {
+  case COIL_LINE_COMMENT: return NULL;
+  case COIL_LINE_SYMBOL: return run_symbol(c, l);
+  case COIL_LINE_ASSERT: return run_assert(c, l);
+  case COIL_LINE_ALLOC:
+    if ((e = layout(c, l->buffer)) || (e = device_alloc(c, bytes_of(b), &b->start)))
+      return e;
+    b->ptr = b->start;
+    b->owned = b->live = true;
+    return NULL;
+  case COIL_LINE_FREE:
+    b->live = false;
+    if (b->owned && !reused_later(c, l->buffer) && b->start) {
+      CUresult r = c->cu->MemFreeAsync(b->start, c->a->stream);
+      b->owned = false;
+      if (r)
+        return cufail(c, r, "cuMemFreeAsync");
+    }
+    return NULL;
+  case COIL_LINE_REUSE: {
+    dbuf *base = &c->bufs[c->p->buffers[l->buffer].base];
+    if ((e = layout(c, l->buffer)))
+      return e;
+    b->start = b->ptr = base->start;
+    b->owned = base->owned;
+    base->owned = false;
+    b->live = true;
+    return NULL;
+  }
+  case COIL_LINE_VIEW: {
+    const dbuf *base = &c->bufs[c->p->buffers[l->buffer].base];
+    int64_t off;
+    if ((e = layout(c, l->buffer)) || (e = eval(c, c->p->buffers[l->buffer].offset, &off)))
+      return e;
+    b->start = base->start;
+    b->ptr = base->start + (CUdeviceptr)(off * (int64_t)coil_dtype_size(b->dtype));
+    b->live = true;
+    return NULL;
+  }
+  case COIL_LINE_KERNEL_CALL: return run_kernel(c, l);
+  case COIL_LINE_EXTERN_CALL:
+    return fail(c, COIL_ERR_UNSUPPORTED, "library op %s is not supported by the cuda plugin yet", l->op);
+  case COIL_LINE_MULTI_OUTPUT: return NULL;
+  case COIL_LINE_COPY_BACK: {
+    int in = -1;
+    for (int i = 0; i < c->p->ninputs; i++)
+      if (c->p->inputs[i].buffer == l->buffer)
+        in = i;
+    if (in < 0)
+      return fail(c, COIL_ERR_INTERNAL, "copy_back into %s, which is not an input", bufname(c, l->buffer));
+    return copy_out(c, &c->bufs[l->source], args->inputs[in]);
+  }
+  case COIL_LINE_OUTPUT:
+    if ((size_t)l->nargs != args->noutputs)
+      return fail(c, COIL_ERR_INVALID_ARGUMENT, "%zu outputs given, the program has %d", args->noutputs, l->nargs);
+    for (int i = 0; i < l->nargs; i++)
+      if ((e = copy_out(c, &c->bufs[l->args[i]], args->outputs[i])))
+        return e;
+    return NULL;
+  }
+  return fail(c, COIL_ERR_INTERNAL, "unknown line kind %d", (int)l->kind);
+}
+
+/* Inputs: checked against the program, host ones copied to the device. */
+static coil_error *
+bind_inputs(rctx *c, const coil_plugin_run_args *args)
+{
+  const coil_wir_program *p = c->p;
+  if (args->ninputs != (size_t)p->ninputs)
+    return fail(c, COIL_ERR_INVALID_ARGUMENT, "%zu inputs given, the program takes %d", args->ninputs, p->ninputs);
+  for (int i = 0; i < p->ninputs; i++) {
+    const coil_plugin_tensor *t = args->inputs[i];
+    const coil_buffer *cb = &p->buffers[p->inputs[i].buffer];
+    dbuf *b = &c->bufs[p->inputs[i].buffer];
+    if (!t || t->dtype != (int32_t)cb->dtype || t->rank != cb->rank ||
+        (t->device_type != COIL_DEVICE_CPU && t->device_type != COIL_DEVICE_CUDA))
+      return fail(c, COIL_ERR_INVALID_ARGUMENT, "input %d ('%s') is not a %s tensor of rank %d on the host or the GPU", i,
+                  p->inputs[i].label, coil_dtype_name(cb->dtype), cb->rank);
+    b->dtype = cb->dtype;
+    b->rank = cb->rank;
+    for (int d = 0; d < cb->rank; d++) {
+      if (t->sizes[d] < 0 || t->strides[d] < 0)
+        return fail(c, COIL_ERR_INVALID_ARGUMENT, "input %d has a negative size or stride", i);
+      b->sizes[d] = t->sizes[d], b->strides[d] = t->strides[d];
+    }
+    b->live = true;
+    size_t bytes = bytes_of(b);
+    if (t->device_type == COIL_DEVICE_CUDA) {
+      b->start = b->ptr = (CUdeviceptr)(uintptr_t)t->data;
+      continue;
+    }
+    coil_error *e = device_alloc(c, bytes, &b->start);
+    if (e)
+      return e;
+    b->ptr = b->start;
+    b->owned = true;
+    if (bytes) {
+      CUresult r = c->cu->MemcpyHtoDAsync(b->start, t->data, bytes, c->a->stream);
+      if (r)
+        return cufail(c, r, "cuMemcpyHtoDAsync");
+    }
+  }
+  return NULL;
+}
+
+unsigned
+cuda_block_threads(const coil_kernel *k, int64_t rnumel)
+{
+  if (k->nr == 0)
+    return 256;
+  unsigned t = 32;
+  while (t < 256 && (int64_t)t < rnumel)
+    t *= 2;
+  return t;
+}
+
+unsigned
+cuda_grid_blocks(const coil_kernel *k, int64_t xnumel, unsigned threads)
+{
+  int64_t b = k->nr ? xnumel : (xnumel + threads - 1) / threads; /* kernels stride by the grid */
+  if (b > (1 << 22))
+    b = 1 << 22;
+  return b < 1 ? 1 : (unsigned)b;
+}
+
+coil_error *
+cuda_run(coil_artifact *a, const coil_plugin_run_args *args)
+{
+  const coil_wir_program *p = a->program;
+  rctx c = {.a = a, .p = p, .cu = a->cu, .nvars = coil_sym_nvars(p->sym), .line = -1};
+  c.vals = calloc((size_t)c.nvars + 1, sizeof *c.vals);
+  c.bound = calloc((size_t)c.nvars + 1, sizeof *c.bound);
+  c.bufs = calloc((size_t)p->nbuffers + 1, sizeof *c.bufs);
+  if (!c.vals || !c.bound || !c.bufs) {
+    free(c.vals), free(c.bound), free(c.bufs);
+    return coil_sdk_out_of_memory();
+  }
+  coil_error *e = NULL;
+  CUresult r = a->cu->CtxSetCurrent(a->ctx);
+  if (r)
+    e = cufail(&c, r, "cuCtxSetCurrent");
+  if (!e)
+    e = bind_inputs(&c, args);
+  for (c.line = 0; !e && c.line < p->nlines; c.line++)
+    e = run_line(&c, &p->lines[c.line], args);
+  for (int i = 0; i < p->nbuffers; i++) /* whatever is still held, error or not */
+    if (c.bufs[i].owned && c.bufs[i].start)
+      a->cu->MemFreeAsync(c.bufs[i].start, a->stream);
+  r = a->cu->StreamSynchronize(a->stream);
+  if (!e && r)
+    e = cufail(&c, r, "cuStreamSynchronize (a kernel failed)");
+  free(c.vals), free(c.bound), free(c.bufs);
+  return e;
+}
