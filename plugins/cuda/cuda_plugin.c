@@ -132,7 +132,6 @@ typedef struct {
   int next;             /* the next kernel to take (under lock) */
   pthread_mutex_t lock;
   coil_error *err;      /* the first failure */
-  char **sources;       /* per kernel, for kernels.cu */
 } compile_job;
 
 static coil_error *
@@ -141,14 +140,15 @@ compile_one(compile_job *j, int k)
   const cuda_nvrtc *nv = cuda_nvrtc_get(NULL);
   coil_strbuf src = {0};
   cuda_kernel_source(j->p, k, &src);
-  j->sources[k] = src.s;
   nvrtcProgram prog;
   char name[64], opt_arch[48];
   snprintf(name, sizeof name, "k%d.cu", k);
   snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=%s", j->arch);
   const char *opts[] = {opt_arch, "--std=c++17", "-default-device", "-lineinfo"};
-  if (nv->CreateProgram(&prog, src.s, name, 0, NULL, NULL))
+  if (nv->CreateProgram(&prog, src.s, name, 0, NULL, NULL)) {
+    coil_strbuf_free(&src);
     return coil_sdk_error(COIL_ERR_INTERNAL, "cuda: nvrtcCreateProgram failed for kernel %s", j->p->kernels[k].name);
+  }
   nvrtcResult r = nv->CompileProgram(prog, 4, opts);
   coil_error *e = NULL;
   if (r) {
@@ -183,6 +183,7 @@ compile_one(compile_job *j, int k)
     free(cubin);
   }
   nv->DestroyProgram(&prog);
+  coil_strbuf_free(&src);
   return e;
 }
 
@@ -227,9 +228,6 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
     return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cuda: %s", why);
   compile_job j = {.p = p, .arch = arch, .dir = args->artifact_dir};
   pthread_mutex_init(&j.lock, NULL);
-  j.sources = calloc((size_t)p->nkernels + 1, sizeof *j.sources);
-  if (!j.sources)
-    return coil_sdk_out_of_memory();
   int nt = p->nkernels < COMPILE_THREADS ? p->nkernels : COMPILE_THREADS;
   pthread_t th[COMPILE_THREADS];
   int started = 0;
@@ -242,11 +240,8 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
   pthread_mutex_destroy(&j.lock);
   coil_strbuf all = {0}, files = {0};
   cuda_program_source(p, &all);
-  for (int k = 0; k < p->nkernels; k++) {
-    free(j.sources[k]);
+  for (int k = 0; k < p->nkernels; k++)
     coil_strbuf_printf(&files, ", \"k%d.cubin\"", k);
-  }
-  free(j.sources);
   /* the sources (kept on failure too, for the message to point at), the program, the manifest */
   e = coil_sdk_write_file(args->artifact_dir, "kernels.cu", all.s ? all.s : "");
   coil_strbuf_free(&all);
