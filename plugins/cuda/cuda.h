@@ -30,7 +30,13 @@ struct coil_artifact {
   int nkernels;
   CUmodule *modules;         /* per kernel */
   CUfunction *functions;     /* per kernel */
+  const cuda_cublas *blas;   /* for programs with mm/bmm lines; else NULL */
+  cublasHandle_t blas_handle;
 };
+
+/* Whether a library op of the program can run here: mm or bmm on floats, each operand with unit
+ * stride in one of its two matrix dims (BLAS layouts). Otherwise why says what is missing. */
+bool cuda_blas_line_ok(const coil_wir_program *p, const coil_line *l, char *why, size_t n);
 
 /* Runs a loaded artifact (see coil_plugin_run_args): inputs on the host or on the device,
  * outputs written where they are. */

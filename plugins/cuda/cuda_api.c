@@ -146,3 +146,40 @@ cuda_driver_get(const char **why)
     *why = driver_why;
   return driver_why ? NULL : &driver;
 }
+
+/* ---- cuBLAS ---- */
+
+static cuda_cublas cublas;
+static const char *cublas_why;
+static pthread_once_t cublas_once = PTHREAD_ONCE_INIT;
+
+static const char *
+load_cublas(void)
+{
+  static const char *const names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+  char path[512];
+  void *handle = open_first(names, 3, path, sizeof path);
+  if (!handle)
+    return "cuBLAS not found (looked for libcublas.so.13/.12 in $COIL_CUDA_HOME/lib64, "
+           "/usr/local/cuda/lib64 and the library path)";
+  SYM(cublas, Create, "cublasCreate_v2");
+  SYM(cublas, Destroy, "cublasDestroy_v2");
+  SYM(cublas, SetStream, "cublasSetStream_v2");
+  SYM(cublas, GemmStridedBatchedEx, "cublasGemmStridedBatchedEx");
+  return NULL;
+}
+
+static void
+cublas_init(void)
+{
+  cublas_why = load_cublas();
+}
+
+const cuda_cublas *
+cuda_cublas_get(const char **why)
+{
+  pthread_once(&cublas_once, cublas_init);
+  if (cublas_why && why)
+    *why = cublas_why;
+  return cublas_why ? NULL : &cublas;
+}

@@ -1,4 +1,4 @@
-/* cuda_api.h — the parts of NVRTC and the CUDA driver API the cuda plugin calls, loaded with
+/* cuda_api.h — the parts of NVRTC, the CUDA driver API and cuBLAS the cuda plugin calls, loaded with
  * dlopen at run time: nothing links against a GPU driver or the toolkit, and the plugin builds
  * without CUDA headers (the few types and constants are declared here, with the values of
  * cuda.h and nvrtc.h, which are ABI-stable).
@@ -78,5 +78,26 @@ const cuda_driver *cuda_driver_get(const char **why);
 /* Whether a driver library is there, without initialising it: CUDA does not survive fork(), so
  * nothing may call cuInit before a host forks (coil-conformance runs each case in a child). */
 int cuda_driver_present(void);
+
+/* ---- cuBLAS (mm, bmm) ---- */
+typedef int cublasStatus_t; /* 0: CUBLAS_STATUS_SUCCESS */
+typedef struct cublasContext *cublasHandle_t;
+enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
+enum { CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_16F = 2, CUDA_R_16BF = 14 };
+enum { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_64F = 70, CUBLAS_GEMM_DEFAULT = -1 };
+
+typedef struct cuda_cublas {
+  cublasStatus_t (*Create)(cublasHandle_t *h);
+  cublasStatus_t (*Destroy)(cublasHandle_t h);
+  cublasStatus_t (*SetStream)(cublasHandle_t h, CUstream s);
+  cublasStatus_t (*GemmStridedBatchedEx)(cublasHandle_t h, int transa, int transb, int m, int n, int k,
+                                         const void *alpha, const void *a, int atype, int lda, long long stride_a,
+                                         const void *b, int btype, int ldb, long long stride_b, const void *beta,
+                                         void *c, int ctype, int ldc, long long stride_c, int batch, int compute,
+                                         int algo);
+} cuda_cublas;
+
+/* cuBLAS (libcublas.so.13/.12), loaded on first use; NULL with why when it cannot be. */
+const cuda_cublas *cuda_cublas_get(const char **why);
 
 #endif

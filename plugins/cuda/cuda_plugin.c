@@ -7,9 +7,11 @@
  * Options ([plugin.cuda]): arch = sm_XY (default: the GPU's, or sm_90 without one); keys
  * starting with "coil." are accepted and ignored.
  *
- * Not yet (issue [F5]): library ops (cuBLAS for mm/bmm/addmm: such programs are refused as not
- * supported), Triton-style tiles with vectorised loads, persistent reductions, CUDA graphs,
- * autotuning, the unaligned-input variants. */
+ * Library ops: mm and bmm through cuBLAS (cuda_run.c) on floats whose operands have unit stride
+ * in one matrix dim; other library ops are refused at compile as not supported.
+ *
+ * Not yet (issue [F5]): the other library ops, cuBLASLt epilogues, Triton-style tiles with
+ * vectorised loads, persistent reductions, CUDA graphs, autotuning, unaligned-input variants. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,7 +112,7 @@ identity(coil_plugin *self)
   return self->identity;
 }
 
-/* Every kernel op and reduction on every dtype; no library op yet. Nothing without NVRTC. */
+/* Every kernel op and reduction on every dtype, mm and bmm on floats. Nothing without NVRTC. */
 static coil_support
 supports(const coil_plugin *self, const char *op, coil_dtype dtype)
 {
@@ -121,6 +123,9 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
     return COIL_SUPPORTED;
   if (strncmp(op, "reduce.", 7) == 0 && coil_reduction_from_name(op + 7, strlen(op + 7)) >= 0)
     return COIL_SUPPORTED;
+  if ((strcmp(op, "aten.mm.default") == 0 || strcmp(op, "aten.bmm.default") == 0) &&
+      (dtype == COIL_F32 || dtype == COIL_F16 || dtype == COIL_BF16 || dtype == COIL_F64))
+    return COIL_SUPPORTED; /* cuBLAS, operands permitting (compile checks their layout) */
   return COIL_UNSUPPORTED;
 }
 
@@ -219,10 +224,11 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
   if (e)
     return e;
   const coil_wir_program *p = args->program;
-  for (int l = 0; l < p->nlines; l++)
-    if (p->lines[l].kind == COIL_LINE_EXTERN_CALL)
-      return coil_sdk_error(COIL_ERR_UNSUPPORTED, "cuda: library op %s (line %d) is not supported yet", p->lines[l].op,
-                            l + 1);
+  for (int l = 0; l < p->nlines; l++) {
+    char why_not[256];
+    if (p->lines[l].kind == COIL_LINE_EXTERN_CALL && !cuda_blas_line_ok(p, &p->lines[l], why_not, sizeof why_not))
+      return coil_sdk_error(COIL_ERR_UNSUPPORTED, "cuda: line %d: %s", l + 1, why_not);
+  }
   const char *why = NULL;
   if (p->nkernels && !cuda_nvrtc_get(&why))
     return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cuda: %s", why);
@@ -279,6 +285,8 @@ artifact_free(coil_artifact *a)
     return;
   if (a->cu) {
     a->cu->CtxSetCurrent(a->ctx);
+    if (a->blas_handle)
+      a->blas->Destroy(a->blas_handle);
     for (int k = 0; k < a->nkernels; k++)
       if (a->modules[k])
         a->cu->ModuleUnload(a->modules[k]);
@@ -351,6 +359,17 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
     call = "cuCtxSetCurrent";
   if (!r && (r = cu->StreamCreate(&a->stream, CU_STREAM_NON_BLOCKING)))
     call = "cuStreamCreate";
+  bool needs_blas = false;
+  for (int l = 0; l < p->nlines; l++)
+    needs_blas = needs_blas || p->lines[l].kind == COIL_LINE_EXTERN_CALL;
+  if (!r && needs_blas) {
+    const char *bwhy = NULL;
+    a->blas = cuda_cublas_get(&bwhy);
+    if (!a->blas || a->blas->Create(&a->blas_handle) || a->blas->SetStream(a->blas_handle, a->stream)) {
+      artifact_free(a);
+      return coil_sdk_error(COIL_ERR_RUNTIME, "cuda: %s", bwhy ? bwhy : "cublasCreate failed");
+    }
+  }
   for (int k = 0; !r && k < p->nkernels; k++) {
     snprintf(path, sizeof path, "%s/k%d.cubin", args->artifact_dir, k);
     char *cubin = coil_sdk_read_file(path, 512u << 20, &len);

@@ -231,6 +231,74 @@ run_kernel(rctx *c, const coil_line *l)
   return r ? cufail(c, r, "cuLaunchKernel") : NULL;
 }
 
+/* ---- library ops: mm and bmm through cuBLAS ---- */
+
+/* How cuBLAS (column-major) reads the row-major matrix X[R, C] (dims o, o+1) transposed: op N
+ * on rows of stride ld, or op T on a column-major (transposed) view. -1: neither layout. */
+static int
+blas_operand(const dbuf *x, int o, int *op, int64_t *ld)
+{
+  int64_t R = x->sizes[o], C = x->sizes[o + 1], sr = x->strides[o], sc = x->strides[o + 1];
+  if ((sc == 1 || C <= 1) && (R <= 1 || sr >= C)) {
+    *op = CUBLAS_OP_N;
+    *ld = R <= 1 ? (C > 1 ? C : 1) : sr;
+  } else if ((sr == 1 || R <= 1) && (C <= 1 || sc >= R)) {
+    *op = CUBLAS_OP_T;
+    *ld = C <= 1 ? (R > 1 ? R : 1) : sc;
+  } else {
+    return -1;
+  }
+  return *ld > 2147483647 ? -1 : 0;
+}
+
+/* C[M, N] = A[M, K] B[K, N] (per batch) in row-major terms is C^T = B^T A^T column-major: cuBLAS
+ * gets B first, m = N, n = M, and writes C with ldc = N. */
+static coil_error *
+run_matmul(rctx *c, const coil_line *l)
+{
+  if (!c->a->blas)
+    return fail(c, COIL_ERR_INTERNAL, "no cuBLAS handle for %s", l->op);
+  bool bmm = strcmp(l->op, "aten.bmm.default") == 0;
+  int o = bmm;
+  const dbuf *A = &c->bufs[l->args[0]], *B = &c->bufs[l->args[1]], *C = &c->bufs[l->outs[0]];
+  if (A->rank != 2 + o || B->rank != 2 + o || C->rank != 2 + o)
+    return fail(c, COIL_ERR_INVALID_ARGUMENT, "%s of ranks %d and %d", l->op, A->rank, B->rank);
+  int64_t M = A->sizes[o], K = A->sizes[o + 1], N = B->sizes[o + 1], batch = bmm ? A->sizes[0] : 1;
+  if (!M || !N || !batch)
+    return NULL;
+  size_t es = coil_dtype_size(C->dtype);
+  if (C->strides[o + 1] != 1 || C->strides[o] != N || (bmm && batch > 1 && C->strides[0] != M * N))
+    return fail(c, COIL_ERR_INTERNAL, "the output of %s is not contiguous", l->op);
+  if (!K) { /* an empty sum: zeros */
+    CUresult r = c->cu->MemsetD8Async(C->ptr, 0, (size_t)(batch * M * N) * es, c->a->stream);
+    return r ? cufail(c, r, "cuMemsetD8Async") : NULL;
+  }
+  int opa, opb;
+  int64_t lda, ldb;
+  if (blas_operand(A, o, &opa, &lda) || blas_operand(B, o, &opb, &ldb))
+    return fail(c, COIL_ERR_UNSUPPORTED, "%s: an operand is strided in both matrix dims", l->op);
+  if (M > 2147483647 || N > 2147483647 || K > 2147483647 || batch > 2147483647)
+    return fail(c, COIL_ERR_UNSUPPORTED, "%s: sizes beyond cuBLAS's int", l->op);
+  int t, compute = CUBLAS_COMPUTE_32F;
+  switch (C->dtype) {
+  case COIL_F32: t = CUDA_R_32F; break;
+  case COIL_F16: t = CUDA_R_16F; break;
+  case COIL_BF16: t = CUDA_R_16BF; break;
+  case COIL_F64: t = CUDA_R_64F, compute = CUBLAS_COMPUTE_64F; break;
+  default: return fail(c, COIL_ERR_UNSUPPORTED, "%s on %s", l->op, coil_dtype_name(C->dtype));
+  }
+  float af = 1, bf = 0;
+  double ad = 1, bd = 0;
+  const void *alpha = compute == CUBLAS_COMPUTE_64F ? (const void *)&ad : (const void *)&af;
+  const void *beta = compute == CUBLAS_COMPUTE_64F ? (const void *)&bd : (const void *)&bf;
+  long long sa = bmm && batch > 1 ? A->strides[0] : 0, sb = bmm && batch > 1 ? B->strides[0] : 0;
+  cublasStatus_t s = c->a->blas->GemmStridedBatchedEx(
+      c->a->blas_handle, opb, opa, (int)N, (int)M, (int)K, alpha, (const void *)(uintptr_t)B->ptr, t, (int)ldb, sb,
+      (const void *)(uintptr_t)A->ptr, t, (int)lda, sa, beta, (void *)(uintptr_t)C->ptr, t, (int)N, (long long)(M * N),
+      (int)batch, compute, CUBLAS_GEMM_DEFAULT);
+  return s ? fail(c, COIL_ERR_RUNTIME, "cublasGemmStridedBatchedEx failed with status %d", s) : NULL;
+}
+
 /* Copies device buffer src to the caller's tensor t (host or device), through its strides. */
 static coil_error *
 copy_out(rctx *c, const dbuf *src, const coil_plugin_tensor *t)
@@ -324,6 +392,9 @@ run_line(rctx *c, const coil_line *l, const coil_plugin_run_args *args)
   }
   case COIL_LINE_KERNEL_CALL: return run_kernel(c, l);
   case COIL_LINE_EXTERN_CALL:
+    if (l->op && (strcmp(l->op, "aten.mm.default") == 0 || strcmp(l->op, "aten.bmm.default") == 0) &&
+        l->nargs == 2 && l->nouts == 1)
+      return run_matmul(c, l);
     return fail(c, COIL_ERR_UNSUPPORTED, "library op %s is not supported by the cuda plugin yet", l->op);
   case COIL_LINE_MULTI_OUTPUT: return NULL;
   case COIL_LINE_COPY_BACK: {
@@ -436,4 +507,37 @@ cuda_run(coil_artifact *a, const coil_plugin_run_args *args)
     e = cufail(&c, r, "cuStreamSynchronize (a kernel failed)");
   free(c.vals), free(c.bound), free(c.bufs);
   return e;
+}
+
+/* A matrix operand's layout from the program: unit stride (a constant 1) in one of its two
+ * matrix dims, or a size-1 dim there. */
+static bool
+blas_layout(const coil_buffer *b, int o)
+{
+  int64_t v;
+  for (int d = o; d < o + 2; d++)
+    if ((coil_sym_is_const(b->strides[d], &v) && v == 1) || (coil_sym_is_const(b->sizes[d], &v) && v <= 1))
+      return true;
+  return false;
+}
+
+bool
+cuda_blas_line_ok(const coil_wir_program *p, const coil_line *l, char *why, size_t n)
+{
+  bool bmm = l->op && strcmp(l->op, "aten.bmm.default") == 0;
+  if (!l->op || (!bmm && strcmp(l->op, "aten.mm.default") != 0) || l->nargs != 2 || l->nouts != 1) {
+    snprintf(why, n, "library op %s is not supported yet", l->op ? l->op : "(none)");
+    return false;
+  }
+  coil_dtype t = p->buffers[l->outs[0]].dtype;
+  if (t != COIL_F32 && t != COIL_F16 && t != COIL_BF16 && t != COIL_F64) {
+    snprintf(why, n, "%s on %s (cuBLAS does floats)", l->op, coil_dtype_name(t));
+    return false;
+  }
+  for (int i = 0; i < 2; i++)
+    if (p->buffers[l->args[i]].rank != 2 + bmm || !blas_layout(&p->buffers[l->args[i]], bmm)) {
+      snprintf(why, n, "%s: operand %s is strided in both matrix dims", l->op, p->buffers[l->args[i]].name);
+      return false;
+    }
+  return true;
 }
