@@ -69,6 +69,23 @@ coil_plugin_options conf_options(const conf_ctx *c);
 /* Opens the plugin and creates an instance; on failure fills r (FAIL) and returns -1. */
 int conf_open(const conf_ctx *c, coil_loaded_plugin **lp, coil_plugin **inst, conf_result *r);
 void conf_close(coil_loaded_plugin *lp, coil_plugin *inst);
+/* A case's program in the plugin: compiled by the core, checked against the plugin's claims,
+ * compiled by the plugin into a temporary directory and loaded (conf_prepare), released with
+ * conf_release (which takes one that failed half way too). */
+typedef struct conf_prepared {
+  coil_loaded_plugin *lp;
+  coil_plugin *inst;
+  coil_wir_program *p;
+  coil_artifact *art;
+  char dir[32];                /* "" when none was made */
+} conf_prepared;
+
+/* 0 when the artifact is loaded; otherwise r holds the status (FAIL, or UNSUPPORTED for what
+ * the plugin does not claim or refuses as such, or SKIP for a plugin that only emits) and why.
+ * what names the graph in messages ("case", "model"). */
+int conf_prepare(const conf_ctx *c, const coil_graph *g, const char *what, conf_prepared *x, conf_result *r);
+void conf_release(conf_prepared *x);
+
 /* Whether the plugin claims everything program p needs (every kernel op and reduction kind at
  * its dtype, every library op); if not, the first thing it lacks in why. */
 bool conf_program_supported(const coil_loaded_plugin *lp, const coil_plugin *inst,

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "artifact.h"
 #include "conf.h"
 
 const char *
@@ -233,6 +234,63 @@ conf_program_supported(const coil_loaded_plugin *lp, const coil_plugin *inst, co
     }
   }
   return true;
+}
+
+int
+conf_prepare(const conf_ctx *c, const coil_graph *g, const char *what, conf_prepared *x, conf_result *r)
+{
+  coil_diag d = {0};
+  memset(x, 0, sizeof *x);
+  r->status = CONF_FAIL;
+  coil_compile_options copts = {.fuse = true, .verify = true};
+  if (!(x->p = coil_compile_graph(g, &copts, &d))) {
+    snprintf(r->msg, sizeof r->msg, "the core cannot compile the %s: %.400s", what, d.msg);
+    return -1;
+  }
+  if (conf_open(c, &x->lp, &x->inst, r))
+    return -1;
+  char why[256];
+  if (!(x->lp->api.features & COIL_FEATURE_EXECUTES)) {
+    r->status = CONF_SKIP;
+    snprintf(r->msg, sizeof r->msg, "skipped: the plugin only emits (the emit tier checks its code)");
+    return -1;
+  }
+  if (!conf_program_supported(x->lp, x->inst, x->p, why, sizeof why)) {
+    r->status = CONF_UNSUPPORTED;
+    snprintf(r->msg, sizeof r->msg, "not claimed: %s", why);
+    return -1;
+  }
+  snprintf(x->dir, sizeof x->dir, "/tmp/coil-conformance-XXXXXX");
+  if (!mkdtemp(x->dir)) {
+    x->dir[0] = 0;
+    snprintf(r->msg, sizeof r->msg, "cannot create a temporary directory: %s", strerror(errno));
+    return -1;
+  }
+  coil_plugin_options o = conf_options(c);
+  int rc = coil_plugin_compile(x->lp, x->inst, x->p, x->dir, &o, &d);
+  if (rc == -COIL_ERR_UNSUPPORTED) {
+    r->status = CONF_UNSUPPORTED;
+    snprintf(r->msg, sizeof r->msg, "compile: %.400s", d.msg);
+    return -1;
+  }
+  if (rc || coil_plugin_load(x->lp, x->inst, x->dir, &o, &x->art, &d)) {
+    snprintf(r->msg, sizeof r->msg, "%.400s", d.msg);
+    return -1;
+  }
+  return 0;
+}
+
+void
+conf_release(conf_prepared *x)
+{
+  if (x->art)
+    coil_plugin_artifact_free(x->lp, x->art);
+  if (x->lp)
+    conf_close(x->lp, x->inst);
+  if (x->dir[0])
+    coil_artifact_remove(x->dir);
+  coil_wir_free(x->p);
+  memset(x, 0, sizeof *x);
 }
 
 /* ---- comparison ---- */

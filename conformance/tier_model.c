@@ -26,12 +26,7 @@ run_model(const conf_ctx *c, int i, void *user, conf_result *r)
   char path[1200];
   coil_diag d = {0};
   coil_tensor_list in = {0}, w = {0}, want = {0}, got = {0};
-  coil_loaded_plugin *lp = NULL;
-  coil_plugin *inst = NULL;
-  coil_wir_program *p = NULL;
-  coil_artifact *art = NULL;
-  char dir[] = "/tmp/coil-conformance-XXXXXX";
-  bool have_dir = false;
+  conf_prepared prep = {0};
   r->status = CONF_FAIL;
   r->nmse = -1;
   snprintf(path, sizeof path, "%s/graph.coil", mc->dir);
@@ -49,40 +44,10 @@ run_model(const conf_ctx *c, int i, void *user, conf_result *r)
   snprintf(path, sizeof path, "%s/weights.safetensors", mc->dir);
   if (access(path, R_OK) == 0 && coil_safetensors_read(path, &w, &d))
     goto bad;
-  coil_compile_options copts = {.fuse = true, .verify = true};
-  if (!(p = coil_compile_graph(g, &copts, &d))) {
-    snprintf(r->msg, sizeof r->msg, "the core cannot compile the model: %.400s", d.msg);
+  if (conf_prepare(c, g, "model", &prep, r))
     goto done;
-  }
-  if (conf_open(c, &lp, &inst, r))
-    goto done;
-  if (!(lp->api.features & COIL_FEATURE_EXECUTES)) {
-    r->status = CONF_SKIP;
-    snprintf(r->msg, sizeof r->msg, "skipped: the plugin only emits (the emit tier checks its code)");
-    goto done;
-  }
-  char why[256];
-  if (!conf_program_supported(lp, inst, p, why, sizeof why)) {
-    r->status = CONF_UNSUPPORTED;
-    snprintf(r->msg, sizeof r->msg, "not claimed: %s", why);
-    goto done;
-  }
-  if (!mkdtemp(dir)) {
-    snprintf(r->msg, sizeof r->msg, "cannot create a temporary directory: %s", strerror(errno));
-    goto done;
-  }
-  have_dir = true;
-  coil_plugin_options o = conf_options(c);
-  int rc = coil_plugin_compile(lp, inst, p, dir, &o, &d);
-  if (rc == -COIL_ERR_UNSUPPORTED) {
-    r->status = CONF_UNSUPPORTED;
-    snprintf(r->msg, sizeof r->msg, "compile: %.400s", d.msg);
-    goto done;
-  }
-  if (rc || coil_plugin_load(lp, inst, dir, &o, &art, &d))
-    goto bad;
   coil_exec_checks chk = {.guard_bytes = 64};
-  rc = coil_artifact_exec_checked(lp, art, p, &in, &w, &chk, &got, &d);
+  int rc = coil_artifact_exec_checked(prep.lp, prep.art, prep.p, &in, &w, &chk, &got, &d);
   if (rc) {
     snprintf(r->msg, sizeof r->msg, "%s%.400s", rc == COIL_EXEC_GUARD ? "guard bytes: " : "run: ", d.msg);
     goto done;
@@ -120,13 +85,7 @@ run_model(const conf_ctx *c, int i, void *user, conf_result *r)
 bad:
   snprintf(r->msg, sizeof r->msg, "%.400s", d.msg);
 done:
-  if (art)
-    coil_plugin_artifact_free(lp, art);
-  if (lp)
-    conf_close(lp, inst);
-  if (have_dir)
-    coil_artifact_remove(dir);
-  coil_wir_free(p);
+  conf_release(&prep);
   coil_graph_free(g);
   coil_tensor_list_free(&in), coil_tensor_list_free(&w), coil_tensor_list_free(&want), coil_tensor_list_free(&got);
 }

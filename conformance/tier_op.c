@@ -287,52 +287,15 @@ run_case(const conf_ctx *c, int i, void *user, conf_result *r)
   case_text(oc, &text);
   coil_diag d = {0};
   coil_graph *g = coil_graph_parse("conformance_case.coil", text.s, text.len, &d);
-  coil_loaded_plugin *lp = NULL;
-  coil_plugin *inst = NULL;
-  coil_wir_program *p = NULL;
-  coil_artifact *art = NULL;
-  char dir[] = "/tmp/coil-conformance-XXXXXX";
-  bool have_dir = false;
+  conf_prepared x = {0};
   r->status = CONF_FAIL;
   r->nmse = -1;
   if (!g) {
     snprintf(r->msg, sizeof r->msg, "the case's graph does not parse: %.400s", d.msg);
     goto done;
   }
-  coil_compile_options copts = {.fuse = true, .verify = true};
-  if (!(p = coil_compile_graph(g, &copts, &d))) {
-    snprintf(r->msg, sizeof r->msg, "the core cannot compile the case: %.400s", d.msg);
+  if (conf_prepare(c, g, "case", &x, r))
     goto done;
-  }
-  if (conf_open(c, &lp, &inst, r))
-    goto done;
-  if (!(lp->api.features & COIL_FEATURE_EXECUTES)) {
-    r->status = CONF_SKIP;
-    snprintf(r->msg, sizeof r->msg, "skipped: the plugin only emits (the emit tier checks its code)");
-    goto done;
-  }
-  char why[256];
-  if (!conf_program_supported(lp, inst, p, why, sizeof why)) {
-    r->status = CONF_UNSUPPORTED;
-    snprintf(r->msg, sizeof r->msg, "not claimed: %s", why);
-    goto done;
-  }
-  if (!mkdtemp(dir)) {
-    snprintf(r->msg, sizeof r->msg, "cannot create a temporary directory: %s", strerror(errno));
-    goto done;
-  }
-  have_dir = true;
-  coil_plugin_options o = conf_options(c);
-  int rc = coil_plugin_compile(lp, inst, p, dir, &o, &d);
-  if (rc == -COIL_ERR_UNSUPPORTED) {
-    r->status = CONF_UNSUPPORTED;
-    snprintf(r->msg, sizeof r->msg, "compile: %.400s", d.msg);
-    goto done;
-  }
-  if (rc || coil_plugin_load(lp, inst, dir, &o, &art, &d)) {
-    snprintf(r->msg, sizeof r->msg, "%.400s", d.msg);
-    goto done;
-  }
   int64_t sizes[2] = {3, 11};
   int runs = oc->cls == C_SYMBOLIC ? 2 : 1;
   double worst = 0;
@@ -345,7 +308,7 @@ run_case(const conf_ctx *c, int i, void *user, conf_result *r)
     }
     coil_exec_checks chk = {.input_offset = oc->cls == C_UNALIGNED ? 1 : 0, .guard_bytes = 64};
     if (ok) {
-      rc = coil_artifact_exec_checked(lp, art, p, &in, NULL, &chk, &got, &d);
+      int rc = coil_artifact_exec_checked(x.lp, x.art, x.p, &in, NULL, &chk, &got, &d);
       if (rc) {
         snprintf(r->msg, sizeof r->msg, "%s%.400s", rc == COIL_EXEC_GUARD ? "guard bytes: " : "run: ", d.msg);
         ok = false;
@@ -375,13 +338,7 @@ run_case(const conf_ctx *c, int i, void *user, conf_result *r)
   r->status = CONF_PASS;
   r->nmse = worst;
 done:
-  if (art)
-    coil_plugin_artifact_free(lp, art);
-  if (lp)
-    conf_close(lp, inst);
-  if (have_dir)
-    coil_artifact_remove(dir);
-  coil_wir_free(p);
+  conf_release(&x);
   coil_graph_free(g);
   coil_strbuf_free(&text);
 }
