@@ -662,13 +662,19 @@ setup_backend(backend_setup *b, const char *flag_backend, const char *config_fil
   }
   const char *const *keys = NULL, *const *values = NULL, *const *origins = NULL;
   int n = coil_config_plugin_options(b->config, b->name, &keys, &values, &origins);
-  b->keys = calloc((size_t)n + 1, sizeof *b->keys);
-  b->values = calloc((size_t)n + 1, sizeof *b->values);
+  static const char *const general[] = {"mode", "graph_capture", "autotune"}, *const prefixed[] = {
+      "coil.mode", "coil.graph_capture", "coil.autotune"};
+  b->keys = calloc((size_t)n + 4, sizeof *b->keys);
+  b->values = calloc((size_t)n + 4, sizeof *b->values);
   for (int i = 0; i < n; i++)
     if (strcmp(keys[i], "library") != 0) { /* the host's key: where the plugin is */
       b->keys[b->env.noptions] = keys[i];
       b->values[b->env.noptions++] = values[i];
     }
+  for (int i = 0; i < 3; i++) { /* the general options a plugin may act on, as coil.KEY */
+    b->keys[b->env.noptions] = prefixed[i];
+    b->values[b->env.noptions++] = coil_config_get(b->config, general[i]);
+  }
   b->env.option_keys = b->keys;
   b->env.option_values = b->values;
   b->env.cache_dir = coil_config_get(b->config, "cache_dir"); /* "" turns the cache off */

@@ -3,6 +3,7 @@
 #ifndef COIL_CUDA_H
 #define COIL_CUDA_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "coil/coil_plugin.h"
@@ -15,13 +16,46 @@ void cuda_kernel_source(const coil_wir_program *p, int k, coil_strbuf *out);
 /* All kernels after one prelude: kernels.cu, the artifact's readable source. */
 void cuda_program_source(const coil_wir_program *p, coil_strbuf *out);
 
-/* Threads per block the launcher uses for kernel k given its r elements (reductions) — a
- * multiple of 32 in 32..256 — and the block count for its x elements. */
-unsigned cuda_block_threads(const coil_kernel *k, int64_t rnumel);
-unsigned cuda_grid_blocks(const coil_kernel *k, int64_t xnumel, unsigned threads);
+/* How a kernel is laid out on the GPU, decided from the Wrapper IR alone (so compile and load
+ * agree without recording it):
+ *   POINTWISE   a block takes a tile of threads * per_thread consecutive x elements; each thread
+ *               per_thread of them, threads apart (coalesced), unrolled, so its loads are all in
+ *               flight before the first use; blocks stride over the tiles;
+ *   PERSISTENT  a reduction whose r extent is a constant of at most CUDA_PERSISTENT_MAX: one
+ *               block per x point keeps the whole row in registers (per_thread elements per
+ *               thread), so each r value is loaded and computed once;
+ *   LOOPED      any other reduction: one block per x point, every reduce re-reading its cone in
+ *               a strided loop (threads decided at launch from the r extent). */
+enum { CUDA_POINTWISE, CUDA_PERSISTENT, CUDA_LOOPED };
+#define CUDA_PERSISTENT_MAX 8192
+typedef struct {
+  int kind;
+  unsigned threads;  /* block size: fixed by the code for POINTWISE and PERSISTENT; 0 for LOOPED */
+  int per_thread;    /* x elements (POINTWISE) or r elements (PERSISTENT) per thread */
+} cuda_plan;
+void cuda_plan_kernel(const coil_kernel *k, cuda_plan *out);
+
+/* Threads per block and the block count the launcher uses for kernel k with plan pl, given its
+ * x and r element counts (LOOPED: a multiple of 32 in 32..256 covering the row). */
+unsigned cuda_block_threads(const cuda_plan *pl, int64_t rnumel);
+unsigned cuda_grid_blocks(const cuda_plan *pl, int64_t xnumel, unsigned threads);
+
+/* The options ([plugin.cuda] and the host's coil.* keys). */
+typedef struct {
+  char arch[16];     /* sm_XY; "" = the GPU's (decided on first need) */
+  bool sync;         /* sync = false: runs whose tensors are all on the GPU return once queued */
+  bool graphs;       /* coil.graph_capture (mode reduce-overhead): capture once, replay */
+} cuda_options;
+
+typedef struct cuda_graph cuda_graph; /* a captured run (cuda_run.c) */
 
 /* A loaded artifact: the program, one module per kernel, the stream it runs on. */
 struct coil_artifact {
+  const coil_host_api *host; /* for the log (may be NULL) */
+  cuda_options opt;
+  pthread_mutex_t lock;      /* one run at a time replays or captures */
+  cuda_graph *graph;         /* the capture for the last size binding; NULL before the first */
+  char graph_refused[512];   /* why runs no longer capture (logged once); "" while they do */
   coil_wir_program *program; /* owned */
   const cuda_driver *cu;
   CUdevice dev;
@@ -30,9 +64,14 @@ struct coil_artifact {
   int nkernels;
   CUmodule *modules;         /* per kernel */
   CUfunction *functions;     /* per kernel */
+  cuda_plan *plans;          /* per kernel */
   const cuda_cublas *blas;   /* for programs with mm/bmm lines; else NULL */
   cublasHandle_t blas_handle;
+  CUdeviceptr blas_workspace; /* given to cuBLAS up front, so a captured GEMM allocates nothing */
 };
+
+/* Releases the capture of a (graph, static buffers). */
+void cuda_graph_free(coil_artifact *a);
 
 /* Whether a library op of the program can run here: mm or bmm on floats, each operand with unit
  * stride in one of its two matrix dims (BLAS layouts). Otherwise why says what is missing. */

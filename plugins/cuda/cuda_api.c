@@ -115,6 +115,14 @@ load_driver(void)
   SYM(driver, MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
   SYM(driver, MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
   SYM(driver, MemsetD8Async, "cuMemsetD8Async");
+  SYM(driver, MemAlloc, "cuMemAlloc_v2");
+  SYM(driver, MemFree, "cuMemFree_v2");
+  SYM(driver, StreamBeginCapture, "cuStreamBeginCapture_v2");
+  SYM(driver, StreamEndCapture, "cuStreamEndCapture");
+  SYM(driver, GraphInstantiate, "cuGraphInstantiateWithFlags");
+  SYM(driver, GraphLaunch, "cuGraphLaunch");
+  SYM(driver, GraphExecDestroy, "cuGraphExecDestroy");
+  SYM(driver, GraphDestroy, "cuGraphDestroy");
   int n = 0;
   if (driver.Init(0) != 0 || driver.DeviceGetCount(&n) != 0 || n < 1)
     return "the CUDA driver found no usable GPU (cuInit or cuDeviceGetCount failed)";
@@ -165,6 +173,7 @@ load_cublas(void)
   SYM(cublas, Create, "cublasCreate_v2");
   SYM(cublas, Destroy, "cublasDestroy_v2");
   SYM(cublas, SetStream, "cublasSetStream_v2");
+  SYM(cublas, SetWorkspace, "cublasSetWorkspace_v2");
   SYM(cublas, GemmStridedBatchedEx, "cublasGemmStridedBatchedEx");
   return NULL;
 }

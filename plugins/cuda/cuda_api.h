@@ -42,11 +42,15 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef unsigned long long CUdeviceptr;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 
 #define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_STREAM_DEFAULT 0
 #define CU_STREAM_NON_BLOCKING 1
+#define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 
 typedef struct cuda_driver {
   CUresult (*Init)(unsigned flags);
@@ -71,6 +75,15 @@ typedef struct cuda_driver {
   CUresult (*MemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes, CUstream s);
   CUresult (*MemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s);
   CUresult (*MemsetD8Async)(CUdeviceptr p, unsigned char v, size_t n, CUstream s);
+  CUresult (*MemAlloc)(CUdeviceptr *p, size_t bytes);
+  CUresult (*MemFree)(CUdeviceptr p);
+  /* graphs (reduce-overhead) */
+  CUresult (*StreamBeginCapture)(CUstream s, int mode);
+  CUresult (*StreamEndCapture)(CUstream s, CUgraph *g);
+  CUresult (*GraphInstantiate)(CUgraphExec *e, CUgraph g, unsigned long long flags);
+  CUresult (*GraphLaunch)(CUgraphExec e, CUstream s);
+  CUresult (*GraphExecDestroy)(CUgraphExec e);
+  CUresult (*GraphDestroy)(CUgraph g);
 } cuda_driver;
 
 /* The driver, loaded and initialised (cuInit) on first use; NULL with why when there is none. */
@@ -90,6 +103,7 @@ typedef struct cuda_cublas {
   cublasStatus_t (*Create)(cublasHandle_t *h);
   cublasStatus_t (*Destroy)(cublasHandle_t h);
   cublasStatus_t (*SetStream)(cublasHandle_t h, CUstream s);
+  cublasStatus_t (*SetWorkspace)(cublasHandle_t h, void *ws, size_t bytes);
   cublasStatus_t (*GemmStridedBatchedEx)(cublasHandle_t h, int transa, int transb, int m, int n, int k,
                                          const void *alpha, const void *a, int atype, int lda, long long stride_a,
                                          const void *b, int btype, int ldb, long long stride_b, const void *beta,

@@ -110,13 +110,46 @@ prelude(coil_strbuf *b)
 typedef struct {
   const coil_wir_program *p;
   const coil_kernel *k;
+  cuda_plan plan;
   coil_strbuf *b;
   bool *per_r;
   bool *done; /* reduces computed with an earlier one (welford pairs) */
-  char **names; /* per value: its C name, vN */
+  char **names; /* per value: its C name: vN, or vN[j] for a row held in registers */
 } kgen;
 
 static const coil_c_dialect dialect = {NULL};
+
+/* The r extent when every r size is a constant, else -1. */
+static int64_t
+fixed_rnumel(const coil_kernel *k)
+{
+  int64_t r = 1;
+  for (int i = 0; i < k->nr; i++) {
+    int64_t v;
+    if (!coil_sym_is_const(k->rsize[i], &v))
+      return -1;
+    r *= v;
+  }
+  return r;
+}
+
+void
+cuda_plan_kernel(const coil_kernel *k, cuda_plan *out)
+{
+  if (k->nr == 0) {
+    *out = (cuda_plan){CUDA_POINTWISE, 256, 4};
+    return;
+  }
+  int64_t r = fixed_rnumel(k);
+  if (r >= 1 && r <= CUDA_PERSISTENT_MAX) {
+    unsigned t = 32; /* at least 8 elements per thread where the row allows, at most 256 threads */
+    while (t < 256 && (int64_t)t * 8 < r)
+      t *= 2;
+    *out = (cuda_plan){CUDA_PERSISTENT, t, (int)((r + t - 1) / t)};
+    return;
+  }
+  *out = (cuda_plan){CUDA_LOOPED, 0, 0};
+}
 
 static void
 indent(coil_strbuf *b, int n)
@@ -131,7 +164,8 @@ var(const kgen *g, const coil_sym *s)
   return coil_sym_var_name(g->p->sym, s->var);
 }
 
-/* `const T vI = expr;` or a store, for instruction i (not a reduce). */
+/* `const T vI = expr;` (or `vI[j] = expr;` for a row in registers) or a store, for instruction i
+ * (not a reduce). */
 static void
 emit_inst(kgen *g, int i, int depth)
 {
@@ -141,14 +175,15 @@ emit_inst(kgen *g, int i, int depth)
   if (in->op == COIL_KOP_STORE) {
     coil_strbuf idx = {0};
     coil_c_index(g->p, in->index, &idx);
-    char v[16];
-    snprintf(v, sizeof v, "v%d", in->args[0]);
-    coil_c_store(b, g->k->params[in->param].dtype, g->k->params[in->param].name, idx.s, v);
+    coil_c_store(b, g->k->params[in->param].dtype, g->k->params[in->param].name, idx.s, g->names[in->args[0]]);
     coil_strbuf_puts(b, "\n");
     coil_strbuf_free(&idx);
     return;
   }
-  coil_strbuf_printf(b, "const %s v%d = ", coil_c_compute_type(in->dtype), i);
+  if (strchr(g->names[i], '['))
+    coil_strbuf_printf(b, "%s = ", g->names[i]);
+  else
+    coil_strbuf_printf(b, "const %s %s = ", coil_c_compute_type(in->dtype), g->names[i]);
   coil_c_value(&dialect, g->p, g->k, i, (const char *const *)g->names, b);
   coil_strbuf_puts(b, ";\n");
 }
@@ -200,21 +235,48 @@ product(kgen *g, int n, const coil_sym *const *sizes)
   }
 }
 
-/* for (rindex = tid; rindex < rnumel; rindex += blockDim.x) { r0 = ...; */
+/* LOOPED: for (rindex = tid; rindex < rnumel; rindex += blockDim.x) { r0 = ...;
+ * PERSISTENT: for (j = 0; j < P; j++) { rindex = tid + j * T; if (rindex < rnumel) { r0 = ...;
+ * (the mask only where the row does not fill the tile); close_r closes either. */
 static void
-open_r(kgen *g, int depth)
+open_r(kgen *g, int depth, bool unravel_r)
 {
-  indent(g->b, depth);
-  coil_strbuf_puts(g->b, "for (int64_t rindex = threadIdx.x; rindex < rnumel; rindex += blockDim.x) {\n");
-  unravel(g, "rindex", g->k->nr, g->k->rvars, g->k->rsize, depth + 1);
+  coil_strbuf *b = g->b;
+  indent(b, depth);
+  if (g->plan.kind == CUDA_PERSISTENT) {
+    coil_strbuf_printf(b, "#pragma unroll\n");
+    indent(b, depth);
+    coil_strbuf_printf(b, "for (int j = 0; j < %d; j++) {\n", g->plan.per_thread);
+    indent(b, depth + 1);
+    coil_strbuf_printf(b, "const int64_t rindex = threadIdx.x + (int64_t)j * %u;\n", g->plan.threads);
+    indent(b, depth + 1);
+    coil_strbuf_puts(b, (int64_t)g->plan.threads * g->plan.per_thread == fixed_rnumel(g->k)
+                            ? "{\n" : "if (rindex < rnumel) {\n");
+    if (unravel_r)
+      unravel(g, "rindex", g->k->nr, g->k->rvars, g->k->rsize, depth + 2);
+    return;
+  }
+  coil_strbuf_puts(b, "for (int64_t rindex = threadIdx.x; rindex < rnumel; rindex += blockDim.x) {\n");
+  if (unravel_r)
+    unravel(g, "rindex", g->k->nr, g->k->rvars, g->k->rsize, depth + 1);
 }
 
 static void
-emit_cone(kgen *g, const bool *cone, int depth)
+close_r(kgen *g, int depth)
 {
-  for (int j = 0; j < g->k->ninsts; j++)
-    if (cone[j])
-      emit_inst(g, j, depth);
+  if (g->plan.kind == CUDA_PERSISTENT) {
+    indent(g->b, depth + 1);
+    coil_strbuf_puts(g->b, "}\n");
+  }
+  indent(g->b, depth);
+  coil_strbuf_puts(g->b, "}\n");
+}
+
+/* the depth of the body inside open_r */
+static int
+r_body(const kgen *g, int depth)
+{
+  return depth + (g->plan.kind == CUDA_PERSISTENT ? 2 : 1);
 }
 
 static bool
@@ -224,20 +286,17 @@ is_welford(coil_reduction r)
 }
 
 static void
-emit_reduce(kgen *g, int i, int depth)
+emit_acc_init(kgen *g, int i, int depth)
 {
   const coil_kernel *k = g->k;
   const coil_kinst *in = &k->insts[i];
   coil_strbuf *b = g->b;
   int a = in->args[0];
-  coil_reduction red = in->red;
   const char *T = coil_c_compute_type(k->insts[a].dtype), *R = coil_c_compute_type(in->dtype);
-  bool *cone = calloc((size_t)k->ninsts + 1, sizeof(bool));
-  mark_cone(g, a, cone);
   indent(b, depth);
-  coil_strbuf_printf(b, "/* reduce %s of v%d */\n", coil_reduction_name(red), a);
+  coil_strbuf_printf(b, "/* reduce %s of v%d */\n", coil_reduction_name(in->red), a);
   indent(b, depth);
-  switch (red) {
+  switch (in->red) {
   case COIL_REDUCE_SUM: coil_strbuf_printf(b, "%s acc%d = 0;\n", R, i); break;
   case COIL_REDUCE_PROD: coil_strbuf_printf(b, "%s acc%d = 1;\n", R, i); break;
   case COIL_REDUCE_ANY: coil_strbuf_printf(b, "bool acc%d = false;\n", i); break;
@@ -246,7 +305,7 @@ emit_reduce(kgen *g, int i, int depth)
                                      [COIL_I8] = "INT8_MIN", [COIL_U8] = "0", [COIL_BOOL] = "false"};
     static const char *const hi[] = {[COIL_I64] = "INT64_MAX", [COIL_I32] = "INT32_MAX", [COIL_I16] = "INT16_MAX",
                                      [COIL_I8] = "INT8_MAX", [COIL_U8] = "UINT8_MAX", [COIL_BOOL] = "true"};
-    bool mx = red == COIL_REDUCE_MAX;
+    bool mx = in->red == COIL_REDUCE_MAX;
     const char *id = coil_dtype_is_float(in->dtype) ? (mx ? "-INFINITY" : "INFINITY") : mx ? lo[in->dtype] : hi[in->dtype];
     coil_strbuf_printf(b, "%s acc%d = (%s)(%s);\n", R, i, R, id);
     break;
@@ -261,28 +320,47 @@ emit_reduce(kgen *g, int i, int depth)
         g->done[j] = true;
     break;
   }
-  open_r(g, depth);
-  emit_cone(g, cone, depth + 1);
-  indent(b, depth + 1);
-  switch (red) {
-  case COIL_REDUCE_SUM: coil_strbuf_printf(b, "acc%d = (%s)(acc%d + v%d);\n", i, R, i, a); break;
-  case COIL_REDUCE_PROD: coil_strbuf_printf(b, "acc%d = (%s)(acc%d * v%d);\n", i, R, i, a); break;
-  case COIL_REDUCE_ANY: coil_strbuf_printf(b, "acc%d = acc%d || (v%d != 0);\n", i, i, a); break;
-  case COIL_REDUCE_MAX: coil_strbuf_printf(b, "acc%d = coil_maxv(acc%d, (%s)v%d);\n", i, i, R, a); break;
-  case COIL_REDUCE_MIN: coil_strbuf_printf(b, "acc%d = coil_minv(acc%d, (%s)v%d);\n", i, i, R, a); break;
+}
+
+/* One element into the accumulator (inside the r loop, rindex in scope). */
+static void
+emit_acc_fold(kgen *g, int i, int depth)
+{
+  const coil_kernel *k = g->k;
+  const coil_kinst *in = &k->insts[i];
+  coil_strbuf *b = g->b;
+  int a = in->args[0];
+  const char *v = g->names[a];
+  const char *T = coil_c_compute_type(k->insts[a].dtype), *R = coil_c_compute_type(in->dtype);
+  indent(b, depth);
+  switch (in->red) {
+  case COIL_REDUCE_SUM: coil_strbuf_printf(b, "acc%d = (%s)(acc%d + %s);\n", i, R, i, v); break;
+  case COIL_REDUCE_PROD: coil_strbuf_printf(b, "acc%d = (%s)(acc%d * %s);\n", i, R, i, v); break;
+  case COIL_REDUCE_ANY: coil_strbuf_printf(b, "acc%d = acc%d || (%s != 0);\n", i, i, v); break;
+  case COIL_REDUCE_MAX: coil_strbuf_printf(b, "acc%d = coil_maxv(acc%d, (%s)%s);\n", i, i, R, v); break;
+  case COIL_REDUCE_MIN: coil_strbuf_printf(b, "acc%d = coil_minv(acc%d, (%s)%s);\n", i, i, R, v); break;
   case COIL_REDUCE_ARGMAX: case COIL_REDUCE_ARGMIN:
-    coil_strbuf_printf(b, "if (coil_arg_better<%s, %s>(v%d, rindex, acc%d.v, acc%d.i)) { acc%d.v = v%d; acc%d.i = rindex; }\n", T,
-                       red == COIL_REDUCE_ARGMAX ? "true" : "false", a, i, i, i, a, i);
+    coil_strbuf_printf(b, "if (coil_arg_better<%s, %s>(%s, rindex, acc%d.v, acc%d.i)) { acc%d.v = %s; acc%d.i = rindex; }\n",
+                       T, in->red == COIL_REDUCE_ARGMAX ? "true" : "false", v, i, i, i, v, i);
     break;
   default:
-    coil_strbuf_printf(b, "{ acc%d.n++; const %s d = v%d - acc%d.m; acc%d.m += d / (%s)acc%d.n; acc%d.q += d * (v%d - acc%d.m); }\n",
-                       i, T, a, i, i, T, i, i, a, i);
+    coil_strbuf_printf(b, "{ acc%d.n++; const %s d = %s - acc%d.m; acc%d.m += d / (%s)acc%d.n; acc%d.q += d * (%s - acc%d.m); }\n",
+                       i, T, v, i, i, T, i, i, v, i);
     break;
   }
+}
+
+/* The block's combination of the accumulators: v<i> (and the welford partner) for every thread. */
+static void
+emit_acc_finish(kgen *g, int i, int depth)
+{
+  const coil_kernel *k = g->k;
+  const coil_kinst *in = &k->insts[i];
+  coil_strbuf *b = g->b;
+  int a = in->args[0];
+  const char *T = coil_c_compute_type(k->insts[a].dtype), *R = coil_c_compute_type(in->dtype);
   indent(b, depth);
-  coil_strbuf_puts(b, "}\n");
-  indent(b, depth);
-  switch (red) {
+  switch (in->red) {
   case COIL_REDUCE_SUM: coil_strbuf_printf(b, "const %s v%d = coil_block_reduce(acc%d, coil_op_sum(), coil_smem);\n", R, i, i); break;
   case COIL_REDUCE_PROD: coil_strbuf_printf(b, "const %s v%d = coil_block_reduce(acc%d, coil_op_prod(), coil_smem);\n", R, i, i); break;
   case COIL_REDUCE_ANY: coil_strbuf_printf(b, "const bool v%d = coil_block_reduce(acc%d, coil_op_any(), coil_smem);\n", i, i); break;
@@ -290,7 +368,7 @@ emit_reduce(kgen *g, int i, int depth)
   case COIL_REDUCE_MIN: coil_strbuf_printf(b, "const %s v%d = coil_block_reduce(acc%d, coil_op_min(), coil_smem);\n", R, i, i); break;
   case COIL_REDUCE_ARGMAX: case COIL_REDUCE_ARGMIN:
     coil_strbuf_printf(b, "const int64_t v%d = coil_block_reduce(acc%d, coil_op_arg<%s, %s>(), coil_smem).i;\n", i, i, T,
-                       red == COIL_REDUCE_ARGMAX ? "true" : "false");
+                       in->red == COIL_REDUCE_ARGMAX ? "true" : "false");
     break;
   default:
     coil_strbuf_printf(b, "const coil_wf<%s> wf%d = coil_block_reduce(acc%d, coil_op_wf(), coil_smem);\n", T, i, i);
@@ -304,70 +382,187 @@ emit_reduce(kgen *g, int i, int depth)
       }
     break;
   }
+}
+
+/* LOOPED: the reduce's cone recomputed in its own r loop. */
+static void
+emit_reduce_looped(kgen *g, int i, int depth)
+{
+  bool *cone = calloc((size_t)g->k->ninsts + 1, sizeof(bool));
+  mark_cone(g, g->k->insts[i].args[0], cone);
+  emit_acc_init(g, i, depth);
+  open_r(g, depth, true);
+  for (int j = 0; j < g->k->ninsts; j++)
+    if (cone[j])
+      emit_inst(g, j, r_body(g, depth));
+  emit_acc_fold(g, i, r_body(g, depth));
+  close_r(g, depth);
+  emit_acc_finish(g, i, depth);
   free(cone);
+}
+
+static void
+emit_params(kgen *g)
+{
+  const coil_kernel *k = g->k;
+  coil_strbuf *b = g->b;
+  coil_strbuf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%u)\n%s(", g->plan.threads ? g->plan.threads : 256,
+                     k->name);
+  for (int i = 0; i < k->nparams; i++)
+    coil_strbuf_printf(b, "%s%s%s *__restrict__ %s", i ? ", " : "", k->params[i].is_output ? "" : "const ",
+                       coil_c_storage_type(k->params[i].dtype), k->params[i].name);
+  for (int i = 0; i < k->nsyms; i++)
+    coil_strbuf_printf(b, "%sint64_t %s", k->nparams || i ? ", " : "", var(g, k->syms[i]));
+  coil_strbuf_puts(b, ")\n{\n  const int64_t xnumel = ");
+  product(g, k->nx, k->xsize);
+  coil_strbuf_puts(b, ";\n");
+}
+
+/* POINTWISE: full tiles unmasked (every load of the thread's elements issued up front), the
+ * last partial tile masked. */
+static void
+emit_pointwise(kgen *g)
+{
+  const coil_kernel *k = g->k;
+  coil_strbuf *b = g->b;
+  unsigned T = g->plan.threads;
+  int P = g->plan.per_thread;
+  coil_strbuf_printf(b, "  for (int64_t xbase = (int64_t)blockIdx.x * %u; xbase < xnumel; xbase += (int64_t)gridDim.x * %u) {\n",
+                     T * P, T * P);
+  for (int masked = 0; masked < 2; masked++) {
+    coil_strbuf_puts(b, masked ? "    } else {\n" : "    if (xbase + " );
+    if (!masked)
+      coil_strbuf_printf(b, "%u <= xnumel) {\n", T * P);
+    coil_strbuf_printf(b, "#pragma unroll\n      for (int j = 0; j < %d; j++) {\n", P);
+    coil_strbuf_printf(b, "        const int64_t xindex = xbase + (int64_t)j * %u + threadIdx.x;\n", T);
+    int d = 4;
+    if (masked) {
+      coil_strbuf_puts(b, "        if (xindex < xnumel) {\n");
+      d = 5;
+    }
+    unravel(g, "xindex", k->nx, k->xvars, k->xsize, d);
+    for (int i = 0; i < k->ninsts; i++)
+      emit_inst(g, i, d);
+    if (masked)
+      coil_strbuf_puts(b, "        }\n");
+    coil_strbuf_puts(b, "      }\n");
+  }
+  coil_strbuf_puts(b, "    }\n  }\n}\n\n");
+}
+
+/* PERSISTENT: the per-r instructions in program order, each computed once into a register array
+ * v<i>[P]; runs of them between reduces share one unrolled loop over the thread's elements. */
+static void
+flush_segment(kgen *g, const int *seg, int n, int depth)
+{
+  coil_strbuf *b = g->b;
+  if (!n)
+    return;
+  for (int s = 0; s < n; s++) {
+    const coil_kinst *in = &g->k->insts[seg[s]];
+    if (in->op != COIL_KOP_STORE) {
+      indent(b, depth);
+      coil_strbuf_printf(b, "%s v%d[%d];\n", coil_c_compute_type(in->dtype), seg[s], g->plan.per_thread);
+    }
+  }
+  open_r(g, depth, true);
+  for (int s = 0; s < n; s++)
+    emit_inst(g, seg[s], r_body(g, depth));
+  close_r(g, depth);
+}
+
+static void
+emit_persistent_body(kgen *g, int depth)
+{
+  const coil_kernel *k = g->k;
+  int *seg = malloc(((size_t)k->ninsts + 1) * sizeof *seg), n = 0;
+  for (int i = 0; i < k->ninsts; i++) {
+    const coil_kinst *in = &k->insts[i];
+    if (in->op == COIL_KOP_REDUCE) {
+      flush_segment(g, seg, n, depth);
+      n = 0;
+      if (g->done[i])
+        continue;
+      emit_acc_init(g, i, depth);
+      open_r(g, depth, false);
+      emit_acc_fold(g, i, r_body(g, depth));
+      close_r(g, depth);
+      emit_acc_finish(g, i, depth);
+    } else if (g->per_r[i]) {
+      seg[n++] = i;
+    } else if (in->op == COIL_KOP_STORE) { /* a per-x value: one thread stores it */
+      indent(g->b, depth);
+      coil_strbuf_puts(g->b, "if (threadIdx.x == 0)\n");
+      emit_inst(g, i, depth + 1);
+    } else {
+      emit_inst(g, i, depth);
+    }
+  }
+  flush_segment(g, seg, n, depth);
+  free(seg);
+}
+
+static void
+emit_looped_body(kgen *g, int depth)
+{
+  const coil_kernel *k = g->k;
+  coil_strbuf *b = g->b;
+  bool any_per_r_store = false;
+  for (int i = 0; i < k->ninsts; i++) {
+    const coil_kinst *in = &k->insts[i];
+    if (in->op == COIL_KOP_REDUCE) {
+      if (!g->done[i])
+        emit_reduce_looped(g, i, depth);
+    } else if (in->op == COIL_KOP_STORE && g->per_r[i]) {
+      any_per_r_store = true;
+    } else if (in->op == COIL_KOP_STORE) { /* a per-x value: one thread stores it */
+      indent(b, depth);
+      coil_strbuf_puts(b, "if (threadIdx.x == 0)\n");
+      emit_inst(g, i, depth + 1);
+    } else if (!g->per_r[i]) {
+      emit_inst(g, i, depth);
+    }
+  }
+  if (any_per_r_store) {
+    bool *cone = calloc((size_t)k->ninsts + 1, sizeof(bool));
+    for (int i = 0; i < k->ninsts; i++)
+      if (k->insts[i].op == COIL_KOP_STORE && g->per_r[i])
+        mark_cone(g, k->insts[i].args[0], cone);
+    open_r(g, depth, true);
+    for (int i = 0; i < k->ninsts; i++)
+      if (cone[i] || (k->insts[i].op == COIL_KOP_STORE && g->per_r[i]))
+        emit_inst(g, i, r_body(g, depth));
+    close_r(g, depth);
+    free(cone);
+  }
 }
 
 static void
 emit_kernel(const coil_wir_program *p, const coil_kernel *k, coil_strbuf *b)
 {
   coil_c_set_loop_ranges(p, k);
-  kgen g = {p, k, b, calloc((size_t)k->ninsts + 1, sizeof(bool)), calloc((size_t)k->ninsts + 1, sizeof(bool)),
+  kgen g = {p, k, {0}, b, calloc((size_t)k->ninsts + 1, sizeof(bool)), calloc((size_t)k->ninsts + 1, sizeof(bool)),
             calloc((size_t)k->ninsts + 1, sizeof(char *))};
-  for (int i = 0; i < k->ninsts; i++) {
-    g.names[i] = malloc(16);
-    snprintf(g.names[i], 16, "v%d", i);
-  }
+  cuda_plan_kernel(k, &g.plan);
   coil_c_per_r(p, k, g.per_r);
+  for (int i = 0; i < k->ninsts; i++) {
+    g.names[i] = malloc(24);
+    snprintf(g.names[i], 24, g.plan.kind == CUDA_PERSISTENT && g.per_r[i] ? "v%d[j]" : "v%d", i);
+  }
   if (k->source_ops)
     coil_strbuf_printf(b, "/* %s */\n", k->source_ops);
-  coil_strbuf_printf(b, "extern \"C\" __global__ void __launch_bounds__(256)\n%s(", k->name);
-  for (int i = 0; i < k->nparams; i++)
-    coil_strbuf_printf(b, "%s%s%s *__restrict__ %s", i ? ", " : "", k->params[i].is_output ? "" : "const ",
-                       coil_c_storage_type(k->params[i].dtype), k->params[i].name);
-  for (int i = 0; i < k->nsyms; i++)
-    coil_strbuf_printf(b, "%sint64_t %s", k->nparams || i ? ", " : "", var(&g, k->syms[i]));
-  coil_strbuf_puts(b, ")\n{\n  const int64_t xnumel = ");
-  product(&g, k->nx, k->xsize);
-  coil_strbuf_puts(b, ";\n");
-  if (k->nr == 0) {
-    coil_strbuf_puts(b, "  for (int64_t xindex = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; xindex < xnumel;\n"
-                        "       xindex += (int64_t)gridDim.x * blockDim.x) {\n");
-    unravel(&g, "xindex", k->nx, k->xvars, k->xsize, 2);
-    for (int i = 0; i < k->ninsts; i++)
-      emit_inst(&g, i, 2);
-    coil_strbuf_puts(b, "  }\n}\n\n");
+  emit_params(&g);
+  if (g.plan.kind == CUDA_POINTWISE) {
+    emit_pointwise(&g);
   } else {
     coil_strbuf_puts(b, "  __shared__ __align__(16) unsigned char coil_smem[32 * 32];\n  const int64_t rnumel = ");
     product(&g, k->nr, k->rsize);
     coil_strbuf_puts(b, ";\n  for (int64_t xindex = blockIdx.x; xindex < xnumel; xindex += gridDim.x) {\n");
     unravel(&g, "xindex", k->nx, k->xvars, k->xsize, 2);
-    bool any_per_r_store = false;
-    for (int i = 0; i < k->ninsts; i++) {
-      const coil_kinst *in = &k->insts[i];
-      if (in->op == COIL_KOP_REDUCE) {
-        if (!g.done[i])
-          emit_reduce(&g, i, 2);
-      } else if (in->op == COIL_KOP_STORE && g.per_r[i]) {
-        any_per_r_store = true;
-      } else if (in->op == COIL_KOP_STORE) { /* a per-x value: one thread stores it */
-        coil_strbuf_puts(b, "    if (threadIdx.x == 0)\n");
-        emit_inst(&g, i, 3);
-      } else if (!g.per_r[i]) {
-        emit_inst(&g, i, 2);
-      }
-    }
-    if (any_per_r_store) {
-      bool *cone = calloc((size_t)k->ninsts + 1, sizeof(bool));
-      for (int i = 0; i < k->ninsts; i++)
-        if (k->insts[i].op == COIL_KOP_STORE && g.per_r[i])
-          mark_cone(&g, k->insts[i].args[0], cone);
-      open_r(&g, 2);
-      for (int i = 0; i < k->ninsts; i++)
-        if (cone[i] || (k->insts[i].op == COIL_KOP_STORE && g.per_r[i]))
-          emit_inst(&g, i, 3);
-      coil_strbuf_puts(b, "    }\n");
-      free(cone);
-    }
+    if (g.plan.kind == CUDA_PERSISTENT)
+      emit_persistent_body(&g, 2);
+    else
+      emit_looped_body(&g, 2);
     coil_strbuf_puts(b, "    __syncthreads();\n  }\n}\n\n");
   }
   for (int i = 0; i < k->ninsts; i++)

@@ -4,8 +4,11 @@
  * an emit-only table: compile still runs NVRTC (CI compiles every kernel that way), load and
  * run are absent.
  *
- * Options ([plugin.cuda]): arch = sm_XY (default: the GPU's, or sm_90 without one); keys
- * starting with "coil." are accepted and ignored.
+ * Options ([plugin.cuda]): arch = sm_XY (default: the GPU's, or sm_90 without one); sync =
+ * true|false (default true; false: a run whose inputs and outputs all live on the GPU returns
+ * once its work is queued, ordered with the legacy default stream). From the host:
+ * coil.graph_capture (mode reduce-overhead) captures runs into CUDA graphs (cuda_run.c); other
+ * keys starting with "coil." are accepted and ignored.
  *
  * Library ops: mm and bmm through cuBLAS (cuda_run.c) on floats whose operands have unit stride
  * in one matrix dim; other library ops are refused at compile as not supported.
@@ -23,32 +26,54 @@
 #define COMPILE_THREADS 8
 
 struct coil_plugin {
-  char arch[16];      /* sm_90; "" until first needed when not set by an option (finding the
+  cuda_options opt;   /* arch "" until first needed when not set by an option (finding the
                          GPU's initialises CUDA, which must not happen before a host forks) */
+  const coil_host_api *host;
   char identity[96];  /* NVRTC version and arch: the compile cache's toolchain key */
   pthread_mutex_t lock; /* arch is decided once; compiles may ask from several threads */
 };
 
 /* ---- options ---- */
 
+static bool
+parse_bool(const char *v, bool *out)
+{
+  if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcmp(v, "yes") == 0 || strcmp(v, "on") == 0)
+    return *out = true, true;
+  if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0 || strcmp(v, "no") == 0 || strcmp(v, "off") == 0)
+    return *out = false, true;
+  return false;
+}
+
+/* Applies o over *opt (which holds the instance's values, or the defaults). */
 static coil_error *
-parse_options(const coil_plugin_options *o, char *arch, size_t an)
+parse_options(const coil_plugin_options *o, cuda_options *opt)
 {
   size_t n = o && COIL_STRUCT_HAS(o, coil_plugin_options, values) ? o->count : 0;
   for (size_t i = 0; i < n; i++) {
     const char *k = o->keys[i], *v = o->values[i];
+    if (strcmp(k, "coil.graph_capture") == 0) {
+      if (!parse_bool(v, &opt->graphs))
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: option coil.graph_capture: expected true or false, got '%s'", v);
+      continue;
+    }
     if (strncmp(k, "coil.", 5) == 0)
       continue;
     if (strcmp(k, "arch") == 0) {
-      bool ok = strncmp(v, "sm_", 3) == 0 && strlen(v) >= 5 && strlen(v) < an;
+      bool ok = strncmp(v, "sm_", 3) == 0 && strlen(v) >= 5 && strlen(v) < sizeof opt->arch;
       for (const char *s = v + 3; ok && *s; s++)
         ok = (*s >= '0' && *s <= '9') || (*s == 'a' && !s[1]);
       if (!ok)
         return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: option arch: expected sm_XY (e.g. sm_90), got '%s'", v);
-      snprintf(arch, an, "%s", v);
+      snprintf(opt->arch, sizeof opt->arch, "%s", v);
       continue;
     }
-    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: unknown option '%s' (known: arch)", k);
+    if (strcmp(k, "sync") == 0) {
+      if (!parse_bool(v, &opt->sync))
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: option sync: expected true or false, got '%s'", v);
+      continue;
+    }
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: unknown option '%s' (known: arch, sync)", k);
   }
   return NULL;
 }
@@ -72,12 +97,13 @@ create(const coil_plugin_create_args *args, coil_plugin **out)
   coil_plugin *p = calloc(1, sizeof *p);
   if (!p)
     return coil_sdk_out_of_memory();
-  coil_error *e = parse_options(COIL_STRUCT_HAS(args, coil_plugin_create_args, options) ? args->options : NULL,
-                                p->arch, sizeof p->arch);
+  p->opt.sync = true;
+  coil_error *e = parse_options(COIL_STRUCT_HAS(args, coil_plugin_create_args, options) ? args->options : NULL, &p->opt);
   if (e) {
     free(p);
     return e;
   }
+  p->host = COIL_STRUCT_HAS(args, coil_plugin_create_args, host) ? args->host : NULL;
   pthread_mutex_init(&p->lock, NULL);
   *out = p;
   return NULL;
@@ -88,10 +114,10 @@ static const char *
 arch_of(coil_plugin *self)
 {
   pthread_mutex_lock(&self->lock);
-  if (!self->arch[0])
-    default_arch(self->arch, sizeof self->arch);
+  if (!self->opt.arch[0])
+    default_arch(self->opt.arch, sizeof self->opt.arch);
   pthread_mutex_unlock(&self->lock);
-  return self->arch;
+  return self->opt.arch;
 }
 
 static void
@@ -217,12 +243,12 @@ compile_worker(void *arg)
 static coil_error *
 compile(coil_plugin *self, const coil_plugin_compile_args *args)
 {
-  char arch[16];
-  snprintf(arch, sizeof arch, "%s", arch_of(self));
-  coil_error *e = parse_options(COIL_STRUCT_HAS(args, coil_plugin_compile_args, options) ? args->options : NULL, arch,
-                                sizeof arch);
+  cuda_options opt = self->opt;
+  snprintf(opt.arch, sizeof opt.arch, "%s", arch_of(self));
+  coil_error *e = parse_options(COIL_STRUCT_HAS(args, coil_plugin_compile_args, options) ? args->options : NULL, &opt);
   if (e)
     return e;
+  const char *arch = opt.arch;
   const coil_wir_program *p = args->program;
   for (int l = 0; l < p->nlines; l++) {
     char why_not[256];
@@ -285,8 +311,11 @@ artifact_free(coil_artifact *a)
     return;
   if (a->cu) {
     a->cu->CtxSetCurrent(a->ctx);
+    cuda_graph_free(a);
     if (a->blas_handle)
       a->blas->Destroy(a->blas_handle);
+    if (a->blas_workspace)
+      a->cu->MemFree(a->blas_workspace);
     for (int k = 0; k < a->nkernels; k++)
       if (a->modules[k])
         a->cu->ModuleUnload(a->modules[k]);
@@ -297,7 +326,9 @@ artifact_free(coil_artifact *a)
   }
   free(a->modules);
   free(a->functions);
+  free(a->plans);
   coil_wir_free(a->program);
+  pthread_mutex_destroy(&a->lock);
   free(a);
 }
 
@@ -322,7 +353,7 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
   if (!ours)
     return coil_sdk_error(COIL_ERR_VERSION, "cuda: %s was not written by this cuda plugin (" CUDA_VERSION_STR ")", path);
   if (!arch_ok)
-    return coil_sdk_error(COIL_ERR_VERSION, "cuda: %s was compiled for another arch than %s: recompile", path, self->arch);
+    return coil_sdk_error(COIL_ERR_VERSION, "cuda: %s was compiled for another arch than %s: recompile", path, self->opt.arch);
   snprintf(path, sizeof path, "%s/program.wir", args->artifact_dir);
   char *text = coil_sdk_read_file(path, 256u << 20, &len);
   if (!text)
@@ -341,11 +372,20 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
   }
   a->program = p;
   a->nkernels = p->nkernels;
+  a->host = self->host;
+  a->opt = self->opt;
+  pthread_mutex_init(&a->lock, NULL);
+  coil_error *oe = parse_options(COIL_STRUCT_HAS(args, coil_plugin_load_args, options) ? args->options : NULL, &a->opt);
+  if (oe) {
+    artifact_free(a);
+    return oe;
+  }
   a->modules = calloc((size_t)p->nkernels + 1, sizeof *a->modules);
   a->functions = calloc((size_t)p->nkernels + 1, sizeof *a->functions);
+  a->plans = calloc((size_t)p->nkernels + 1, sizeof *a->plans);
   CUresult r;
   const char *call = "";
-  if (!a->modules || !a->functions) {
+  if (!a->modules || !a->functions || !a->plans) {
     artifact_free(a);
     return coil_sdk_out_of_memory();
   }
@@ -357,7 +397,9 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
     a->cu = cu;
   if (!r && (r = cu->CtxSetCurrent(a->ctx)))
     call = "cuCtxSetCurrent";
-  if (!r && (r = cu->StreamCreate(&a->stream, CU_STREAM_NON_BLOCKING)))
+  /* a blocking stream: ordered after work on the legacy default stream (where callers such
+   * as PyTorch produce device inputs), and that stream's later work after ours */
+  if (!r && (r = cu->StreamCreate(&a->stream, CU_STREAM_DEFAULT)))
     call = "cuStreamCreate";
   bool needs_blas = false;
   for (int l = 0; l < p->nlines; l++)
@@ -365,9 +407,13 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
   if (!r && needs_blas) {
     const char *bwhy = NULL;
     a->blas = cuda_cublas_get(&bwhy);
-    if (!a->blas || a->blas->Create(&a->blas_handle) || a->blas->SetStream(a->blas_handle, a->stream)) {
+    /* its workspace given up front (32 MiB, as PyTorch on Hopper): a GEMM under graph capture
+     * must not allocate */
+    if (!a->blas || a->blas->Create(&a->blas_handle) || a->blas->SetStream(a->blas_handle, a->stream) ||
+        cu->MemAlloc(&a->blas_workspace, 32u << 20) ||
+        a->blas->SetWorkspace(a->blas_handle, (void *)(uintptr_t)a->blas_workspace, 32u << 20)) {
       artifact_free(a);
-      return coil_sdk_error(COIL_ERR_RUNTIME, "cuda: %s", bwhy ? bwhy : "cublasCreate failed");
+      return coil_sdk_error(COIL_ERR_RUNTIME, "cuda: %s", bwhy ? bwhy : "cuBLAS setup (create, stream, workspace) failed");
     }
   }
   for (int k = 0; !r && k < p->nkernels; k++) {
@@ -377,6 +423,7 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
       artifact_free(a);
       return coil_sdk_error(COIL_ERR_IO, "cuda: cannot read %s", path);
     }
+    cuda_plan_kernel(&p->kernels[k], &a->plans[k]);
     if ((r = cu->ModuleLoadData(&a->modules[k], cubin)))
       call = "cuModuleLoadData";
     else if ((r = cu->ModuleGetFunction(&a->functions[k], a->modules[k], p->kernels[k].name)))
@@ -412,7 +459,7 @@ run(coil_artifact *a, const coil_plugin_run_args *args)
     .artifact_free = FREE, .identity = identity,                                                           \
   }
 
-static const coil_plugin_api executes = CUDA_TABLE(COIL_FEATURE_EXECUTES, load, run, artifact_free);
+static const coil_plugin_api executes = CUDA_TABLE(COIL_FEATURE_EXECUTES | COIL_FEATURE_GRAPH_CAPTURE, load, run, artifact_free);
 static const coil_plugin_api emits = CUDA_TABLE(COIL_FEATURE_EMITS_ONLY, NULL, NULL, NULL);
 
 COIL_PLUGIN_EXPORT const coil_plugin_api *

@@ -226,7 +226,8 @@ run_kernel(rctx *c, const coil_line *l)
       return e;
     params[k->nparams + i] = &syms[i];
   }
-  unsigned threads = cuda_block_threads(k, rnumel), blocks = cuda_grid_blocks(k, xnumel, threads);
+  const cuda_plan *pl = &c->a->plans[l->kernel];
+  unsigned threads = cuda_block_threads(pl, rnumel), blocks = cuda_grid_blocks(pl, xnumel, threads);
   CUresult r = c->cu->LaunchKernel(c->a->functions[l->kernel], blocks, 1, 1, threads, 1, 1, 0, c->a->stream, params, NULL);
   return r ? cufail(c, r, "cuLaunchKernel") : NULL;
 }
@@ -311,6 +312,8 @@ copy_out(rctx *c, const dbuf *src, const coil_plugin_tensor *t)
     dst.sizes[d] = t->sizes[d], dst.strides[d] = t->strides[d];
   CUresult r;
   if (t->device_type == COIL_DEVICE_CUDA) {
+    if (src->ptr == (CUdeviceptr)(uintptr_t)t->data)
+      return NULL; /* written in place */
     if (!contiguous(src) || !contiguous(&dst))
       return fail(c, COIL_ERR_UNSUPPORTED, "a strided output on the device");
     r = c->cu->MemcpyDtoDAsync((CUdeviceptr)(uintptr_t)t->data, src->ptr, bytes, c->a->stream);
@@ -346,6 +349,30 @@ copy_out(rctx *c, const dbuf *src, const coil_plugin_tensor *t)
   return NULL;
 }
 
+/* The caller's tensor for an output buffer the program allocates, when it is on the device with
+ * exactly the buffer's layout: the kernels then write it in place and copy_out has nothing to do.
+ * NULL otherwise (the buffer is allocated and copied out). */
+static const coil_plugin_tensor *
+in_place_output(const rctx *c, int buffer, const coil_plugin_run_args *args)
+{
+  const coil_line *ol = &c->p->lines[c->p->nlines - 1];
+  const dbuf *b = &c->bufs[buffer];
+  if (ol->kind != COIL_LINE_OUTPUT || (size_t)ol->nargs != args->noutputs)
+    return NULL;
+  for (int i = 0; i < ol->nargs; i++) {
+    const coil_plugin_tensor *t = args->outputs[i];
+    if (ol->args[i] != buffer || !t || t->device_type != COIL_DEVICE_CUDA || t->rank != b->rank ||
+        t->dtype != (int32_t)b->dtype || !t->data)
+      continue;
+    bool same = true;
+    for (int d = 0; d < b->rank; d++)
+      same = same && t->sizes[d] == b->sizes[d] && (b->sizes[d] <= 1 || t->strides[d] == b->strides[d]);
+    if (same)
+      return t;
+  }
+  return NULL;
+}
+
 static coil_error *
 run_line(rctx *c, const coil_line *l, const coil_plugin_run_args *args)
 {
@@ -355,12 +382,21 @@ run_line(rctx *c, const coil_line *l, const coil_plugin_run_args *args)
   case COIL_LINE_COMMENT: return NULL;
   case COIL_LINE_SYMBOL: return run_symbol(c, l);
   case COIL_LINE_ASSERT: return run_assert(c, l);
-  case COIL_LINE_ALLOC:
-    if ((e = layout(c, l->buffer)) || (e = device_alloc(c, bytes_of(b), &b->start)))
+  case COIL_LINE_ALLOC: {
+    if ((e = layout(c, l->buffer)))
+      return e;
+    const coil_plugin_tensor *t = in_place_output(c, l->buffer, args);
+    if (t) { /* the kernels write the caller's device tensor directly */
+      b->start = b->ptr = (CUdeviceptr)(uintptr_t)t->data;
+      b->live = true;
+      return NULL;
+    }
+    if ((e = device_alloc(c, bytes_of(b), &b->start)))
       return e;
     b->ptr = b->start;
     b->owned = b->live = true;
     return NULL;
+  }
   case COIL_LINE_FREE:
     b->live = false;
     if (b->owned && !reused_later(c, l->buffer) && b->start) {
@@ -460,10 +496,10 @@ bind_inputs(rctx *c, const coil_plugin_run_args *args)
 }
 
 unsigned
-cuda_block_threads(const coil_kernel *k, int64_t rnumel)
+cuda_block_threads(const cuda_plan *pl, int64_t rnumel)
 {
-  if (k->nr == 0)
-    return 256;
+  if (pl->kind != CUDA_LOOPED)
+    return pl->threads;
   unsigned t = 32;
   while (t < 256 && (int64_t)t < rnumel)
     t *= 2;
@@ -471,16 +507,18 @@ cuda_block_threads(const coil_kernel *k, int64_t rnumel)
 }
 
 unsigned
-cuda_grid_blocks(const coil_kernel *k, int64_t xnumel, unsigned threads)
+cuda_grid_blocks(const cuda_plan *pl, int64_t xnumel, unsigned threads)
 {
-  int64_t b = k->nr ? xnumel : (xnumel + threads - 1) / threads; /* kernels stride by the grid */
+  int64_t tile = pl->kind == CUDA_POINTWISE ? (int64_t)threads * pl->per_thread : 0;
+  int64_t b = tile ? (xnumel + tile - 1) / tile : xnumel; /* kernels stride by the grid */
   if (b > (1 << 22))
     b = 1 << 22;
   return b < 1 ? 1 : (unsigned)b;
 }
 
-coil_error *
-cuda_run(coil_artifact *a, const coil_plugin_run_args *args)
+/* Queues the program's lines on the artifact's stream (capturing or not); no synchronize. */
+static coil_error *
+run_lines(coil_artifact *a, const coil_plugin_run_args *args)
 {
   const coil_wir_program *p = a->program;
   rctx c = {.a = a, .p = p, .cu = a->cu, .nvars = coil_sym_nvars(p->sym), .line = -1};
@@ -491,21 +529,284 @@ cuda_run(coil_artifact *a, const coil_plugin_run_args *args)
     free(c.vals), free(c.bound), free(c.bufs);
     return coil_sdk_out_of_memory();
   }
-  coil_error *e = NULL;
-  CUresult r = a->cu->CtxSetCurrent(a->ctx);
-  if (r)
-    e = cufail(&c, r, "cuCtxSetCurrent");
-  if (!e)
-    e = bind_inputs(&c, args);
+  coil_error *e = bind_inputs(&c, args);
   for (c.line = 0; !e && c.line < p->nlines; c.line++)
     e = run_line(&c, &p->lines[c.line], args);
   for (int i = 0; i < p->nbuffers; i++) /* whatever is still held, error or not */
     if (c.bufs[i].owned && c.bufs[i].start)
       a->cu->MemFreeAsync(c.bufs[i].start, a->stream);
-  r = a->cu->StreamSynchronize(a->stream);
-  if (!e && r)
-    e = cufail(&c, r, "cuStreamSynchronize (a kernel failed)");
   free(c.vals), free(c.bound), free(c.bufs);
+  return e;
+}
+
+/* ---- reduce-overhead: the run captured into a CUDA graph, replayed ----
+ *
+ * The first run of a size binding (dtype, sizes, strides and place of every input and output)
+ * is captured: device tensors are used where they are, host tensors through static device
+ * buffers. A later run with the same binding replays the graph; a device tensor found at
+ * another address than at capture becomes static too (one more capture), and from then on is
+ * copied into (inputs, and back out if the program mutates it) or out of (outputs) its static
+ * buffer around each replay. Another binding drops the graph and captures anew. A program the
+ * driver cannot capture is refused once, with the reason logged, and runs uncaptured. */
+
+typedef struct {
+  int32_t dtype, rank, device_type;
+  int64_t sizes[COIL_MAX_RANK], strides[COIL_MAX_RANK];
+  void *addr;        /* the caller's data at capture */
+  bool is_static;    /* the graph uses buf; copies around each replay */
+  bool mutated;      /* an input the program writes (copy_back) */
+  CUdeviceptr buf;
+  size_t bytes;      /* the tensor's extent */
+  coil_plugin_tensor proxy;
+} gslot;
+
+struct cuda_graph {
+  size_t nin, n;
+  gslot *slots;
+  CUgraph graph;
+  CUgraphExec exec;
+};
+
+static size_t
+tensor_bytes(const coil_plugin_tensor *t)
+{
+  int64_t hi = 0;
+  for (int d = 0; d < t->rank; d++) {
+    if (t->sizes[d] == 0)
+      return 0;
+    hi += (t->sizes[d] - 1) * t->strides[d];
+  }
+  return (size_t)(hi + 1) * coil_dtype_size((coil_dtype)t->dtype);
+}
+
+static const coil_plugin_tensor *
+slot_tensor(const coil_plugin_run_args *args, size_t i)
+{
+  return i < args->ninputs ? args->inputs[i] : args->outputs[i - args->ninputs];
+}
+
+void
+cuda_graph_free(coil_artifact *a)
+{
+  cuda_graph *g = a->graph;
+  if (!g)
+    return;
+  if (g->exec)
+    a->cu->GraphExecDestroy(g->exec);
+  if (g->graph)
+    a->cu->GraphDestroy(g->graph);
+  for (size_t i = 0; i < g->n; i++)
+    if (g->slots[i].buf)
+      a->cu->MemFree(g->slots[i].buf);
+  free(g->slots);
+  free(g);
+  a->graph = NULL;
+}
+
+static bool
+same_binding(const cuda_graph *g, const coil_plugin_run_args *args)
+{
+  if (g->nin != args->ninputs || g->n != args->ninputs + args->noutputs)
+    return false;
+  for (size_t i = 0; i < g->n; i++) {
+    const coil_plugin_tensor *t = slot_tensor(args, i);
+    const gslot *s = &g->slots[i];
+    if (!t || t->dtype != s->dtype || t->rank != s->rank || t->device_type != s->device_type ||
+        t->rank < 0 || t->rank > COIL_MAX_RANK)
+      return false;
+    for (int d = 0; d < t->rank; d++)
+      if (t->sizes[d] != s->sizes[d] || t->strides[d] != s->strides[d])
+        return false;
+  }
+  return true;
+}
+
+static coil_error *
+graph_fail(coil_artifact *a, CUresult r, const char *call)
+{
+  const char *s = NULL;
+  a->cu->GetErrorString(r, &s);
+  return coil_sdk_error(COIL_ERR_RUNTIME, "cuda: %s: %s failed: %s (%d)", a->program->name, call, s ? s : "?", r);
+}
+
+/* Copies between a caller's tensor and its static buffer (the whole extent, gaps included). */
+static CUresult
+slot_copy(coil_artifact *a, const gslot *s, const coil_plugin_tensor *t, bool in)
+{
+  if (!s->bytes)
+    return 0;
+  if (t->device_type == COIL_DEVICE_CUDA)
+    return in ? a->cu->MemcpyDtoDAsync(s->buf, (CUdeviceptr)(uintptr_t)t->data, s->bytes, a->stream)
+              : a->cu->MemcpyDtoDAsync((CUdeviceptr)(uintptr_t)t->data, s->buf, s->bytes, a->stream);
+  return in ? a->cu->MemcpyHtoDAsync(s->buf, t->data, s->bytes, a->stream)
+            : a->cu->MemcpyDtoHAsync(t->data, s->buf, s->bytes, a->stream);
+}
+
+/* Captures the run with the slots' proxies. On failure *refuse says whether graphs should be
+ * given up for this artifact (the driver could not capture) rather than the run being wrong. */
+static coil_error *
+capture(coil_artifact *a, cuda_graph *g, bool *refuse)
+{
+  *refuse = false;
+  const coil_plugin_tensor **ptrs = calloc(g->n + 1, sizeof *ptrs);
+  if (!ptrs)
+    return coil_sdk_out_of_memory();
+  for (size_t i = 0; i < g->n; i++) {
+    gslot *s = &g->slots[i];
+    if (s->is_static && !s->buf && s->bytes) {
+      CUresult r = a->cu->MemAlloc(&s->buf, s->bytes);
+      if (r) {
+        free(ptrs);
+        return graph_fail(a, r, "cuMemAlloc (a static buffer)");
+      }
+    }
+    s->proxy = (coil_plugin_tensor){.struct_size = sizeof s->proxy, .data = s->is_static ? (void *)(uintptr_t)s->buf : s->addr,
+                                    .dtype = s->dtype, .rank = s->rank, .sizes = s->sizes, .strides = s->strides,
+                                    .device_type = COIL_DEVICE_CUDA};
+    ptrs[i] = &s->proxy;
+  }
+  coil_plugin_run_args pa = {.struct_size = sizeof pa, .ninputs = g->nin, .inputs = ptrs, .noutputs = g->n - g->nin,
+                             .outputs = ptrs + g->nin};
+  CUresult r = a->cu->StreamBeginCapture(a->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  if (r) {
+    free(ptrs);
+    *refuse = true;
+    return graph_fail(a, r, "cuStreamBeginCapture");
+  }
+  coil_error *e = run_lines(a, &pa);
+  free(ptrs);
+  CUgraph graph = NULL;
+  r = a->cu->StreamEndCapture(a->stream, &graph);
+  if (e) {
+    if (graph)
+      a->cu->GraphDestroy(graph);
+    *refuse = coil_sdk_error_code(e) != COIL_ERR_INVALID_ARGUMENT; /* bad input is the caller's */
+    return e;
+  }
+  if (r) {
+    *refuse = true;
+    return graph_fail(a, r, "cuStreamEndCapture");
+  }
+  g->graph = graph;
+  if ((r = a->cu->GraphInstantiate(&g->exec, graph, 0))) {
+    g->exec = NULL;
+    *refuse = true;
+    return graph_fail(a, r, "cuGraphInstantiateWithFlags");
+  }
+  return NULL;
+}
+
+static coil_error *
+run_graph(coil_artifact *a, const coil_plugin_run_args *args, bool *refuse)
+{
+  *refuse = false;
+  size_t n = args->ninputs + args->noutputs;
+  for (size_t i = 0; i < n; i++) {
+    const coil_plugin_tensor *t = slot_tensor(args, i);
+    if (!t || t->rank < 0 || t->rank > COIL_MAX_RANK || (t->device_type != COIL_DEVICE_CPU && t->device_type != COIL_DEVICE_CUDA))
+      return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: %s: %s %zu is not a tensor on the host or the GPU",
+                            a->program->name, i < args->ninputs ? "input" : "output",
+                            i < args->ninputs ? i : i - args->ninputs);
+    for (int d = 0; d < t->rank; d++)
+      if (t->sizes[d] < 0 || t->strides[d] < 0)
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: %s: a negative size or stride", a->program->name);
+  }
+  cuda_graph *g = a->graph;
+  bool again = false;
+  if (g && !same_binding(g, args))
+    cuda_graph_free(a), g = NULL;
+  if (!g) {
+    g = calloc(1, sizeof *g);
+    if (!g || !(g->slots = calloc(n + 1, sizeof *g->slots))) {
+      free(g);
+      return coil_sdk_out_of_memory();
+    }
+    g->nin = args->ninputs, g->n = n;
+    for (size_t i = 0; i < n; i++) {
+      const coil_plugin_tensor *t = slot_tensor(args, i);
+      gslot *s = &g->slots[i];
+      s->dtype = t->dtype, s->rank = t->rank, s->device_type = t->device_type;
+      for (int d = 0; d < t->rank; d++)
+        s->sizes[d] = t->sizes[d], s->strides[d] = t->strides[d];
+      s->addr = t->data;
+      s->is_static = t->device_type != COIL_DEVICE_CUDA;
+      s->bytes = tensor_bytes(t);
+    }
+    const coil_wir_program *p = a->program;
+    for (int l = 0; l < p->nlines; l++)
+      if (p->lines[l].kind == COIL_LINE_COPY_BACK)
+        for (int i = 0; i < p->ninputs && (size_t)i < n; i++)
+          if (p->inputs[i].buffer == p->lines[l].buffer)
+            g->slots[i].mutated = true;
+    a->graph = g;
+    again = true;
+  }
+  for (size_t i = 0; i < n; i++) {
+    gslot *s = &g->slots[i];
+    if (!s->is_static && slot_tensor(args, i)->data != s->addr)
+      s->is_static = again = true; /* moved since capture: through a static buffer from now on */
+  }
+  if (again) {
+    if (g->exec)
+      a->cu->GraphExecDestroy(g->exec), g->exec = NULL;
+    if (g->graph)
+      a->cu->GraphDestroy(g->graph), g->graph = NULL;
+    coil_error *e = capture(a, g, refuse);
+    if (e) {
+      cuda_graph_free(a);
+      return e;
+    }
+  }
+  CUresult r = 0;
+  for (size_t i = 0; i < g->nin && !r; i++)
+    if (g->slots[i].is_static)
+      r = slot_copy(a, &g->slots[i], args->inputs[i], true);
+  if (!r)
+    r = a->cu->GraphLaunch(g->exec, a->stream);
+  for (size_t i = 0; i < n && !r; i++)
+    if (g->slots[i].is_static && (i >= g->nin || g->slots[i].mutated))
+      r = slot_copy(a, &g->slots[i], slot_tensor(args, i), false);
+  return r ? graph_fail(a, r, "a replay (copy or cuGraphLaunch)") : NULL;
+}
+
+coil_error *
+cuda_run(coil_artifact *a, const coil_plugin_run_args *args)
+{
+  CUresult r = a->cu->CtxSetCurrent(a->ctx);
+  if (r)
+    return graph_fail(a, r, "cuCtxSetCurrent");
+  coil_error *e = NULL;
+  pthread_mutex_lock(&a->lock);
+  bool plain = !a->opt.graphs || a->graph_refused[0];
+  if (!plain) {
+    bool refuse = false;
+    e = run_graph(a, args, &refuse);
+    if (e && refuse) { /* give graphs up for this artifact, say why once, run as usual */
+      snprintf(a->graph_refused, sizeof a->graph_refused, "%s", coil_sdk_error_message(e));
+      coil_sdk_error_free(e);
+      e = NULL;
+      if (a->host && COIL_STRUCT_HAS(a->host, coil_host_api, log) && a->host->log) {
+        char line[700];
+        snprintf(line, sizeof line, "graph capture refused for %s, running uncaptured: %s", a->program->name,
+                 a->graph_refused);
+        a->host->log(a->host, COIL_LOG_WARN, line);
+      }
+      plain = true;
+    }
+  }
+  if (plain)
+    e = run_lines(a, args);
+  bool all_device = true;
+  for (size_t i = 0; i < args->ninputs + args->noutputs; i++) {
+    const coil_plugin_tensor *t = slot_tensor(args, i);
+    all_device = all_device && t && t->device_type == COIL_DEVICE_CUDA;
+  }
+  if (e || a->opt.sync || !all_device) { /* the outputs are the caller's when this returns */
+    r = a->cu->StreamSynchronize(a->stream);
+    if (!e && r)
+      e = graph_fail(a, r, "cuStreamSynchronize (a kernel failed)");
+  }
+  pthread_mutex_unlock(&a->lock);
   return e;
 }
 
