@@ -154,7 +154,8 @@ main(int argc, char **argv)
     snprintf(section, sizeof section, "%s", base);
   const char *const *keys = NULL, *const *values = NULL;
   int n = coil_config_plugin_options(cfg, section, &keys, &values, NULL);
-  const char **k2 = calloc((size_t)n + 1, sizeof *k2), **v2 = calloc((size_t)n + 1, sizeof *v2);
+  const char **k2 = calloc((size_t)n + COIL_CONFIG_GENERAL + 1, sizeof *k2),
+             **v2 = calloc((size_t)n + COIL_CONFIG_GENERAL + 1, sizeof *v2);
   for (int i = 0; i < n; i++) {
     if (strcmp(keys[i], "library") == 0) { /* the host's key: where the plugin is */
       if (!strchr(c.plugin, '/'))
@@ -164,6 +165,7 @@ main(int argc, char **argv)
     k2[c.noptions] = keys[i];
     v2[c.noptions++] = values[i];
   }
+  c.noptions += coil_config_general_options(cfg, k2 + c.noptions, v2 + c.noptions); /* coil.mode, ... */
   c.option_keys = k2;
   c.option_values = v2;
 

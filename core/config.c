@@ -524,6 +524,18 @@ coil_config_plugin_name(const coil_config *c, int i)
 }
 
 int
+coil_config_general_options(const coil_config *c, const char **keys, const char **values)
+{
+  static const char *const names[COIL_CONFIG_GENERAL] = {"mode", "graph_capture", "autotune"};
+  static const char *const prefixed[COIL_CONFIG_GENERAL] = {"coil.mode", "coil.graph_capture", "coil.autotune"};
+  for (int i = 0; i < COIL_CONFIG_GENERAL; i++) {
+    keys[i] = prefixed[i];
+    values[i] = coil_config_get(c, names[i]);
+  }
+  return COIL_CONFIG_GENERAL;
+}
+
+int
 coil_config_plugin_options(const coil_config *c, const char *name, const char *const **keys,
                            const char *const **values, const char *const **origins)
 {

@@ -59,6 +59,12 @@ const char *coil_config_get(const coil_config *c, const char *key);
 const char *coil_config_origin(const coil_config *c, const char *key);
 bool coil_config_get_bool(const coil_config *c, const char *key); /* false unless "true" */
 
+/* The general options every plugin is handed beside its section's, as "coil.KEY" (see
+ * coil_plugin_options): mode, graph_capture and autotune with their resolved values. Fills keys
+ * and values (static / the config's strings) and returns how many (COIL_CONFIG_GENERAL). */
+#define COIL_CONFIG_GENERAL 3
+int coil_config_general_options(const coil_config *c, const char **keys, const char **values);
+
 /* [plugin.NAME] sections, in the order they first appeared. */
 int coil_config_plugin_count(const coil_config *c);
 const char *coil_config_plugin_name(const coil_config *c, int i);

@@ -232,6 +232,9 @@ lower_binary(lowering *L, const coil_node *n)
               dt, a, b, NULL);
   else if (n->op->rule == COIL_RULE_COMPARE)
     v = lx_op(L, binary_kops[ew], COIL_BOOL, a, b, NULL);
+  else if (ew == EW_POW && coil_dtype_is_float(dt) && ((lb->kind == COIL_LIT_INT && lb->i == 2) ||
+                                                       (lb->kind == COIL_LIT_FLOAT && lb->f == 2.0)))
+    v = lx_op(L, COIL_KOP_MUL, dt, a, a, NULL); /* x ** 2 = x * x, exactly (one rounding either way) */
   else
     v = lx_op(L, binary_kops[ew], dt, a, b, NULL);
   out->expr = lx_cast(L, v, out->dtype);

@@ -7,4 +7,7 @@ int coil_bench_core(int argc, char **argv);
 /* coil bench: the cpu plugin (found in plugin_dir) on the benchmark graphs. */
 int coil_bench_cpu(int argc, char **argv, const char *plugin_dir);
 
+/* coil bench --backend cuda [--json FILE] [--only NAME]: the cuda plugin on the GPU graphs. */
+int coil_bench_cuda(int argc, char **argv, const char *plugin_dir);
+
 #endif

@@ -48,6 +48,10 @@ static const char usage[] =
     "                          every option, its value and where it came from\n"
     "  ops [--markdown]        list the op table (--markdown: the text of docs/ops.md)\n"
     "  plugins [--config FILE] list the backend plugins on the search path\n"
+    "  bench                   the cpu plugin on the CPU benchmark graphs (docs/benchmarks.md)\n"
+    "  bench --backend cuda [--compile-only] [--json FILE] [--only NAME]\n"
+    "                          the cuda plugin on the GPU benchmark graphs: kernel time, GB/s,\n"
+    "                          host time per call, with CUDA graphs, compile times\n"
     "  bench --core-only [--nodes N]\n"
     "                          time parse + compile on generated graphs up to N statements\n"
     "  help                    show this text\n"
@@ -662,19 +666,15 @@ setup_backend(backend_setup *b, const char *flag_backend, const char *config_fil
   }
   const char *const *keys = NULL, *const *values = NULL, *const *origins = NULL;
   int n = coil_config_plugin_options(b->config, b->name, &keys, &values, &origins);
-  static const char *const general[] = {"mode", "graph_capture", "autotune"}, *const prefixed[] = {
-      "coil.mode", "coil.graph_capture", "coil.autotune"};
-  b->keys = calloc((size_t)n + 4, sizeof *b->keys);
-  b->values = calloc((size_t)n + 4, sizeof *b->values);
+  b->keys = calloc((size_t)n + COIL_CONFIG_GENERAL + 1, sizeof *b->keys);
+  b->values = calloc((size_t)n + COIL_CONFIG_GENERAL + 1, sizeof *b->values);
   for (int i = 0; i < n; i++)
     if (strcmp(keys[i], "library") != 0) { /* the host's key: where the plugin is */
       b->keys[b->env.noptions] = keys[i];
       b->values[b->env.noptions++] = values[i];
     }
-  for (int i = 0; i < 3; i++) { /* the general options a plugin may act on, as coil.KEY */
-    b->keys[b->env.noptions] = prefixed[i];
-    b->values[b->env.noptions++] = coil_config_get(b->config, general[i]);
-  }
+  /* the general options a plugin may act on, as coil.KEY */
+  b->env.noptions += coil_config_general_options(b->config, b->keys + b->env.noptions, b->values + b->env.noptions);
   b->env.option_keys = b->keys;
   b->env.option_values = b->values;
   b->env.cache_dir = coil_config_get(b->config, "cache_dir"); /* "" turns the cache off */
@@ -1040,6 +1040,9 @@ main(int argc, char **argv)
     char *colon = strchr(first, ':');
     if (colon)
       *colon = 0;
+    for (int i = 2; i + 1 < argc; i++)
+      if (strcmp(argv[i], "--backend") == 0 && strcmp(argv[i + 1], "cuda") == 0)
+        return coil_bench_cuda(argc - 2, argv + 2, first[0] ? first : builtin_plugin_dir());
     return coil_bench_cpu(argc - 2, argv + 2, first[0] ? first : builtin_plugin_dir());
   }
   if (strcmp(cmd, "plugins") == 0)

@@ -32,13 +32,20 @@ typedef struct {
   int kind;
   unsigned threads;  /* block size: fixed by the code for POINTWISE and PERSISTENT; 0 for LOOPED */
   int per_thread;    /* x elements (POINTWISE) or r elements (PERSISTENT) per thread */
+  int vec;           /* POINTWISE: > 1 when the kernel has a vectorised variant (under the Wrapper
+                        IR name) taking vec consecutive elements per access, vec_per_thread
+                        accesses per thread, for params all 16-byte aligned; the scalar kernel is
+                        then NAME__unaligned. 1: only the scalar kernel, under NAME */
+  int vec_per_thread;
 } cuda_plan;
+#define CUDA_UNALIGNED_SUFFIX "__unaligned"
 void cuda_plan_kernel(const coil_kernel *k, cuda_plan *out);
 
 /* Threads per block and the block count the launcher uses for kernel k with plan pl, given its
- * x and r element counts (LOOPED: a multiple of 32 in 32..256 covering the row). */
+ * x and r element counts (LOOPED: a multiple of 32 in 32..256 covering the row); vec: the
+ * vectorised variant is launched. */
 unsigned cuda_block_threads(const cuda_plan *pl, int64_t rnumel);
-unsigned cuda_grid_blocks(const cuda_plan *pl, int64_t xnumel, unsigned threads);
+unsigned cuda_grid_blocks(const cuda_plan *pl, bool vec, int64_t xnumel, unsigned threads);
 
 /* The options ([plugin.cuda] and the host's coil.* keys). */
 typedef struct {
@@ -61,9 +68,14 @@ struct coil_artifact {
   CUdevice dev;
   CUcontext ctx;             /* the device's primary context (retained) */
   CUstream stream;
+  CUmemoryPool pool;         /* intermediates: a pool of its own that keeps its memory between
+                                runs (the default pool returns it to the driver at every
+                                synchronize, and mapping it again costs milliseconds) */
+  bool capturing;            /* a graph capture is running: allocations become graph nodes */
   int nkernels;
   CUmodule *modules;         /* per kernel */
-  CUfunction *functions;     /* per kernel */
+  CUfunction *functions;     /* per kernel (the vectorised variant where there is one) */
+  CUfunction *unaligned;     /* per kernel: the scalar variant of a vectorised kernel, or NULL */
   cuda_plan *plans;          /* per kernel */
   const cuda_cublas *blas;   /* for programs with mm/bmm lines; else NULL */
   cublasHandle_t blas_handle;

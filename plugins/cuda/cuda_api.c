@@ -116,6 +116,10 @@ load_driver(void)
   SYM(driver, MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
   SYM(driver, MemsetD8Async, "cuMemsetD8Async");
   SYM(driver, MemAlloc, "cuMemAlloc_v2");
+  SYM(driver, MemPoolCreate, "cuMemPoolCreate");
+  SYM(driver, MemPoolDestroy, "cuMemPoolDestroy");
+  SYM(driver, MemPoolSetAttribute, "cuMemPoolSetAttribute");
+  SYM(driver, MemAllocFromPoolAsync, "cuMemAllocFromPoolAsync");
   SYM(driver, MemFree, "cuMemFree_v2");
   SYM(driver, StreamBeginCapture, "cuStreamBeginCapture_v2");
   SYM(driver, StreamEndCapture, "cuStreamEndCapture");

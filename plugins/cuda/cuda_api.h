@@ -43,6 +43,19 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef unsigned long long CUdeviceptr;
 typedef struct CUgraph_st *CUgraph;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+/* CUmemPoolProps as cuda.h lays it out (its tail is reserved bytes, zero) */
+typedef struct {
+  int allocType;       /* CU_MEM_ALLOCATION_TYPE_PINNED */
+  int handleTypes;     /* 0: none */
+  int locationType;    /* CU_MEM_LOCATION_TYPE_DEVICE */
+  int locationId;      /* the device */
+  void *win32SecurityAttributes;
+  unsigned char reserved[64];
+} cuda_mem_pool_props;
+#define CU_MEM_ALLOCATION_TYPE_PINNED 1
+#define CU_MEM_LOCATION_TYPE_DEVICE 1
+#define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
 typedef struct CUgraphExec_st *CUgraphExec;
 
 #define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
@@ -76,6 +89,10 @@ typedef struct cuda_driver {
   CUresult (*MemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s);
   CUresult (*MemsetD8Async)(CUdeviceptr p, unsigned char v, size_t n, CUstream s);
   CUresult (*MemAlloc)(CUdeviceptr *p, size_t bytes);
+  CUresult (*MemPoolCreate)(CUmemoryPool *pool, const cuda_mem_pool_props *props);
+  CUresult (*MemPoolDestroy)(CUmemoryPool pool);
+  CUresult (*MemPoolSetAttribute)(CUmemoryPool pool, int attr, void *value);
+  CUresult (*MemAllocFromPoolAsync)(CUdeviceptr *p, size_t bytes, CUmemoryPool pool, CUstream s);
   CUresult (*MemFree)(CUdeviceptr p);
   /* graphs (reduce-overhead) */
   CUresult (*StreamBeginCapture)(CUstream s, int mode);

@@ -38,11 +38,31 @@ prelude(coil_strbuf *b)
                    "#define UINT8_MAX 255\n"
                    "#define INFINITY __int_as_float(0x7f800000)\n#define NAN __int_as_float(0x7fffffff)\n"
                    "#else /* nvcc, for reading the dumped kernels.cu */\n#include <stdint.h>\n#include <math.h>\n#endif\n");
-  /* the SDK prelude without its #includes, each static inline made a device function */
+  /* the SDK prelude without its #includes, each static inline made a device function, and the
+   * f16/bf16 conversions replaced by the hardware's (cvt: round to nearest even, subnormals and
+   * NaN kept, as the SDK's bit-exact C versions do) */
+  static const char *const hw[] = {"static inline float coil_h2f(", "static inline uint16_t coil_f2h(",
+                                   "static inline float coil_b2f(", "static inline uint16_t coil_f2b("};
+  coil_strbuf_puts(b,
+                   "static __device__ __forceinline__ float coil_h2f(uint16_t h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
+                   "static __device__ __forceinline__ uint16_t coil_f2h(float f) { uint16_t h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+                   "static __device__ __forceinline__ float coil_b2f(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }\n"
+                   "#if __CUDA_ARCH__ >= 800\n"
+                   "static __device__ __forceinline__ uint16_t coil_f2b(float f) { uint16_t h; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+                   "#else\n"
+                   "static __device__ __forceinline__ uint16_t coil_f2b(float f) { uint32_t u = __float_as_uint(f); if (f != f) return (uint16_t)((u >> 16) | 0x40); return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16); }\n"
+                   "#endif\n");
   const char *s = coil_c_prelude();
   while (*s) {
     const char *e = strchr(s, '\n');
     size_t n = e ? (size_t)(e - s) + 1 : strlen(s);
+    bool replaced = false;
+    for (size_t i = 0; i < sizeof hw / sizeof *hw; i++)
+      replaced = replaced || strncmp(s, hw[i], strlen(hw[i])) == 0;
+    if (replaced) {
+      s += n;
+      continue;
+    }
     if (strncmp(s, "#include", 8) != 0) {
       if (strncmp(s, "static inline ", 14) == 0) {
         coil_strbuf_puts(b, "static __device__ __forceinline__ ");
@@ -73,6 +93,11 @@ prelude(coil_strbuf *b)
       "  __syncthreads();\n"
       "  return s[0];\n"
       "}\n"
+      "template <typename T, int V> struct __align__(sizeof(T) * V) coil_vec { T e[V]; };\n"
+      "static __device__ __noinline__ float coil_sinf_ool(float x) { return sinf(x); }\n"
+      "static __device__ __noinline__ float coil_cosf_ool(float x) { return cosf(x); }\n"
+      "static __device__ __noinline__ double coil_sin_ool(double x) { return sin(x); }\n"
+      "static __device__ __noinline__ double coil_cos_ool(double x) { return cos(x); }\n"
       "struct coil_op_sum { template <typename T> __device__ T operator()(T a, T b) const { return (T)(a + b); } };\n"
       "struct coil_op_prod { template <typename T> __device__ T operator()(T a, T b) const { return (T)(a * b); } };\n"
       "struct coil_op_any { __device__ bool operator()(bool a, bool b) const { return a || b; } };\n"
@@ -117,7 +142,100 @@ typedef struct {
   char **names; /* per value: its C name: vN, or vN[j] for a row held in registers */
 } kgen;
 
-static const coil_c_dialect dialect = {NULL};
+/* sin and cos carry a large argument-reduction slow path: called out of line (one copy per
+ * kernel, not one per unrolled use), which keeps NVRTC's time down; NULL: the SDK's names. */
+static const char *
+cuda_math(coil_kop op, coil_dtype t)
+{
+  bool f = t != COIL_F64;
+  switch (op) {
+  case COIL_KOP_SIN: return f ? "coil_sinf_ool" : "coil_sin_ool";
+  case COIL_KOP_COS: return f ? "coil_cosf_ool" : "coil_cos_ool";
+  default: return NULL;
+  }
+}
+
+static const coil_c_dialect dialect = {cuda_math};
+
+/* ---- vectorised pointwise kernels ----
+ * A pointwise kernel gets a variant taking V consecutive elements of its innermost x variable
+ * per access, V = 16 bytes over its widest param's element (4 for f32, 8 for f16, at most 8),
+ * when that variable's extent is a constant multiple of V, no param is wider than 4 bytes, and
+ * every load and store index either ignores the variable (a broadcast) or is `xi + base` with
+ * base a sum of multiples of V (consecutive elements from an aligned start): one 16-byte access
+ * per param and thread. */
+static bool
+multiple_of(const coil_sym *s, int64_t v)
+{
+  if (s->kind == COIL_SYM_CONST)
+    return s->value % v == 0;
+  if (s->kind == COIL_SYM_MUL) {
+    for (int i = 0; i < s->nargs; i++)
+      if (s->args[i]->kind == COIL_SYM_CONST && s->args[i]->value % v == 0)
+        return true;
+    return false;
+  }
+  if (s->kind == COIL_SYM_ADD) {
+    for (int i = 0; i < s->nargs; i++)
+      if (!multiple_of(s->args[i], v))
+        return false;
+    return true;
+  }
+  return false;
+}
+
+static bool
+uses_var(const coil_sym *s, int var)
+{
+  if (s->kind == COIL_SYM_VAR)
+    return s->var == var;
+  for (int i = 0; i < s->nargs; i++)
+    if (uses_var(s->args[i], var))
+      return true;
+  return false;
+}
+
+/* 1: index is xi + (multiple of v); 0: it ignores xi; -1: anything else. */
+static int
+index_kind(const coil_sym *e, int xi, int v)
+{
+  if (!uses_var(e, xi))
+    return 0;
+  if (e->kind == COIL_SYM_VAR)
+    return 1;
+  if (e->kind != COIL_SYM_ADD)
+    return -1;
+  int unit = 0;
+  for (int i = 0; i < e->nargs; i++) {
+    const coil_sym *t = e->args[i];
+    if (t->kind == COIL_SYM_VAR && t->var == xi)
+      unit++;
+    else if (uses_var(t, xi) || !multiple_of(t, v))
+      return -1;
+  }
+  return unit == 1 ? 1 : -1;
+}
+
+/* The kernel's V, or 1 when it has no vectorised variant. */
+static int
+vector_width(const coil_kernel *k)
+{
+  size_t widest = 1;
+  for (int i = 0; i < k->nparams; i++)
+    if (coil_dtype_size(k->params[i].dtype) > widest)
+      widest = coil_dtype_size(k->params[i].dtype);
+  int v = widest > 4 ? 1 : 16 / (int)widest > 8 ? 8 : 16 / (int)widest;
+  int64_t size;
+  if (v == 1 || k->nx < 1 || !coil_sym_is_const(k->xsize[k->nx - 1], &size) || size % v != 0 || size == 0)
+    return 1;
+  int xi = k->xvars[k->nx - 1]->var;
+  for (int i = 0; i < k->ninsts; i++) {
+    const coil_kinst *in = &k->insts[i];
+    if ((in->op == COIL_KOP_LOAD || in->op == COIL_KOP_STORE) && index_kind(in->index, xi, v) < 0)
+      return 1;
+  }
+  return v;
+}
 
 /* The r extent when every r size is a constant, else -1. */
 static int64_t
@@ -137,7 +255,7 @@ void
 cuda_plan_kernel(const coil_kernel *k, cuda_plan *out)
 {
   if (k->nr == 0) {
-    *out = (cuda_plan){CUDA_POINTWISE, 256, 4};
+    *out = (cuda_plan){CUDA_POINTWISE, 256, 4, vector_width(k), 1};
     return;
   }
   int64_t r = fixed_rnumel(k);
@@ -145,10 +263,10 @@ cuda_plan_kernel(const coil_kernel *k, cuda_plan *out)
     unsigned t = 32; /* at least 8 elements per thread where the row allows, at most 256 threads */
     while (t < 256 && (int64_t)t * 8 < r)
       t *= 2;
-    *out = (cuda_plan){CUDA_PERSISTENT, t, (int)((r + t - 1) / t)};
+    *out = (cuda_plan){CUDA_PERSISTENT, t, (int)((r + t - 1) / t), 1, 0};
     return;
   }
-  *out = (cuda_plan){CUDA_LOOPED, 0, 0};
+  *out = (cuda_plan){CUDA_LOOPED, 0, 0, 1, 0};
 }
 
 static void
@@ -402,12 +520,12 @@ emit_reduce_looped(kgen *g, int i, int depth)
 }
 
 static void
-emit_params(kgen *g)
+emit_params(kgen *g, const char *suffix)
 {
   const coil_kernel *k = g->k;
   coil_strbuf *b = g->b;
-  coil_strbuf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%u)\n%s(", g->plan.threads ? g->plan.threads : 256,
-                     k->name);
+  coil_strbuf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%u)\n%s%s(", g->plan.threads ? g->plan.threads : 256,
+                     k->name, suffix);
   for (int i = 0; i < k->nparams; i++)
     coil_strbuf_printf(b, "%s%s%s *__restrict__ %s", i ? ", " : "", k->params[i].is_output ? "" : "const ",
                        coil_c_storage_type(k->params[i].dtype), k->params[i].name);
@@ -433,7 +551,7 @@ emit_pointwise(kgen *g)
     coil_strbuf_puts(b, masked ? "    } else {\n" : "    if (xbase + " );
     if (!masked)
       coil_strbuf_printf(b, "%u <= xnumel) {\n", T * P);
-    coil_strbuf_printf(b, "#pragma unroll\n      for (int j = 0; j < %d; j++) {\n", P);
+    coil_strbuf_printf(b, "#pragma unroll%s\n      for (int j = 0; j < %d; j++) {\n", masked ? " 1" : "", P); /* the tail: once */
     coil_strbuf_printf(b, "        const int64_t xindex = xbase + (int64_t)j * %u + threadIdx.x;\n", T);
     int d = 4;
     if (masked) {
@@ -443,6 +561,98 @@ emit_pointwise(kgen *g)
     unravel(g, "xindex", k->nx, k->xvars, k->xsize, d);
     for (int i = 0; i < k->ninsts; i++)
       emit_inst(g, i, d);
+    if (masked)
+      coil_strbuf_puts(b, "        }\n");
+    coil_strbuf_puts(b, "      }\n");
+  }
+  coil_strbuf_puts(b, "    }\n  }\n}\n\n");
+}
+
+/* The vectorised body for the V elements from xindex: unit-stride loads as one aligned
+ * vector each, then per element (the innermost variable shadowed per lane) the instructions,
+ * unit-stride stores gathered into vectors written last. */
+static void
+emit_vec_body(kgen *g, int d)
+{
+  const coil_kernel *k = g->k;
+  coil_strbuf *b = g->b;
+  int xi = k->xvars[k->nx - 1]->var, V = g->plan.vec;
+  const char *xname = var(g, k->xvars[k->nx - 1]);
+  unravel(g, "xindex", k->nx, k->xvars, k->xsize, d);
+  for (int i = 0; i < k->ninsts; i++) {
+    const coil_kinst *in = &k->insts[i];
+    if ((in->op != COIL_KOP_LOAD && in->op != COIL_KOP_STORE) || index_kind(in->index, xi, V) != 1)
+      continue;
+    const char *st = coil_c_storage_type(k->params[in->param].dtype);
+    indent(b, d);
+    if (in->op == COIL_KOP_LOAD) {
+      coil_strbuf_printf(b, "const coil_vec<%s, %d> t%d = *(const coil_vec<%s, %d> *)&%s[", st, V, i, st, V,
+                         k->params[in->param].name);
+      coil_c_index(g->p, in->index, b);
+      coil_strbuf_puts(b, "];\n");
+    } else {
+      coil_strbuf_printf(b, "coil_vec<%s, %d> t%d;\n", st, V, i);
+    }
+  }
+  indent(b, d);
+  coil_strbuf_printf(b, "const int64_t coil_lane0 = %s;\n", xname);
+  indent(b, d);
+  coil_strbuf_printf(b, "#pragma unroll\n");
+  indent(b, d);
+  coil_strbuf_printf(b, "for (int l = 0; l < %d; l++) {\n", V);
+  indent(b, d + 1);
+  coil_strbuf_printf(b, "const int64_t %s = coil_lane0 + l;\n", xname);
+  for (int i = 0; i < k->ninsts; i++) {
+    const coil_kinst *in = &k->insts[i];
+    bool unit = (in->op == COIL_KOP_LOAD || in->op == COIL_KOP_STORE) && index_kind(in->index, xi, V) == 1;
+    if (!unit) {
+      emit_inst(g, i, d + 1);
+      continue;
+    }
+    char t[32];
+    snprintf(t, sizeof t, "t%d.e", i);
+    indent(b, d + 1);
+    if (in->op == COIL_KOP_LOAD) {
+      coil_strbuf_printf(b, "const %s %s = ", coil_c_compute_type(in->dtype), g->names[i]);
+      coil_c_load(b, k->params[in->param].dtype, t, "l");
+      coil_strbuf_puts(b, ";\n");
+    } else {
+      coil_c_store(b, k->params[in->param].dtype, t, "l", g->names[in->args[0]]);
+      coil_strbuf_puts(b, "\n");
+    }
+  }
+  indent(b, d);
+  coil_strbuf_puts(b, "}\n");
+  for (int i = 0; i < k->ninsts; i++) {
+    const coil_kinst *in = &k->insts[i];
+    if (in->op != COIL_KOP_STORE || index_kind(in->index, xi, V) != 1)
+      continue;
+    const char *st = coil_c_storage_type(k->params[in->param].dtype);
+    indent(b, d);
+    coil_strbuf_printf(b, "*(coil_vec<%s, %d> *)&%s[", st, V, k->params[in->param].name);
+    coil_c_index(g->p, in->index, b);
+    coil_strbuf_printf(b, "] = t%d;\n", i);
+  }
+}
+
+/* POINTWISE, vectorised: tiles of threads * vec_per_thread vectors, full ones unmasked. */
+static void
+emit_pointwise_vec(kgen *g)
+{
+  coil_strbuf *b = g->b;
+  unsigned T = g->plan.threads, tile = T * (unsigned)(g->plan.vec_per_thread * g->plan.vec);
+  coil_strbuf_printf(b, "  for (int64_t xbase = (int64_t)blockIdx.x * %u; xbase < xnumel; xbase += (int64_t)gridDim.x * %u) {\n",
+                     tile, tile);
+  for (int masked = 0; masked < 2; masked++) {
+    if (!masked)
+      coil_strbuf_printf(b, "    if (xbase + %u <= xnumel) {\n", tile);
+    else
+      coil_strbuf_puts(b, "    } else {\n");
+    coil_strbuf_printf(b, "#pragma unroll%s\n      for (int j = 0; j < %d; j++) {\n", masked ? " 1" : "", g->plan.vec_per_thread);
+    coil_strbuf_printf(b, "        const int64_t xindex = xbase + ((int64_t)j * %u + threadIdx.x) * %d;\n", T, g->plan.vec);
+    if (masked)
+      coil_strbuf_puts(b, "        if (xindex < xnumel) {\n");
+    emit_vec_body(g, masked ? 5 : 4);
     if (masked)
       coil_strbuf_puts(b, "        }\n");
     coil_strbuf_puts(b, "      }\n");
@@ -471,6 +681,42 @@ flush_segment(kgen *g, const int *seg, int n, int depth)
   close_r(g, depth);
 }
 
+/* PERSISTENT welford_mean / welford_m2 of a row in registers: the mean from the sum, then the
+ * sum of squared deviations from it (two block reductions of plain adds: no division per
+ * element, and as exact as Welford). */
+static void
+emit_two_pass(kgen *g, int i, int depth)
+{
+  const coil_kernel *k = g->k;
+  coil_strbuf *b = g->b;
+  int a = k->insts[i].args[0];
+  const char *T = coil_c_compute_type(k->insts[a].dtype), *v = g->names[a];
+  indent(b, depth);
+  coil_strbuf_printf(b, "/* welford of v%d: mean, then squared deviations */\n", a);
+  indent(b, depth);
+  coil_strbuf_printf(b, "%s acc%d = 0;\n", T, i);
+  open_r(g, depth, false);
+  indent(b, r_body(g, depth));
+  coil_strbuf_printf(b, "acc%d += %s;\n", i, v);
+  close_r(g, depth);
+  indent(b, depth);
+  coil_strbuf_printf(b, "const %s wmean%d = coil_block_reduce(acc%d, coil_op_sum(), coil_smem) / (%s)rnumel;\n", T, i, i, T);
+  indent(b, depth);
+  coil_strbuf_printf(b, "%s accq%d = 0;\n", T, i);
+  open_r(g, depth, false);
+  indent(b, r_body(g, depth));
+  coil_strbuf_printf(b, "{ const %s d = %s - wmean%d; accq%d += d * d; }\n", T, v, i, i);
+  close_r(g, depth);
+  indent(b, depth);
+  coil_strbuf_printf(b, "const %s wm2%d = coil_block_reduce(accq%d, coil_op_sum(), coil_smem);\n", T, i, i);
+  for (int j = i; j < k->ninsts; j++)
+    if (k->insts[j].op == COIL_KOP_REDUCE && is_welford(k->insts[j].red) && k->insts[j].args[0] == a) {
+      g->done[j] = true;
+      indent(b, depth);
+      coil_strbuf_printf(b, "const %s v%d = %s%d;\n", T, j, k->insts[j].red == COIL_REDUCE_WELFORD_M2 ? "wm2" : "wmean", i);
+    }
+}
+
 static void
 emit_persistent_body(kgen *g, int depth)
 {
@@ -483,6 +729,10 @@ emit_persistent_body(kgen *g, int depth)
       n = 0;
       if (g->done[i])
         continue;
+      if (is_welford(in->red) && g->per_r[in->args[0]]) {
+        emit_two_pass(g, i, depth);
+        continue;
+      }
       emit_acc_init(g, i, depth);
       open_r(g, depth, false);
       emit_acc_fold(g, i, r_body(g, depth));
@@ -551,10 +801,17 @@ emit_kernel(const coil_wir_program *p, const coil_kernel *k, coil_strbuf *b)
   }
   if (k->source_ops)
     coil_strbuf_printf(b, "/* %s */\n", k->source_ops);
-  emit_params(&g);
-  if (g.plan.kind == CUDA_POINTWISE) {
+  if (g.plan.kind == CUDA_POINTWISE && g.plan.vec > 1) {
+    emit_params(&g, "");
+    emit_pointwise_vec(&g);
+    coil_strbuf_puts(b, "/* the same for params not all 16-byte aligned */\n");
+    emit_params(&g, CUDA_UNALIGNED_SUFFIX);
+    emit_pointwise(&g);
+  } else if (g.plan.kind == CUDA_POINTWISE) {
+    emit_params(&g, "");
     emit_pointwise(&g);
   } else {
+    emit_params(&g, "");
     coil_strbuf_puts(b, "  __shared__ __align__(16) unsigned char coil_smem[32 * 32];\n  const int64_t rnumel = ");
     product(&g, k->nr, k->rsize);
     coil_strbuf_puts(b, ";\n  for (int64_t xindex = blockIdx.x; xindex < xnumel; xindex += gridDim.x) {\n");

@@ -311,6 +311,8 @@ artifact_free(coil_artifact *a)
     return;
   if (a->cu) {
     a->cu->CtxSetCurrent(a->ctx);
+    if (a->stream)
+      a->cu->StreamSynchronize(a->stream); /* unsynchronized runs (sync = false) may be in flight */
     cuda_graph_free(a);
     if (a->blas_handle)
       a->blas->Destroy(a->blas_handle);
@@ -321,11 +323,14 @@ artifact_free(coil_artifact *a)
         a->cu->ModuleUnload(a->modules[k]);
     if (a->stream)
       a->cu->StreamDestroy(a->stream);
+    if (a->pool)
+      a->cu->MemPoolDestroy(a->pool);
     if (a->ctx)
       a->cu->DevicePrimaryCtxRelease(a->dev);
   }
   free(a->modules);
   free(a->functions);
+  free(a->unaligned);
   free(a->plans);
   coil_wir_free(a->program);
   pthread_mutex_destroy(&a->lock);
@@ -383,9 +388,10 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
   a->modules = calloc((size_t)p->nkernels + 1, sizeof *a->modules);
   a->functions = calloc((size_t)p->nkernels + 1, sizeof *a->functions);
   a->plans = calloc((size_t)p->nkernels + 1, sizeof *a->plans);
+  a->unaligned = calloc((size_t)p->nkernels + 1, sizeof *a->unaligned);
   CUresult r;
   const char *call = "";
-  if (!a->modules || !a->functions || !a->plans) {
+  if (!a->modules || !a->functions || !a->plans || !a->unaligned) {
     artifact_free(a);
     return coil_sdk_out_of_memory();
   }
@@ -401,6 +407,15 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
    * as PyTorch produce device inputs), and that stream's later work after ours */
   if (!r && (r = cu->StreamCreate(&a->stream, CU_STREAM_DEFAULT)))
     call = "cuStreamCreate";
+  if (!r) {
+    cuda_mem_pool_props props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED, .locationType = CU_MEM_LOCATION_TYPE_DEVICE,
+                                 .locationId = a->dev};
+    unsigned long long keep = ~0ull;
+    if ((r = cu->MemPoolCreate(&a->pool, &props)))
+      call = "cuMemPoolCreate";
+    else if ((r = cu->MemPoolSetAttribute(a->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep)))
+      call = "cuMemPoolSetAttribute";
+  }
   bool needs_blas = false;
   for (int l = 0; l < p->nlines; l++)
     needs_blas = needs_blas || p->lines[l].kind == COIL_LINE_EXTERN_CALL;
@@ -428,6 +443,12 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
       call = "cuModuleLoadData";
     else if ((r = cu->ModuleGetFunction(&a->functions[k], a->modules[k], p->kernels[k].name)))
       call = "cuModuleGetFunction";
+    else if (a->plans[k].vec > 1) {
+      char uname[600];
+      snprintf(uname, sizeof uname, "%s" CUDA_UNALIGNED_SUFFIX, p->kernels[k].name);
+      if ((r = cu->ModuleGetFunction(&a->unaligned[k], a->modules[k], uname)))
+        call = "cuModuleGetFunction (the unaligned variant)";
+    }
     free(cubin);
   }
   if (r) {

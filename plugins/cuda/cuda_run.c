@@ -138,7 +138,8 @@ device_alloc(rctx *c, size_t bytes, CUdeviceptr *out)
   *out = 0;
   if (!bytes)
     return NULL;
-  CUresult r = c->cu->MemAllocAsync(out, bytes, c->a->stream);
+  CUresult r = c->a->capturing || !c->a->pool ? c->cu->MemAllocAsync(out, bytes, c->a->stream)
+                                               : c->cu->MemAllocFromPoolAsync(out, bytes, c->a->pool, c->a->stream);
   return r ? cufail(c, r, "cuMemAllocAsync") : NULL;
 }
 
@@ -227,8 +228,14 @@ run_kernel(rctx *c, const coil_line *l)
     params[k->nparams + i] = &syms[i];
   }
   const cuda_plan *pl = &c->a->plans[l->kernel];
-  unsigned threads = cuda_block_threads(pl, rnumel), blocks = cuda_grid_blocks(pl, xnumel, threads);
-  CUresult r = c->cu->LaunchKernel(c->a->functions[l->kernel], blocks, 1, 1, threads, 1, 1, 0, c->a->stream, params, NULL);
+  CUfunction f = c->a->functions[l->kernel];
+  bool vec = pl->vec > 1;
+  for (int i = 0; i < k->nparams && vec; i++)
+    vec = ptrs[i] % 16 == 0;
+  if (pl->vec > 1 && !vec)
+    f = c->a->unaligned[l->kernel]; /* the scalar variant */
+  unsigned threads = cuda_block_threads(pl, rnumel), blocks = cuda_grid_blocks(pl, vec, xnumel, threads);
+  CUresult r = c->cu->LaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, c->a->stream, params, NULL);
   return r ? cufail(c, r, "cuLaunchKernel") : NULL;
 }
 
@@ -507,9 +514,11 @@ cuda_block_threads(const cuda_plan *pl, int64_t rnumel)
 }
 
 unsigned
-cuda_grid_blocks(const cuda_plan *pl, int64_t xnumel, unsigned threads)
+cuda_grid_blocks(const cuda_plan *pl, bool vec, int64_t xnumel, unsigned threads)
 {
-  int64_t tile = pl->kind == CUDA_POINTWISE ? (int64_t)threads * pl->per_thread : 0;
+  int64_t tile = pl->kind != CUDA_POINTWISE ? 0
+                 : vec                      ? (int64_t)threads * pl->vec_per_thread * pl->vec
+                                            : (int64_t)threads * pl->per_thread;
   int64_t b = tile ? (xnumel + tile - 1) / tile : xnumel; /* kernels stride by the grid */
   if (b > (1 << 22))
     b = 1 << 22;
@@ -673,7 +682,9 @@ capture(coil_artifact *a, cuda_graph *g, bool *refuse)
     *refuse = true;
     return graph_fail(a, r, "cuStreamBeginCapture");
   }
+  a->capturing = true;
   coil_error *e = run_lines(a, &pa);
+  a->capturing = false;
   free(ptrs);
   CUgraph graph = NULL;
   r = a->cu->StreamEndCapture(a->stream, &graph);

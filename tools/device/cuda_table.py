@@ -1,0 +1,30 @@
+"""Side-by-side table of one run of tools/device/cuda_side_by_side.sh: Inductor's JSON
+(inductor_baseline.py) and one or more `coil bench --backend cuda --json` files (the median of
+them per number). Prints Markdown for docs/benchmarks.md."""
+import json, statistics, sys
+
+ind = json.load(open(sys.argv[1]))
+coils = [json.load(open(f)) for f in sys.argv[2:]]
+irows = {r["name"]: r for r in ind["rows"]}
+
+def med(name, key):
+    vals = [r[key] for c in coils for r in c["rows"] if r["name"] == name]
+    return statistics.median(vals) if vals else float("nan")
+
+copy_c = statistics.median(c["copy_GBps"] for c in coils)
+print(f"GPU: {ind['device']} (coil: {coils[0]['device']}), {coils[0]['date']}; torch {ind['torch']}, triton {ind['triton']}")
+print(f"copy bandwidth: {ind['copy_GBps']:.0f} GB/s (torch), {copy_c:.0f} GB/s (coil's measure); coil = median of {len(coils)} runs\n")
+print("| graph | Inductor ms | coil ms | Inductor/coil | Inductor % copy | coil % copy | TFLOP/s Ind / coil "
+      "| cudagraph ms Ind / coil | host µs/call Ind / coil | coil graphs µs/call | compile Ind s / coil ms | coil cache hit ms |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+for name, r in irows.items():
+    k = med(name, "kernel_ms")
+    mb = r["min_bytes"]
+    ip = 100 * mb / (r["inductor_ms"] * 1e-3) / 1e9 / ind["copy_GBps"] if mb else None
+    cp = 100 * mb / (k * 1e-3) / 1e9 / copy_c if mb else None
+    tf = f"{r['tflops']:.0f} / {med(name, 'tflops'):.0f}" if r["tflops"] else "–"
+    pct = lambda v: f"{v:.0f} %" if v is not None else "–"
+    print(f"| {name} | {r['inductor_ms']:.4f} | {k:.4f} | {r['inductor_ms'] / k:.2f} | {pct(ip)} | {pct(cp)} | {tf} "
+          f"| {r['cudagraph_ms']:.4f} / {med(name, 'graph_ms'):.4f} | {r['wall_call_us']:.1f} / {med(name, 'call_us'):.1f} "
+          f"| {med(name, 'graph_call_us'):.1f} | {r['compile_s']:.2f} / {med(name, 'core_ms') + med(name, 'cold_ms'):.0f} "
+          f"| {med(name, 'hit_ms'):.2f} |")
