@@ -216,9 +216,9 @@ index_kind(const coil_sym *e, int xi, int v)
   return unit == 1 ? 1 : -1;
 }
 
-/* The kernel's V, or 1 when it has no vectorised variant. */
+/* V for accesses along the innermost of vars (x or r), or 1 when they cannot be vectorised. */
 static int
-vector_width(const coil_kernel *k)
+vector_width(const coil_kernel *k, int nvars, const coil_sym *const *vars, const coil_sym *const *sizes)
 {
   size_t widest = 1;
   for (int i = 0; i < k->nparams; i++)
@@ -226,9 +226,9 @@ vector_width(const coil_kernel *k)
       widest = coil_dtype_size(k->params[i].dtype);
   int v = widest > 4 ? 1 : 16 / (int)widest > 8 ? 8 : 16 / (int)widest;
   int64_t size;
-  if (v == 1 || k->nx < 1 || !coil_sym_is_const(k->xsize[k->nx - 1], &size) || size % v != 0 || size == 0)
+  if (v == 1 || nvars < 1 || !coil_sym_is_const(sizes[nvars - 1], &size) || size % v != 0 || size == 0)
     return 1;
-  int xi = k->xvars[k->nx - 1]->var;
+  int xi = vars[nvars - 1]->var;
   for (int i = 0; i < k->ninsts; i++) {
     const coil_kinst *in = &k->insts[i];
     if ((in->op == COIL_KOP_LOAD || in->op == COIL_KOP_STORE) && index_kind(in->index, xi, v) < 0)
@@ -255,7 +255,7 @@ void
 cuda_plan_kernel(const coil_kernel *k, cuda_plan *out)
 {
   if (k->nr == 0) {
-    *out = (cuda_plan){CUDA_POINTWISE, 256, 4, vector_width(k), 1};
+    *out = (cuda_plan){CUDA_POINTWISE, 256, 4, vector_width(k, k->nx, k->xvars, k->xsize), 1};
     return;
   }
   int64_t r = fixed_rnumel(k);
@@ -263,7 +263,11 @@ cuda_plan_kernel(const coil_kernel *k, cuda_plan *out)
     unsigned t = 32; /* at least 8 elements per thread where the row allows, at most 256 threads */
     while (t < 256 && (int64_t)t * 8 < r)
       t *= 2;
-    *out = (cuda_plan){CUDA_PERSISTENT, t, (int)((r + t - 1) / t), 1, 0};
+    int v = vector_width(k, k->nr, k->rvars, k->rsize);
+    if (v > 1 && r >= (int64_t)t * v) /* P vectors of v per thread: element (j*T + tid)*v + l */
+      *out = (cuda_plan){CUDA_PERSISTENT, t, (int)((r + (int64_t)t * v - 1) / ((int64_t)t * v)), v, 0};
+    else
+      *out = (cuda_plan){CUDA_PERSISTENT, t, (int)((r + t - 1) / t), 1, 0};
     return;
   }
   *out = (cuda_plan){CUDA_LOOPED, 0, 0, 1, 0};
@@ -356,10 +360,55 @@ product(kgen *g, int n, const coil_sym *const *sizes)
 /* LOOPED: for (rindex = tid; rindex < rnumel; rindex += blockDim.x) { r0 = ...;
  * PERSISTENT: for (j = 0; j < P; j++) { rindex = tid + j * T; if (rindex < rnumel) { r0 = ...;
  * (the mask only where the row does not fill the tile); close_r closes either. */
+/* PERSISTENT, vectorised: the thread's vectors j (masked where the row does not fill the
+ * tile), then their lanes l (rindex = rbase + l; with shadow, the innermost r variable too). */
+static void
+open_vj(kgen *g, int depth)
+{
+  coil_strbuf *b = g->b;
+  indent(b, depth);
+  coil_strbuf_printf(b, "#pragma unroll\n");
+  indent(b, depth);
+  coil_strbuf_printf(b, "for (int j = 0; j < %d; j++) {\n", g->plan.per_thread);
+  indent(b, depth + 1);
+  coil_strbuf_printf(b, "const int64_t rbase = ((int64_t)j * %u + threadIdx.x) * %d;\n", g->plan.threads, g->plan.vec);
+  indent(b, depth + 1);
+  coil_strbuf_puts(b, (int64_t)g->plan.threads * g->plan.per_thread * g->plan.vec == fixed_rnumel(g->k)
+                          ? "{\n" : "if (rbase < rnumel) {\n");
+}
+
+static void
+open_lanes(kgen *g, int depth, bool shadow)
+{
+  coil_strbuf *b = g->b;
+  const char *ri = var(g, g->k->rvars[g->k->nr - 1]);
+  if (shadow) {
+    indent(b, depth);
+    coil_strbuf_printf(b, "const int64_t coil_lane0 = %s;\n", ri);
+  }
+  indent(b, depth);
+  coil_strbuf_printf(b, "#pragma unroll\n");
+  indent(b, depth);
+  coil_strbuf_printf(b, "for (int l = 0; l < %d; l++) {\n", g->plan.vec);
+  indent(b, depth + 1);
+  coil_strbuf_puts(b, "const int64_t rindex = rbase + l;\n");
+  if (shadow) {
+    indent(b, depth + 1);
+    coil_strbuf_printf(b, "const int64_t %s = coil_lane0 + l;\n", ri);
+  }
+}
+
 static void
 open_r(kgen *g, int depth, bool unravel_r)
 {
   coil_strbuf *b = g->b;
+  if (g->plan.kind == CUDA_PERSISTENT && g->plan.vec > 1) {
+    open_vj(g, depth);
+    if (unravel_r)
+      unravel(g, "rbase", g->k->nr, g->k->rvars, g->k->rsize, depth + 2);
+    open_lanes(g, depth + 2, unravel_r);
+    return;
+  }
   indent(b, depth);
   if (g->plan.kind == CUDA_PERSISTENT) {
     coil_strbuf_printf(b, "#pragma unroll\n");
@@ -382,6 +431,10 @@ open_r(kgen *g, int depth, bool unravel_r)
 static void
 close_r(kgen *g, int depth)
 {
+  if (g->plan.kind == CUDA_PERSISTENT && g->plan.vec > 1) {
+    indent(g->b, depth + 2);
+    coil_strbuf_puts(g->b, "}\n");
+  }
   if (g->plan.kind == CUDA_PERSISTENT) {
     indent(g->b, depth + 1);
     coil_strbuf_puts(g->b, "}\n");
@@ -394,7 +447,7 @@ close_r(kgen *g, int depth)
 static int
 r_body(const kgen *g, int depth)
 {
-  return depth + (g->plan.kind == CUDA_PERSISTENT ? 2 : 1);
+  return depth + (g->plan.kind != CUDA_PERSISTENT ? 1 : g->plan.vec > 1 ? 3 : 2);
 }
 
 static bool
@@ -662,6 +715,69 @@ emit_pointwise_vec(kgen *g)
 
 /* PERSISTENT: the per-r instructions in program order, each computed once into a register array
  * v<i>[P]; runs of them between reduces share one unrolled loop over the thread's elements. */
+/* A segment of a vectorised PERSISTENT kernel: unit-stride loads as one aligned vector per j,
+ * the instructions per lane, unit-stride stores gathered and written as vectors. */
+static void
+flush_segment_vec(kgen *g, const int *seg, int n, int depth)
+{
+  const coil_kernel *k = g->k;
+  coil_strbuf *b = g->b;
+  int ri = k->rvars[k->nr - 1]->var, V = g->plan.vec, d = depth + 2;
+  open_vj(g, depth);
+  unravel(g, "rbase", k->nr, k->rvars, k->rsize, d);
+  for (int s = 0; s < n; s++) {
+    const coil_kinst *in = &k->insts[seg[s]];
+    if ((in->op != COIL_KOP_LOAD && in->op != COIL_KOP_STORE) || index_kind(in->index, ri, V) != 1)
+      continue;
+    const char *st = coil_c_storage_type(k->params[in->param].dtype);
+    indent(b, d);
+    if (in->op == COIL_KOP_LOAD) {
+      coil_strbuf_printf(b, "const coil_vec<%s, %d> t%d = *(const coil_vec<%s, %d> *)&%s[", st, V, seg[s], st, V,
+                         k->params[in->param].name);
+      coil_c_index(g->p, in->index, b);
+      coil_strbuf_puts(b, "];\n");
+    } else {
+      coil_strbuf_printf(b, "coil_vec<%s, %d> t%d;\n", st, V, seg[s]);
+    }
+  }
+  open_lanes(g, d, true);
+  for (int s = 0; s < n; s++) {
+    int i = seg[s];
+    const coil_kinst *in = &k->insts[i];
+    if ((in->op != COIL_KOP_LOAD && in->op != COIL_KOP_STORE) || index_kind(in->index, ri, V) != 1) {
+      emit_inst(g, i, d + 1);
+      continue;
+    }
+    char t[32];
+    snprintf(t, sizeof t, "t%d.e", i);
+    indent(b, d + 1);
+    if (in->op == COIL_KOP_LOAD) {
+      coil_strbuf_printf(b, "%s = ", g->names[i]);
+      coil_c_load(b, k->params[in->param].dtype, t, "l");
+      coil_strbuf_puts(b, ";\n");
+    } else {
+      coil_c_store(b, k->params[in->param].dtype, t, "l", g->names[in->args[0]]);
+      coil_strbuf_puts(b, "\n");
+    }
+  }
+  indent(b, d);
+  coil_strbuf_puts(b, "}\n");
+  for (int s = 0; s < n; s++) {
+    const coil_kinst *in = &k->insts[seg[s]];
+    if (in->op != COIL_KOP_STORE || index_kind(in->index, ri, V) != 1)
+      continue;
+    const char *st = coil_c_storage_type(k->params[in->param].dtype);
+    indent(b, d);
+    coil_strbuf_printf(b, "*(coil_vec<%s, %d> *)&%s[", st, V, k->params[in->param].name);
+    coil_c_index(g->p, in->index, b);
+    coil_strbuf_printf(b, "] = t%d;\n", seg[s]);
+  }
+  indent(b, depth + 1);
+  coil_strbuf_puts(b, "}\n");
+  indent(b, depth);
+  coil_strbuf_puts(b, "}\n");
+}
+
 static void
 flush_segment(kgen *g, const int *seg, int n, int depth)
 {
@@ -672,8 +788,12 @@ flush_segment(kgen *g, const int *seg, int n, int depth)
     const coil_kinst *in = &g->k->insts[seg[s]];
     if (in->op != COIL_KOP_STORE) {
       indent(b, depth);
-      coil_strbuf_printf(b, "%s v%d[%d];\n", coil_c_compute_type(in->dtype), seg[s], g->plan.per_thread);
+      coil_strbuf_printf(b, "%s v%d[%d];\n", coil_c_compute_type(in->dtype), seg[s], g->plan.per_thread * g->plan.vec);
     }
+  }
+  if (g->plan.vec > 1) {
+    flush_segment_vec(g, seg, n, depth);
+    return;
   }
   open_r(g, depth, true);
   for (int s = 0; s < n; s++)
@@ -787,6 +907,38 @@ emit_looped_body(kgen *g, int depth)
   }
 }
 
+/* One variant of a kernel with plan g->plan under the name NAME<suffix>. */
+static void
+emit_variant(kgen *g, const char *suffix)
+{
+  const coil_kernel *k = g->k;
+  coil_strbuf *b = g->b;
+  for (int i = 0; i < k->ninsts; i++) {
+    g->done[i] = false;
+    if (g->plan.kind == CUDA_PERSISTENT && g->per_r[i] && g->plan.vec > 1)
+      snprintf(g->names[i], 40, "v%d[j * %d + l]", i, g->plan.vec);
+    else
+      snprintf(g->names[i], 40, g->plan.kind == CUDA_PERSISTENT && g->per_r[i] ? "v%d[j]" : "v%d", i);
+  }
+  emit_params(g, suffix);
+  if (g->plan.kind == CUDA_POINTWISE) {
+    if (g->plan.vec > 1)
+      emit_pointwise_vec(g);
+    else
+      emit_pointwise(g);
+    return;
+  }
+  coil_strbuf_puts(b, "  __shared__ __align__(16) unsigned char coil_smem[32 * 32];\n  const int64_t rnumel = ");
+  product(g, k->nr, k->rsize);
+  coil_strbuf_puts(b, ";\n  for (int64_t xindex = blockIdx.x; xindex < xnumel; xindex += gridDim.x) {\n");
+  unravel(g, "xindex", k->nx, k->xvars, k->xsize, 2);
+  if (g->plan.kind == CUDA_PERSISTENT)
+    emit_persistent_body(g, 2);
+  else
+    emit_looped_body(g, 2);
+  coil_strbuf_puts(b, "    __syncthreads();\n  }\n}\n\n");
+}
+
 static void
 emit_kernel(const coil_wir_program *p, const coil_kernel *k, coil_strbuf *b)
 {
@@ -795,32 +947,17 @@ emit_kernel(const coil_wir_program *p, const coil_kernel *k, coil_strbuf *b)
             calloc((size_t)k->ninsts + 1, sizeof(char *))};
   cuda_plan_kernel(k, &g.plan);
   coil_c_per_r(p, k, g.per_r);
-  for (int i = 0; i < k->ninsts; i++) {
-    g.names[i] = malloc(24);
-    snprintf(g.names[i], 24, g.plan.kind == CUDA_PERSISTENT && g.per_r[i] ? "v%d[j]" : "v%d", i);
-  }
+  for (int i = 0; i < k->ninsts; i++)
+    g.names[i] = malloc(40);
   if (k->source_ops)
     coil_strbuf_printf(b, "/* %s */\n", k->source_ops);
-  if (g.plan.kind == CUDA_POINTWISE && g.plan.vec > 1) {
-    emit_params(&g, "");
-    emit_pointwise_vec(&g);
+  emit_variant(&g, "");
+  if (g.plan.vec > 1) { /* the scalar variant, for params not all 16-byte aligned */
     coil_strbuf_puts(b, "/* the same for params not all 16-byte aligned */\n");
-    emit_params(&g, CUDA_UNALIGNED_SUFFIX);
-    emit_pointwise(&g);
-  } else if (g.plan.kind == CUDA_POINTWISE) {
-    emit_params(&g, "");
-    emit_pointwise(&g);
-  } else {
-    emit_params(&g, "");
-    coil_strbuf_puts(b, "  __shared__ __align__(16) unsigned char coil_smem[32 * 32];\n  const int64_t rnumel = ");
-    product(&g, k->nr, k->rsize);
-    coil_strbuf_puts(b, ";\n  for (int64_t xindex = blockIdx.x; xindex < xnumel; xindex += gridDim.x) {\n");
-    unravel(&g, "xindex", k->nx, k->xvars, k->xsize, 2);
     if (g.plan.kind == CUDA_PERSISTENT)
-      emit_persistent_body(&g, 2);
-    else
-      emit_looped_body(&g, 2);
-    coil_strbuf_puts(b, "    __syncthreads();\n  }\n}\n\n");
+      g.plan.per_thread = (int)((fixed_rnumel(k) + g.plan.threads - 1) / g.plan.threads);
+    g.plan.vec = 1;
+    emit_variant(&g, CUDA_UNALIGNED_SUFFIX);
   }
   for (int i = 0; i < k->ninsts; i++)
     free(g.names[i]);
