@@ -47,6 +47,27 @@ void cuda_plan_kernel(const coil_kernel *k, cuda_plan *out);
 unsigned cuda_block_threads(const cuda_plan *pl, int64_t rnumel);
 unsigned cuda_grid_blocks(const cuda_plan *pl, bool vec, int64_t xnumel, unsigned threads);
 
+/* A GEMM line's cuBLASLt setup, reused while its operands keep their layout and alignment. */
+typedef struct {
+  bool valid;
+  int64_t key[18];
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, lc;
+  cublasLtMatmulAlgo_t algo;
+} cuda_lt_plan;
+
+/* An mm line whose next kernel only computes out = [relu](mm + [bias]) element for element:
+ * cuBLASLt's epilogue does that kernel's work and the kernel line is skipped (cuda_run.c). */
+typedef struct {
+  int kernel_line;  /* -1: nothing to fold */
+  int bias_arg;     /* the kernel call's argument holding the bias (over the columns), or -1 */
+  int out_arg;      /* the kernel call's argument written */
+  bool relu;
+} cuda_epilogue;
+
+/* Finds the foldable epilogue of every mm line of p (epi: one per line). */
+void cuda_find_epilogues(const coil_wir_program *p, cuda_epilogue *epi);
+
 /* The options ([plugin.cuda] and the host's coil.* keys). */
 typedef struct {
   char arch[16];     /* sm_XY; "" = the GPU's (decided on first need) */
@@ -80,10 +101,15 @@ struct coil_artifact {
   const cuda_cublas *blas;   /* for programs with mm/bmm lines; else NULL */
   cublasHandle_t blas_handle;
   CUdeviceptr blas_workspace; /* given to cuBLAS up front, so a captured GEMM allocates nothing */
+  const cuda_cublaslt *lt;    /* NULL: GEMMs through cublasGemmStridedBatchedEx, no epilogues */
+  cublasLtHandle_t lt_handle;
+  cuda_lt_plan *lt_plans;     /* per line */
+  cuda_epilogue *epi;         /* per line */
 };
 
-/* Releases the capture of a (graph, static buffers). */
+/* Releases the capture of a (graph, static buffers), and its cuBLASLt plans. */
 void cuda_graph_free(coil_artifact *a);
+void cuda_lt_plans_free(coil_artifact *a);
 
 /* Whether a library op of the program can run here: mm or bmm on floats, each operand with unit
  * stride in one of its two matrix dims (BLAS layouts). Otherwise why says what is missing. */

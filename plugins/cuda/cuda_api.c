@@ -196,3 +196,49 @@ cuda_cublas_get(const char **why)
     *why = cublas_why;
   return cublas_why ? NULL : &cublas;
 }
+
+/* ---- cuBLASLt ---- */
+
+static cuda_cublaslt cublaslt;
+static const char *cublaslt_why;
+static pthread_once_t cublaslt_once = PTHREAD_ONCE_INIT;
+
+static const char *
+load_cublaslt(void)
+{
+  static const char *const names[] = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"};
+  char path[512];
+  void *handle = open_first(names, 3, path, sizeof path);
+  if (!handle)
+    return "cuBLASLt not found (looked for libcublasLt.so.13/.12 in $COIL_CUDA_HOME/lib64, "
+           "/usr/local/cuda/lib64 and the library path)";
+  SYM(cublaslt, Create, "cublasLtCreate");
+  SYM(cublaslt, Destroy, "cublasLtDestroy");
+  SYM(cublaslt, DescCreate, "cublasLtMatmulDescCreate");
+  SYM(cublaslt, DescDestroy, "cublasLtMatmulDescDestroy");
+  SYM(cublaslt, DescSetAttribute, "cublasLtMatmulDescSetAttribute");
+  SYM(cublaslt, LayoutCreate, "cublasLtMatrixLayoutCreate");
+  SYM(cublaslt, LayoutDestroy, "cublasLtMatrixLayoutDestroy");
+  SYM(cublaslt, LayoutSetAttribute, "cublasLtMatrixLayoutSetAttribute");
+  SYM(cublaslt, PrefCreate, "cublasLtMatmulPreferenceCreate");
+  SYM(cublaslt, PrefDestroy, "cublasLtMatmulPreferenceDestroy");
+  SYM(cublaslt, PrefSetAttribute, "cublasLtMatmulPreferenceSetAttribute");
+  SYM(cublaslt, AlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic");
+  SYM(cublaslt, Matmul, "cublasLtMatmul");
+  return NULL;
+}
+
+static void
+cublaslt_init(void)
+{
+  cublaslt_why = load_cublaslt();
+}
+
+const cuda_cublaslt *
+cuda_cublaslt_get(const char **why)
+{
+  pthread_once(&cublaslt_once, cublaslt_init);
+  if (cublaslt_why && why)
+    *why = cublaslt_why;
+  return cublaslt_why ? NULL : &cublaslt;
+}

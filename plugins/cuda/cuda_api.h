@@ -131,4 +131,52 @@ typedef struct cuda_cublas {
 /* cuBLAS (libcublas.so.13/.12), loaded on first use; NULL with why when it cannot be. */
 const cuda_cublas *cuda_cublas_get(const char **why);
 
+/* ---- cuBLASLt (mm and bmm with a cached algorithm, bias and relu epilogues) ---- */
+typedef struct cublasLtContext *cublasLtHandle_t;
+typedef struct cublasLtDescOpaque *cublasLtMatmulDesc_t;
+typedef struct cublasLtLayoutOpaque *cublasLtMatrixLayout_t;
+typedef struct cublasLtPrefOpaque *cublasLtMatmulPreference_t;
+typedef struct { uint64_t data[8]; } cublasLtMatmulAlgo_t;
+typedef struct {
+  cublasLtMatmulAlgo_t algo;
+  size_t workspaceSize;
+  cublasStatus_t state;
+  float wavesCount;
+  int reserved[4];
+} cublasLtMatmulHeuristicResult_t;
+enum { /* the values of cublasLt.h */
+  CUBLASLT_MATMUL_DESC_TRANSA = 3, CUBLASLT_MATMUL_DESC_TRANSB = 4, CUBLASLT_MATMUL_DESC_EPILOGUE = 7,
+  CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8,
+  CUBLASLT_EPILOGUE_DEFAULT = 1, CUBLASLT_EPILOGUE_RELU = 2, CUBLASLT_EPILOGUE_BIAS = 4, CUBLASLT_EPILOGUE_RELU_BIAS = 6,
+  CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6,
+  CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES = 6, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES = 7,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES = 8,
+};
+
+typedef struct cuda_cublaslt {
+  cublasStatus_t (*Create)(cublasLtHandle_t *h);
+  cublasStatus_t (*Destroy)(cublasLtHandle_t h);
+  cublasStatus_t (*DescCreate)(cublasLtMatmulDesc_t *d, int compute, int scale_type);
+  cublasStatus_t (*DescDestroy)(cublasLtMatmulDesc_t d);
+  cublasStatus_t (*DescSetAttribute)(cublasLtMatmulDesc_t d, int attr, const void *buf, size_t n);
+  cublasStatus_t (*LayoutCreate)(cublasLtMatrixLayout_t *l, int type, uint64_t rows, uint64_t cols, int64_t ld);
+  cublasStatus_t (*LayoutDestroy)(cublasLtMatrixLayout_t l);
+  cublasStatus_t (*LayoutSetAttribute)(cublasLtMatrixLayout_t l, int attr, const void *buf, size_t n);
+  cublasStatus_t (*PrefCreate)(cublasLtMatmulPreference_t *p);
+  cublasStatus_t (*PrefDestroy)(cublasLtMatmulPreference_t p);
+  cublasStatus_t (*PrefSetAttribute)(cublasLtMatmulPreference_t p, int attr, const void *buf, size_t n);
+  cublasStatus_t (*AlgoGetHeuristic)(cublasLtHandle_t h, cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t a,
+                                     cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t dd,
+                                     cublasLtMatmulPreference_t p, int requested, cublasLtMatmulHeuristicResult_t *out,
+                                     int *returned);
+  cublasStatus_t (*Matmul)(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const void *alpha, const void *a,
+                           cublasLtMatrixLayout_t la, const void *b, cublasLtMatrixLayout_t lb, const void *beta,
+                           const void *c, cublasLtMatrixLayout_t lc, void *dd, cublasLtMatrixLayout_t ld,
+                           const cublasLtMatmulAlgo_t *algo, void *ws, size_t ws_bytes, CUstream s);
+} cuda_cublaslt;
+
+/* cuBLASLt (libcublasLt.so.13/.12), loaded on first use; NULL with why when it cannot be. */
+const cuda_cublaslt *cuda_cublaslt_get(const char **why);
+
 #endif

@@ -314,6 +314,9 @@ artifact_free(coil_artifact *a)
     if (a->stream)
       a->cu->StreamSynchronize(a->stream); /* unsynchronized runs (sync = false) may be in flight */
     cuda_graph_free(a);
+    cuda_lt_plans_free(a);
+    if (a->lt_handle)
+      a->lt->Destroy(a->lt_handle);
     if (a->blas_handle)
       a->blas->Destroy(a->blas_handle);
     if (a->blas_workspace)
@@ -332,6 +335,8 @@ artifact_free(coil_artifact *a)
   free(a->functions);
   free(a->unaligned);
   free(a->plans);
+  free(a->lt_plans);
+  free(a->epi);
   coil_wir_free(a->program);
   pthread_mutex_destroy(&a->lock);
   free(a);
@@ -429,6 +434,19 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
         a->blas->SetWorkspace(a->blas_handle, (void *)(uintptr_t)a->blas_workspace, 32u << 20)) {
       artifact_free(a);
       return coil_sdk_error(COIL_ERR_RUNTIME, "cuda: %s", bwhy ? bwhy : "cuBLAS setup (create, stream, workspace) failed");
+    }
+    /* cuBLASLt where it loads: a cached algorithm per GEMM line and folded epilogues; without it
+     * the GEMMs go through cuBLAS alone */
+    const cuda_cublaslt *lt = cuda_cublaslt_get(NULL);
+    a->lt_plans = calloc((size_t)p->nlines + 1, sizeof *a->lt_plans);
+    a->epi = calloc((size_t)p->nlines + 1, sizeof *a->epi);
+    if (!a->lt_plans || !a->epi) {
+      artifact_free(a);
+      return coil_sdk_out_of_memory();
+    }
+    if (lt && !lt->Create(&a->lt_handle)) {
+      a->lt = lt;
+      cuda_find_epilogues(p, a->epi);
     }
   }
   for (int k = 0; !r && k < p->nkernels; k++) {

@@ -30,6 +30,7 @@ typedef struct {
   int nvars;
   dbuf *bufs;
   int line;
+  int skip_line;  /* a kernel line whose work an epilogue already did, or -1 */
   char msg[1024];
 } rctx;
 
@@ -259,6 +260,235 @@ blas_operand(const dbuf *x, int o, int *op, int64_t *ld)
   return *ld > 2147483647 ? -1 : 0;
 }
 
+/* ---- cuBLASLt ---- */
+
+static uint32_t
+alignment(CUdeviceptr p)
+{
+  uint32_t a = 256;
+  while (a > 1 && p % a)
+    a /= 2;
+  return a;
+}
+
+static void
+lt_plan_drop(const coil_artifact *a, cuda_lt_plan *pl)
+{
+  if (pl->desc)
+    a->lt->DescDestroy(pl->desc);
+  if (pl->la)
+    a->lt->LayoutDestroy(pl->la);
+  if (pl->lb)
+    a->lt->LayoutDestroy(pl->lb);
+  if (pl->lc)
+    a->lt->LayoutDestroy(pl->lc);
+  memset(pl, 0, sizeof *pl);
+}
+
+void
+cuda_lt_plans_free(coil_artifact *a)
+{
+  for (int i = 0; a->lt && a->lt_plans && i < a->program->nlines; i++)
+    lt_plan_drop(a, &a->lt_plans[i]);
+}
+
+static cublasLtMatrixLayout_t
+lt_layout(const cuda_cublaslt *lt, int t, int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride, bool *ok)
+{
+  cublasLtMatrixLayout_t l = NULL;
+  int32_t nb = (int32_t)batch;
+  if (lt->LayoutCreate(&l, t, (uint64_t)rows, (uint64_t)cols, ld) ||
+      (batch > 1 && (lt->LayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &nb, sizeof nb) ||
+                     lt->LayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride))))
+    *ok = false;
+  return l;
+}
+
+/* The GEMM of run_matmul through cuBLASLt with epilogue epi (CUBLASLT_EPILOGUE_*) and bias (0:
+ * none), writing D. Returns 1 when cuBLASLt has no algorithm for it (the caller falls back). */
+static int
+lt_matmul(rctx *c, int opa, int opb, int64_t M, int64_t N, int64_t K, int64_t batch, int64_t lda, int64_t ldb,
+          int64_t sa, int64_t sb, int t, int compute, CUdeviceptr A, CUdeviceptr B, CUdeviceptr D, uint32_t epi,
+          CUdeviceptr bias, const void *alpha, const void *beta, coil_error **err)
+{
+  coil_artifact *a = c->a;
+  const cuda_cublaslt *lt = a->lt;
+  cuda_lt_plan *pl = &a->lt_plans[c->line];
+  int64_t key[18] = {M, N, K, batch, lda, ldb, sa, sb, opa, opb, t, compute, alignment(A), alignment(B), alignment(D),
+                     epi, bias ? alignment(bias) : 0, 1};
+  if (!pl->valid || memcmp(pl->key, key, sizeof key) != 0) {
+    lt_plan_drop(a, pl);
+    bool ok = true;
+    int32_t ta = opb, tb = opa; /* cuBLASLt's A is our B (column-major view of row-major data) */
+    int scale = compute == CUBLAS_COMPUTE_64F ? CUDA_R_64F : CUDA_R_32F;
+    ok = !lt->DescCreate(&pl->desc, compute, scale) &&
+         !lt->DescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta) &&
+         !lt->DescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb) &&
+         !lt->DescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+    if (ok && bias)
+      ok = !lt->DescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    if (ok) {
+      pl->la = opb == CUBLAS_OP_N ? lt_layout(lt, t, N, K, ldb, batch, sb, &ok) : lt_layout(lt, t, K, N, ldb, batch, sb, &ok);
+      pl->lb = opa == CUBLAS_OP_N ? lt_layout(lt, t, K, M, lda, batch, sa, &ok) : lt_layout(lt, t, M, K, lda, batch, sa, &ok);
+      pl->lc = lt_layout(lt, t, N, M, N, batch, M * N, &ok);
+    }
+    cublasLtMatmulPreference_t pref = NULL;
+    uint64_t ws = 32u << 20;
+    uint32_t al[4] = {alignment(B), alignment(A), alignment(D), alignment(D)};
+    int found = 0;
+    cublasLtMatmulHeuristicResult_t h;
+    memset(&h, 0, sizeof h);
+    if (ok)
+      ok = !lt->PrefCreate(&pref) && !lt->PrefSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws) &&
+           !lt->PrefSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al[0], 4) &&
+           !lt->PrefSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al[1], 4) &&
+           !lt->PrefSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al[2], 4) &&
+           !lt->PrefSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[3], 4) &&
+           !lt->AlgoGetHeuristic(a->lt_handle, pl->desc, pl->la, pl->lb, pl->lc, pl->lc, pref, 1, &h, &found) &&
+           found > 0 && h.state == 0;
+    if (pref)
+      lt->PrefDestroy(pref);
+    if (!ok) {
+      lt_plan_drop(a, pl);
+      return 1;
+    }
+    pl->algo = h.algo;
+    memcpy(pl->key, key, sizeof key);
+    pl->valid = true;
+  } else if (bias && lt->DescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias)) {
+    *err = fail(c, COIL_ERR_RUNTIME, "cublasLtMatmulDescSetAttribute (bias) failed");
+    return 0;
+  }
+  cublasStatus_t st = lt->Matmul(a->lt_handle, pl->desc, alpha, (const void *)(uintptr_t)B, pl->la,
+                                 (const void *)(uintptr_t)A, pl->lb, beta, (const void *)(uintptr_t)D, pl->lc,
+                                 (void *)(uintptr_t)D, pl->lc, &pl->algo, (void *)(uintptr_t)a->blas_workspace, 32u << 20,
+                                 a->stream);
+  if (st)
+    *err = fail(c, COIL_ERR_RUNTIME, "cublasLtMatmul failed with status %d", st);
+  return 0;
+}
+
+/* ---- epilogues: mm, then a kernel computing out = [relu](mm + [bias over the columns]) ---- */
+
+/* Whether index e is the row-major element (x0, x1) of an m x n matrix (n, m constant). */
+static bool
+rowmajor_index(const coil_wir_program *p, const coil_sym *e, const coil_kernel *k, int64_t m, int64_t n)
+{
+  int nv = coil_sym_nvars(p->sym);
+  int64_t *vals = calloc((size_t)nv + 1, sizeof *vals);
+  int x0 = k->xvars[0]->var, x1 = k->xvars[1]->var;
+  static const int64_t pts[4][2] = {{0, 0}, {0, 1}, {1, 0}, {-1, -1}};
+  bool ok = vals != NULL && e->kind == COIL_SYM_ADD;
+  for (int i = 0; ok && i < e->nargs; i++) /* linear: a sum of x1 and a constant times x0 */
+    ok = e->args[i]->kind == COIL_SYM_VAR || e->args[i]->kind == COIL_SYM_MUL;
+  for (int i = 0; ok && i < 4; i++) {
+    int64_t a = pts[i][0] < 0 ? m - 1 : pts[i][0], b = pts[i][1] < 0 ? n - 1 : pts[i][1], v;
+    vals[x0] = a, vals[x1] = b;
+    coil_diag d = {0};
+    ok = coil_sym_eval(p->sym, e, vals, nv, &v, &d) == 0 && v == a * n + b;
+  }
+  free(vals);
+  return ok;
+}
+
+/* Whether line j (not the kernel line kl) reads buffer b or storage shared with it. */
+static bool
+line_reads(const coil_wir_program *p, const coil_line *l, int b)
+{
+  for (int i = 0; i < l->nargs; i++)
+    if (l->args[i] == b)
+      return true;
+  if ((l->kind == COIL_LINE_VIEW || l->kind == COIL_LINE_REUSE) && p->buffers[l->buffer].base == b)
+    return true;
+  return (l->kind == COIL_LINE_COPY_BACK || l->kind == COIL_LINE_MULTI_OUTPUT) && l->source == b;
+}
+
+static void
+match_epilogue(const coil_wir_program *p, int li, cuda_epilogue *e)
+{
+  const coil_line *l = &p->lines[li];
+  e->kernel_line = -1;
+  if (l->kind != COIL_LINE_EXTERN_CALL || !l->op || strcmp(l->op, "aten.mm.default") != 0 || l->nouts != 1)
+    return;
+  int B = l->outs[0];
+  const coil_buffer *bb = &p->buffers[B];
+  int64_t m, n;
+  if (bb->rank != 2 || !coil_sym_is_const(bb->sizes[0], &m) || !coil_sym_is_const(bb->sizes[1], &n) ||
+      (bb->dtype != COIL_F32 && bb->dtype != COIL_F16 && bb->dtype != COIL_BF16))
+    return;
+  int kl = li + 1;
+  while (kl < p->nlines && (p->lines[kl].kind == COIL_LINE_COMMENT || p->lines[kl].kind == COIL_LINE_ALLOC ||
+                            (p->lines[kl].kind == COIL_LINE_FREE && p->lines[kl].buffer != B)))
+    kl++;
+  if (kl >= p->nlines || p->lines[kl].kind != COIL_LINE_KERNEL_CALL)
+    return;
+  const coil_line *kc = &p->lines[kl];
+  const coil_kernel *k = &p->kernels[kc->kernel];
+  int64_t xm, xn;
+  if (k->nr || k->nx != 2 || !coil_sym_is_const(k->xsize[0], &xm) || !coil_sym_is_const(k->xsize[1], &xn) || xm != m ||
+      xn != n || kc->nargs != k->nparams)
+    return;
+  enum { NONE, MM, BIAS, SUM, RELU_MM, RELU_SUM };
+  int *tag = calloc((size_t)k->ninsts + 1, sizeof *tag);
+  int bias_arg = -1, out_arg = -1, stored = NONE, nstores = 0;
+  bool ok = tag != NULL;
+  for (int i = 0; ok && i < k->ninsts; i++) {
+    const coil_kinst *in = &k->insts[i];
+    switch (in->op) {
+    case COIL_KOP_LOAD:
+      if (kc->args[in->param] == B && !k->params[in->param].is_output && rowmajor_index(p, in->index, k, m, n))
+        tag[i] = MM;
+      else if (bias_arg < 0 && in->index->kind == COIL_SYM_VAR && in->index->var == k->xvars[1]->var &&
+               p->buffers[kc->args[in->param]].dtype == bb->dtype)
+        tag[i] = BIAS, bias_arg = in->param;
+      else
+        ok = false;
+      break;
+    case COIL_KOP_CAST: /* between the floats: values pass through (the epilogue rounds once) */
+      ok = coil_dtype_is_float(in->dtype) && in->dtype != COIL_F64 && coil_dtype_is_float(k->insts[in->args[0]].dtype);
+      tag[i] = tag[in->args[0]];
+      break;
+    case COIL_KOP_ADD: {
+      int x = tag[in->args[0]], y = tag[in->args[1]];
+      ok = (x == MM && y == BIAS) || (x == BIAS && y == MM);
+      tag[i] = SUM;
+      break;
+    }
+    case COIL_KOP_RELU:
+      ok = tag[in->args[0]] == MM || tag[in->args[0]] == SUM;
+      tag[i] = tag[in->args[0]] == MM ? RELU_MM : RELU_SUM;
+      break;
+    case COIL_KOP_STORE:
+      nstores++;
+      ok = k->params[in->param].is_output && rowmajor_index(p, in->index, k, m, n) &&
+           p->buffers[kc->args[in->param]].dtype == bb->dtype && tag[in->args[0]] != BIAS && tag[in->args[0]] != NONE;
+      stored = tag[in->args[0]], out_arg = in->param;
+      break;
+    default:
+      ok = false;
+    }
+  }
+  free(tag);
+  if (!ok || nstores != 1 || (stored == MM && bias_arg >= 0))
+    return;
+  int out = kc->args[out_arg];
+  const coil_buffer *ob = &p->buffers[out];
+  if (ob->rank != 2 || coil_sym_cmp(ob->sizes[0], bb->sizes[0]) || coil_sym_cmp(ob->sizes[1], bb->sizes[1]))
+    return;
+  if (out != B) /* the raw product is never written: nothing else may read it */
+    for (int j = li + 1; j < p->nlines; j++)
+      if (j != kl && line_reads(p, &p->lines[j], B))
+        return;
+  *e = (cuda_epilogue){kl, bias_arg, out_arg, stored == RELU_MM || stored == RELU_SUM};
+}
+
+void
+cuda_find_epilogues(const coil_wir_program *p, cuda_epilogue *epi)
+{
+  for (int i = 0; i < p->nlines; i++)
+    match_epilogue(p, i, &epi[i]);
+}
+
 /* C[M, N] = A[M, K] B[K, N] (per batch) in row-major terms is C^T = B^T A^T column-major: cuBLAS
  * gets B first, m = N, n = M, and writes C with ldc = N. */
 static coil_error *
@@ -300,6 +530,30 @@ run_matmul(rctx *c, const coil_line *l)
   const void *alpha = compute == CUBLAS_COMPUTE_64F ? (const void *)&ad : (const void *)&af;
   const void *beta = compute == CUBLAS_COMPUTE_64F ? (const void *)&bd : (const void *)&bf;
   long long sa = bmm && batch > 1 ? A->strides[0] : 0, sb = bmm && batch > 1 ? B->strides[0] : 0;
+  if (c->a->lt) {
+    /* the kernel after it folded in as an epilogue, when its output and bias are at hand */
+    const cuda_epilogue *ep = &c->a->epi[c->line];
+    CUdeviceptr D = C->ptr, bias = 0;
+    uint32_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+    bool fused = false;
+    if (ep->kernel_line >= 0) {
+      const coil_line *kc = &c->p->lines[ep->kernel_line];
+      const dbuf *out = &c->bufs[kc->args[ep->out_arg]], *bb = ep->bias_arg >= 0 ? &c->bufs[kc->args[ep->bias_arg]] : NULL;
+      if (out->live && (!bb || bb->live)) {
+        fused = true;
+        D = out->ptr, bias = bb ? bb->ptr : 0;
+        epi = ep->relu ? (bb ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU)
+                       : (bb ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
+      }
+    }
+    coil_error *err = NULL;
+    if (lt_matmul(c, opa, opb, M, N, K, batch, lda, ldb, sa, sb, t, compute, A->ptr, B->ptr, D, epi, bias, alpha, beta,
+                  &err) == 0) {
+      if (!err && fused)
+        c->skip_line = ep->kernel_line; /* its work is done */
+      return err;
+    }
+  }
   cublasStatus_t s = c->a->blas->GemmStridedBatchedEx(
       c->a->blas_handle, opb, opa, (int)N, (int)M, (int)K, alpha, (const void *)(uintptr_t)B->ptr, t, (int)ldb, sb,
       (const void *)(uintptr_t)A->ptr, t, (int)lda, sa, beta, (void *)(uintptr_t)C->ptr, t, (int)N, (long long)(M * N),
@@ -538,9 +792,11 @@ run_lines(coil_artifact *a, const coil_plugin_run_args *args)
     free(c.vals), free(c.bound), free(c.bufs);
     return coil_sdk_out_of_memory();
   }
+  c.skip_line = -1;
   coil_error *e = bind_inputs(&c, args);
   for (c.line = 0; !e && c.line < p->nlines; c.line++)
-    e = run_line(&c, &p->lines[c.line], args);
+    if (c.line != c.skip_line)
+      e = run_line(&c, &p->lines[c.line], args);
   for (int i = 0; i < p->nbuffers; i++) /* whatever is still held, error or not */
     if (c.bufs[i].owned && c.bufs[i].start)
       a->cu->MemFreeAsync(c.bufs[i].start, a->stream);
