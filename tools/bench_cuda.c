@@ -13,7 +13,8 @@
  *   graph      the same two with coil.graph_capture (mode reduce-overhead, CUDA graphs);
  *   compile    core (graph to verified Wrapper IR), cold (the plugin through an empty compile
  *              cache: code generation and NVRTC) plus loading the cubins, and a cache hit
- *              (lookup, hash check, load). --compile-only times these alone, with no GPU (the
+ *              (lookup, hash check, load); --autotune compiles with max-autotune (the cold
+ *              time then includes the tuning). --compile-only times these alone, with no GPU (the
  *              plugin's emit-only table still runs NVRTC); CI runs it.
  *
  * Inputs are uniform random values (a fixed seed) uploaded to the GPU once; outputs are
@@ -388,6 +389,8 @@ load(const coil_loaded_plugin *lp, coil_plugin *inst, const char *dir, const cha
   return a;
 }
 
+static bool autotune; /* --autotune: compile with coil.autotune = true (mode max-autotune) */
+
 static int
 bench_graph(const gpu_graph *gg, const char *plugin_dir, bool compile_only, result *res)
 {
@@ -410,8 +413,10 @@ bench_graph(const gpu_graph *gg, const char *plugin_dir, bool compile_only, resu
     return -1;
   }
   const char *id = ""; /* a fresh cache: no toolchain to tell apart */
+  const char *tk[] = {"coil.autotune"}, *tv[] = {autotune ? "true" : "false"};
+  coil_plugin_options copts = {.struct_size = sizeof copts, .count = 1, .keys = tk, .values = tv};
   t0 = now();
-  if (coil_cache_get(cache, id, lp, inst, p, NULL, &entry, &oc, &d)) {
+  if (coil_cache_get(cache, id, lp, inst, p, &copts, &entry, &oc, &d)) {
     fprintf(stderr, "coil bench: %s: compile: %s\n", gg->name, d.msg);
     return -1;
   }
@@ -419,7 +424,7 @@ bench_graph(const gpu_graph *gg, const char *plugin_dir, bool compile_only, resu
   res->cold_ms = 1e3 * (now() - t0);
   free(entry);
   t0 = now();
-  if (coil_cache_get(cache, id, lp, inst, p, NULL, &entry, &oc, &d) || oc != COIL_CACHE_HIT) {
+  if (coil_cache_get(cache, id, lp, inst, p, &copts, &entry, &oc, &d) || oc != COIL_CACHE_HIT) {
     fprintf(stderr, "coil bench: %s: the second compile missed the cache %s\n", gg->name, d.msg);
     return -1;
   }
@@ -484,6 +489,8 @@ coil_bench_cuda(int argc, char **argv, const char *plugin_dir)
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--compile-only") == 0)
       compile_only = true;
+    else if (strcmp(argv[i], "--autotune") == 0)
+      autotune = true;
     else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
       json = argv[++i];
     else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
@@ -491,7 +498,7 @@ coil_bench_cuda(int argc, char **argv, const char *plugin_dir)
     else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
       i++;
     else {
-      fprintf(stderr, "coil: usage: coil bench --backend cuda [--compile-only] [--json FILE] [--only NAME]\n");
+      fprintf(stderr, "coil: usage: coil bench --backend cuda [--compile-only] [--autotune] [--json FILE] [--only NAME]\n");
       return 2;
     }
   }
@@ -550,7 +557,8 @@ coil_bench_cuda(int argc, char **argv, const char *plugin_dir)
   time_t tt = time(NULL);
   char date[32];
   strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&tt));
-  printf("coil bench --backend cuda: %s, %s, copy %.0f GB/s\n", name, date, copy_gbps);
+  printf("coil bench --backend cuda%s: %s, %s, copy %.0f GB/s\n", autotune ? " --autotune (max-autotune)" : "", name, date,
+         copy_gbps);
   FILE *jf = json ? fopen(json, "w") : NULL;
   if (json && !jf) {
     fprintf(stderr, "coil bench: cannot write %s\n", json);

@@ -49,7 +49,7 @@ static const char usage[] =
     "  ops [--markdown]        list the op table (--markdown: the text of docs/ops.md)\n"
     "  plugins [--config FILE] list the backend plugins on the search path\n"
     "  bench                   the cpu plugin on the CPU benchmark graphs (docs/benchmarks.md)\n"
-    "  bench --backend cuda [--compile-only] [--json FILE] [--only NAME]\n"
+    "  bench --backend cuda [--compile-only] [--autotune] [--json FILE] [--only NAME]\n"
     "                          the cuda plugin on the GPU benchmark graphs: kernel time, GB/s,\n"
     "                          host time per call, with CUDA graphs, compile times\n"
     "  bench --core-only [--nodes N]\n"

@@ -11,10 +11,6 @@
 #include "coil/wir.h"
 #include "cuda_api.h"
 
-/* The CUDA C++ source of kernel k of p (prelude included), for NVRTC. */
-void cuda_kernel_source(const coil_wir_program *p, int k, coil_strbuf *out);
-/* All kernels after one prelude: kernels.cu, the artifact's readable source. */
-void cuda_program_source(const coil_wir_program *p, coil_strbuf *out);
 
 /* How a kernel is laid out on the GPU, decided from the Wrapper IR alone (so compile and load
  * agree without recording it):
@@ -40,6 +36,26 @@ typedef struct {
 } cuda_plan;
 #define CUDA_UNALIGNED_SUFFIX "__unaligned"
 void cuda_plan_kernel(const coil_kernel *k, cuda_plan *out);
+/* max-autotune's configurations for kernel k: the default first, then other block sizes and
+ * elements per thread (at most max). LOOPED kernels get a fixed block size (threads > 0). */
+int cuda_plan_candidates(const coil_kernel *k, cuda_plan *out, int max);
+
+/* Whether pl is a plan kernel k can run with (a plans.txt read back is checked with it). */
+bool cuda_plan_valid(const coil_kernel *k, const cuda_plan *pl);
+/* max-autotune: times kernel k's candidate plans in coil-cuda-tune (a separate process with a
+ * deadline) and sets *best to the fastest (the default when it cannot tune: symbolic sizes, no
+ * GPU, no worker); appends what it did to log. */
+void cuda_tune_kernel(const coil_wir_program *p, int k, const char *arch, cuda_plan *best, coil_strbuf *log);
+/* NVRTC: src compiled for arch into the cubin at path (what and dir: for messages). */
+coil_error *cuda_nvrtc_compile(const char *src, const char *arch, const char *what, const char *dir, const char *path);
+
+/* The CUDA C++ source of kernel k of p with plan pl (NULL: the default), prelude included. */
+void cuda_kernel_source(const coil_wir_program *p, int k, const cuda_plan *pl, coil_strbuf *out);
+/* Kernel k once per candidate plan, as NAME__cand<i> (and their unaligned variants). */
+void cuda_candidates_source(const coil_wir_program *p, int k, const cuda_plan *cands, int n, coil_strbuf *out);
+/* All kernels after one prelude (plans: per kernel, NULL: defaults): kernels.cu, the artifact's
+ * readable source. */
+void cuda_program_source(const coil_wir_program *p, const cuda_plan *plans, coil_strbuf *out);
 
 /* Threads per block and the block count the launcher uses for kernel k with plan pl, given its
  * x and r element counts (LOOPED: a multiple of 32 in 32..256 covering the row); vec: the
@@ -73,6 +89,7 @@ typedef struct {
   char arch[16];     /* sm_XY; "" = the GPU's (decided on first need) */
   bool sync;         /* sync = false: runs whose tensors are all on the GPU return once queued */
   bool graphs;       /* coil.graph_capture (mode reduce-overhead): capture once, replay */
+  bool autotune;     /* coil.autotune (mode max-autotune): time candidate plans, keep the best */
 } cuda_options;
 
 typedef struct cuda_graph cuda_graph; /* a captured run (cuda_run.c) */

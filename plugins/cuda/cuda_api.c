@@ -127,6 +127,12 @@ load_driver(void)
   SYM(driver, GraphLaunch, "cuGraphLaunch");
   SYM(driver, GraphExecDestroy, "cuGraphExecDestroy");
   SYM(driver, GraphDestroy, "cuGraphDestroy");
+  SYM(driver, EventCreate, "cuEventCreate");
+  SYM(driver, EventRecord, "cuEventRecord");
+  SYM(driver, EventSynchronize, "cuEventSynchronize");
+  SYM(driver, EventElapsedTime, "cuEventElapsedTime");
+  SYM(driver, EventDestroy, "cuEventDestroy_v2");
+  SYM(driver, ModuleLoad, "cuModuleLoad");
   int n = 0;
   if (driver.Init(0) != 0 || driver.DeviceGetCount(&n) != 0 || n < 1)
     return "the CUDA driver found no usable GPU (cuInit or cuDeviceGetCount failed)";

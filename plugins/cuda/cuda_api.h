@@ -43,6 +43,7 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef unsigned long long CUdeviceptr;
 typedef struct CUgraph_st *CUgraph;
+typedef struct CUevent_st *CUevent;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
 /* CUmemPoolProps as cuda.h lays it out (its tail is reserved bytes, zero) */
 typedef struct {
@@ -101,6 +102,13 @@ typedef struct cuda_driver {
   CUresult (*GraphLaunch)(CUgraphExec e, CUstream s);
   CUresult (*GraphExecDestroy)(CUgraphExec e);
   CUresult (*GraphDestroy)(CUgraph g);
+  /* events (the autotuner's timings) */
+  CUresult (*EventCreate)(CUevent *e, unsigned flags);
+  CUresult (*EventRecord)(CUevent e, CUstream s);
+  CUresult (*EventSynchronize)(CUevent e);
+  CUresult (*EventElapsedTime)(float *ms, CUevent a, CUevent b);
+  CUresult (*EventDestroy)(CUevent e);
+  CUresult (*ModuleLoad)(CUmodule *m, const char *path);
 } cuda_driver;
 
 /* The driver, loaded and initialised (cuInit) on first use; NULL with why when there is none. */

@@ -22,7 +22,7 @@
 
 #include "cuda.h"
 
-#define CUDA_VERSION_STR "0.1.0"
+#define CUDA_VERSION_STR "0.2.0"
 #define COMPILE_THREADS 8
 
 struct coil_plugin {
@@ -55,6 +55,11 @@ parse_options(const coil_plugin_options *o, cuda_options *opt)
     if (strcmp(k, "coil.graph_capture") == 0) {
       if (!parse_bool(v, &opt->graphs))
         return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: option coil.graph_capture: expected true or false, got '%s'", v);
+      continue;
+    }
+    if (strcmp(k, "coil.autotune") == 0) {
+      if (!parse_bool(v, &opt->autotune))
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: option coil.autotune: expected true or false, got '%s'", v);
       continue;
     }
     if (strncmp(k, "coil.", 5) == 0)
@@ -159,27 +164,23 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
 
 typedef struct {
   const coil_wir_program *p;
+  const cuda_plan *plans; /* per kernel */
   const char *arch, *dir;
   int next;             /* the next kernel to take (under lock) */
   pthread_mutex_t lock;
   coil_error *err;      /* the first failure */
 } compile_job;
 
-static coil_error *
-compile_one(compile_job *j, int k)
+coil_error *
+cuda_nvrtc_compile(const char *src, const char *arch, const char *what, const char *dir, const char *path)
 {
   const cuda_nvrtc *nv = cuda_nvrtc_get(NULL);
-  coil_strbuf src = {0};
-  cuda_kernel_source(j->p, k, &src);
   nvrtcProgram prog;
-  char name[64], opt_arch[48];
-  snprintf(name, sizeof name, "k%d.cu", k);
-  snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=%s", j->arch);
+  char opt_arch[48];
+  snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=%s", arch);
   const char *opts[] = {opt_arch, "--std=c++17", "-default-device", "-lineinfo"};
-  if (nv->CreateProgram(&prog, src.s, name, 0, NULL, NULL)) {
-    coil_strbuf_free(&src);
-    return coil_sdk_error(COIL_ERR_INTERNAL, "cuda: nvrtcCreateProgram failed for kernel %s", j->p->kernels[k].name);
-  }
+  if (nv->CreateProgram(&prog, src, "kernel.cu", 0, NULL, NULL))
+    return coil_sdk_error(COIL_ERR_INTERNAL, "cuda: nvrtcCreateProgram failed for %s", what);
   nvrtcResult r = nv->CompileProgram(prog, 4, opts);
   coil_error *e = NULL;
   if (r) {
@@ -192,28 +193,36 @@ compile_one(compile_job *j, int k)
       if (nl && nl - log > 300)
         *nl = 0;
     }
-    e = coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cuda: NVRTC (%s) rejected kernel %s (source in %s/kernels.cu): %s: %.400s",
-                       j->arch, j->p->kernels[k].name, j->dir, nv->GetErrorString(r), log ? log : "");
+    e = coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cuda: NVRTC (%s) rejected %s (source in %s/kernels.cu): %s: %.400s", arch,
+                       what, dir, nv->GetErrorString(r), log ? log : "");
     free(log);
   } else {
     size_t n = 0;
     char *cubin = NULL;
     if (nv->GetCUBINSize(prog, &n) || !(cubin = malloc(n)) || nv->GetCUBIN(prog, cubin))
-      e = coil_sdk_error(COIL_ERR_INTERNAL, "cuda: NVRTC gave no cubin for kernel %s", j->p->kernels[k].name);
+      e = coil_sdk_error(COIL_ERR_INTERNAL, "cuda: NVRTC gave no cubin for %s", what);
     else {
-      char file[64];
-      snprintf(file, sizeof file, "k%d.cubin", k);
-      char path[4096];
-      snprintf(path, sizeof path, "%s/%s.tmp", j->dir, file);
-      FILE *f = fopen(path, "wb");
-      char final[4096];
-      snprintf(final, sizeof final, "%s/%s", j->dir, file);
-      if (!f || fwrite(cubin, 1, n, f) != n || fclose(f) != 0 || rename(path, final) != 0)
-        e = coil_sdk_error(COIL_ERR_IO, "cuda: cannot write %s", final);
+      char tmp[4200];
+      snprintf(tmp, sizeof tmp, "%s.tmp", path);
+      FILE *f = fopen(tmp, "wb");
+      if (!f || fwrite(cubin, 1, n, f) != n || fclose(f) != 0 || rename(tmp, path) != 0)
+        e = coil_sdk_error(COIL_ERR_IO, "cuda: cannot write %s", path);
     }
     free(cubin);
   }
   nv->DestroyProgram(&prog);
+  return e;
+}
+
+static coil_error *
+compile_one(compile_job *j, int k)
+{
+  coil_strbuf src = {0};
+  cuda_kernel_source(j->p, k, &j->plans[k], &src);
+  char path[4096], what[600];
+  snprintf(path, sizeof path, "%s/k%d.cubin", j->dir, k);
+  snprintf(what, sizeof what, "kernel %s", j->p->kernels[k].name);
+  coil_error *e = cuda_nvrtc_compile(src.s, j->arch, what, j->dir, path);
   coil_strbuf_free(&src);
   return e;
 }
@@ -258,7 +267,20 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
   const char *why = NULL;
   if (p->nkernels && !cuda_nvrtc_get(&why))
     return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cuda: %s", why);
-  compile_job j = {.p = p, .arch = arch, .dir = args->artifact_dir};
+  /* each kernel's plan: the default, or with max-autotune the fastest candidate on this GPU */
+  cuda_plan *plans = calloc((size_t)p->nkernels + 1, sizeof *plans);
+  coil_strbuf tlog = {0}, ptext = {0};
+  if (!plans)
+    return coil_sdk_out_of_memory();
+  for (int k = 0; k < p->nkernels; k++) {
+    if (opt.autotune)
+      cuda_tune_kernel(p, k, arch, &plans[k], &tlog);
+    else
+      cuda_plan_kernel(&p->kernels[k], &plans[k]);
+    const cuda_plan *q = &plans[k];
+    coil_strbuf_printf(&ptext, "k%d %d %u %d %d %d\n", k, q->kind, q->threads, q->per_thread, q->vec, q->vec_per_thread);
+  }
+  compile_job j = {.p = p, .plans = plans, .arch = arch, .dir = args->artifact_dir};
   pthread_mutex_init(&j.lock, NULL);
   int nt = p->nkernels < COMPILE_THREADS ? p->nkernels : COMPILE_THREADS;
   pthread_t th[COMPILE_THREADS];
@@ -271,7 +293,8 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
     pthread_join(th[t], NULL);
   pthread_mutex_destroy(&j.lock);
   coil_strbuf all = {0}, files = {0};
-  cuda_program_source(p, &all);
+  cuda_program_source(p, plans, &all);
+  free(plans);
   for (int k = 0; k < p->nkernels; k++)
     coil_strbuf_printf(&files, ", \"k%d.cubin\"", k);
   /* the sources (kept on failure too, for the message to point at), the program, the manifest */
@@ -285,6 +308,14 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
   if (!e)
     e = coil_sdk_write_file(args->artifact_dir, "program.wir", text);
   free(text);
+  if (!e) /* the launch plans load reads (the tuned ones with max-autotune) */
+    e = coil_sdk_write_file(args->artifact_dir, "plans.txt", ptext.s ? ptext.s : "");
+  if (!e && opt.autotune) {
+    e = coil_sdk_write_file(args->artifact_dir, "tuning.log", tlog.s ? tlog.s : "");
+    coil_strbuf_puts(&files, ", \"tuning.log\"");
+  }
+  coil_strbuf_free(&ptext);
+  coil_strbuf_free(&tlog);
   if (!e) {
     char *manifest = malloc(files.len + 512);
     if (!manifest)
@@ -292,7 +323,7 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
     else {
       snprintf(manifest, files.len + 512,
                "{\"plugin\": \"cuda\", \"plugin_version\": \"" CUDA_VERSION_STR "\", \"wir_version\": \"%d.%d\", "
-               "\"arch\": \"%s\", \"files\": [\"kernels.cu\", \"program.wir\"%s]}\n",
+               "\"arch\": \"%s\", \"files\": [\"kernels.cu\", \"program.wir\", \"plans.txt\"%s]}\n",
                p->version_major, p->version_minor, arch, files.s ? files.s : "");
       e = coil_sdk_write_file(args->artifact_dir, COIL_ARTIFACT_MANIFEST, manifest);
       free(manifest);
@@ -340,6 +371,19 @@ artifact_free(coil_artifact *a)
   coil_wir_free(a->program);
   pthread_mutex_destroy(&a->lock);
   free(a);
+}
+
+/* Kernel k's line of plans.txt ("k<k> kind threads per_thread vec vec_per_thread"). */
+static bool
+plan_from_file(const char *text, int k, cuda_plan *out)
+{
+  char head[32];
+  snprintf(head, sizeof head, "k%d ", k);
+  for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+    if (strncmp(l, head, strlen(head)) == 0)
+      return sscanf(l + strlen(head), "%d %u %d %d %d", &out->kind, &out->threads, &out->per_thread, &out->vec,
+                    &out->vec_per_thread) == 5;
+  return false;
 }
 
 static coil_error *
@@ -449,6 +493,12 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
       cuda_find_epilogues(p, a->epi);
     }
   }
+  snprintf(path, sizeof path, "%s/plans.txt", args->artifact_dir);
+  char *plans = coil_sdk_read_file(path, 16u << 20, &len);
+  if (!plans && p->nkernels) {
+    artifact_free(a);
+    return coil_sdk_error(COIL_ERR_IO, "cuda: cannot read %s", path);
+  }
   for (int k = 0; !r && k < p->nkernels; k++) {
     snprintf(path, sizeof path, "%s/k%d.cubin", args->artifact_dir, k);
     char *cubin = coil_sdk_read_file(path, 512u << 20, &len);
@@ -456,7 +506,12 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
       artifact_free(a);
       return coil_sdk_error(COIL_ERR_IO, "cuda: cannot read %s", path);
     }
-    cuda_plan_kernel(&p->kernels[k], &a->plans[k]);
+    if (!plan_from_file(plans, k, &a->plans[k]) || !cuda_plan_valid(&p->kernels[k], &a->plans[k])) {
+      free(cubin), free(plans);
+      artifact_free(a);
+      return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: %s/plans.txt: no valid launch plan for kernel k%d (%s)",
+                            args->artifact_dir, k, p->kernels[k].name);
+    }
     if ((r = cu->ModuleLoadData(&a->modules[k], cubin)))
       call = "cuModuleLoadData";
     else if ((r = cu->ModuleGetFunction(&a->functions[k], a->modules[k], p->kernels[k].name)))
@@ -469,6 +524,7 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
     }
     free(cubin);
   }
+  free(plans);
   if (r) {
     const char *s = NULL;
     cu->GetErrorString(r, &s);
@@ -498,7 +554,8 @@ run(coil_artifact *a, const coil_plugin_run_args *args)
     .artifact_free = FREE, .identity = identity,                                                           \
   }
 
-static const coil_plugin_api executes = CUDA_TABLE(COIL_FEATURE_EXECUTES | COIL_FEATURE_GRAPH_CAPTURE, load, run, artifact_free);
+static const coil_plugin_api executes =
+    CUDA_TABLE(COIL_FEATURE_EXECUTES | COIL_FEATURE_GRAPH_CAPTURE | COIL_FEATURE_AUTOTUNE, load, run, artifact_free);
 static const coil_plugin_api emits = CUDA_TABLE(COIL_FEATURE_EMITS_ONLY, NULL, NULL, NULL);
 
 COIL_PLUGIN_EXPORT const coil_plugin_api *

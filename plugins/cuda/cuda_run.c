@@ -759,7 +759,7 @@ bind_inputs(rctx *c, const coil_plugin_run_args *args)
 unsigned
 cuda_block_threads(const cuda_plan *pl, int64_t rnumel)
 {
-  if (pl->kind != CUDA_LOOPED)
+  if (pl->kind != CUDA_LOOPED || pl->threads) /* fixed by the code, or tuned */
     return pl->threads;
   unsigned t = 32;
   while (t < 256 && (int64_t)t < rnumel)

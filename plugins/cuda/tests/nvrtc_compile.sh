@@ -27,4 +27,17 @@ for g in "$src"/examples/*.coil "$src"/core/tests/golden/*.coil "$src"/conforman
   fi
 done
 echo "NVRTC (sm_90) compiled $kernels kernels of $ok graphs; $unsupported graphs need a library op the cuda plugin does not do yet; $failed failed"
+
+# max-autotune compiles every candidate plan too; without a GPU the worker says so and every
+# kernel keeps its default plan, recorded in plans.txt with the reason in tuning.log
+rm -rf "$tmp/tuned"
+printf 'coil 1\ngraph g(%%x: f32[64, 1024]) {\n  %%y = aten._softmax.default(%%x, -1, False)\n  return (%%y)\n}\n' >"$tmp/sm.coil"
+if ! COIL_MODE=max-autotune COIL_CONFIG="$tmp/cuda.ini" "$coil" compile "$tmp/sm.coil" --backend cuda \
+    -o "$tmp/tuned" >"$tmp/log" 2>&1; then
+  echo "FAIL: max-autotune compile:"; tail -3 "$tmp/log"; failed=$((failed + 1))
+elif ! grep -q "^k0 " "$tmp/tuned/plans.txt" || ! grep -q "candidate 1:" "$tmp/tuned/tuning.log"; then
+  echo "FAIL: max-autotune wrote no plans.txt line or no candidates in tuning.log"; failed=$((failed + 1))
+else
+  echo "max-autotune: $(grep -c 'candidate [0-9]*:' "$tmp/tuned/tuning.log") candidates logged; $(grep -m1 -E 'no candidate timed|chosen' "$tmp/tuned/tuning.log")"
+fi
 [ $failed -eq 0 ] && [ $ok -gt 10 ]
