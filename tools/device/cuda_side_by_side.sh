@@ -17,5 +17,6 @@ if [ "$1" != --coil-only ]; then
   python3 .deps/inductor_baseline.py 2>&1 | tail -12 | tee -a "$log" # writes $OUT/inductor_baseline.json
   .deps/coil bench --backend cuda --json "$out/coil_2.json" 2>&1 | tee -a "$log"
   .deps/coil bench --backend cuda --autotune --json "$out/coil_tuned.json" 2>&1 | tee -a "$log"
-  python3 tools/device/cuda_table.py "$out/inductor_baseline.json" "$out/coil_1.json" "$out/coil_2.json" | tee "$out/table.md"
+  python3 tools/device/cuda_table.py "$out/inductor_baseline.json" "$out/coil_1.json" "$out/coil_2.json" \
+    --tuned "$out/coil_tuned.json" | tee "$out/table.md"
 fi

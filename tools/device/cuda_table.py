@@ -3,8 +3,15 @@
 them per number). Prints Markdown for docs/benchmarks.md."""
 import json, statistics, sys
 
-ind = json.load(open(sys.argv[1]))
-coils = [json.load(open(f)) for f in sys.argv[2:]]
+args = sys.argv[1:]
+tuned = None
+if "--tuned" in args:
+    i = args.index("--tuned")
+    tuned = json.load(open(args[i + 1]))
+    del args[i:i + 2]
+ind = json.load(open(args[0]))
+coils = [json.load(open(f)) for f in args[1:]]
+trows = {r["name"]: r for r in tuned["rows"]} if tuned else {}
 irows = {r["name"]: r for r in ind["rows"]}
 
 def med(name, key):
@@ -14,9 +21,9 @@ def med(name, key):
 copy_c = statistics.median(c["copy_GBps"] for c in coils)
 print(f"GPU: {ind['device']} (coil: {coils[0]['device']}), {coils[0]['date']}; torch {ind['torch']}, triton {ind['triton']}")
 print(f"copy bandwidth: {ind['copy_GBps']:.0f} GB/s (torch), {copy_c:.0f} GB/s (coil's measure); coil = median of {len(coils)} runs\n")
-print("| graph | Inductor ms | coil ms | Inductor/coil | Inductor % copy | coil % copy | TFLOP/s Ind / coil "
+print("| graph | Inductor ms | coil ms | Inductor/coil | coil max-autotune ms | Inductor % copy | coil % copy | TFLOP/s Ind / coil "
       "| cudagraph ms Ind / coil | host µs/call Ind / coil | coil graphs µs/call | compile Ind s / coil ms | coil cache hit ms |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for name, r in irows.items():
     k = med(name, "kernel_ms")
     mb = r["min_bytes"]
@@ -24,7 +31,8 @@ for name, r in irows.items():
     cp = 100 * mb / (k * 1e-3) / 1e9 / copy_c if mb else None
     tf = f"{r['tflops']:.0f} / {med(name, 'tflops'):.0f}" if r["tflops"] else "–"
     pct = lambda v: f"{v:.0f} %" if v is not None else "–"
-    print(f"| {name} | {r['inductor_ms']:.4f} | {k:.4f} | {r['inductor_ms'] / k:.2f} | {pct(ip)} | {pct(cp)} | {tf} "
+    tk = f"{trows[name]['kernel_ms']:.4f}" if name in trows else "–"
+    print(f"| {name} | {r['inductor_ms']:.4f} | {k:.4f} | {r['inductor_ms'] / k:.2f} | {tk} | {pct(ip)} | {pct(cp)} | {tf} "
           f"| {r['cudagraph_ms']:.4f} / {med(name, 'graph_ms'):.4f} | {r['wall_call_us']:.1f} / {med(name, 'call_us'):.1f} "
           f"| {med(name, 'graph_call_us'):.1f} | {r['compile_s']:.2f} / {med(name, 'core_ms') + med(name, 'cold_ms'):.0f} "
           f"| {med(name, 'hit_ms'):.2f} |")
