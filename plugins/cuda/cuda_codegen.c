@@ -589,6 +589,19 @@ emit_params(kgen *g, const char *suffix)
   coil_strbuf_puts(b, ";\n");
 }
 
+/* Whether the x extent is a constant multiple of tile (every tile full). */
+static bool
+whole_tiles(const coil_kernel *k, int64_t tile)
+{
+  int64_t n = 1, v;
+  for (int i = 0; i < k->nx; i++) {
+    if (!coil_sym_is_const(k->xsize[i], &v))
+      return false;
+    n *= v;
+  }
+  return n > 0 && n % tile == 0;
+}
+
 /* POINTWISE: full tiles unmasked (every load of the thread's elements issued up front), the
  * last partial tile masked. */
 static void
@@ -600,9 +613,10 @@ emit_pointwise(kgen *g)
   int P = g->plan.per_thread;
   coil_strbuf_printf(b, "  for (int64_t xbase = (int64_t)blockIdx.x * %u; xbase < xnumel; xbase += (int64_t)gridDim.x * %u) {\n",
                      T * P, T * P);
-  for (int masked = 0; masked < 2; masked++) {
-    coil_strbuf_puts(b, masked ? "    } else {\n" : "    if (xbase + " );
-    if (!masked)
+  bool full = whole_tiles(k, (int64_t)T * P); /* no partial tile: no masked copy of the body */
+  for (int masked = 0; masked < (full ? 1 : 2); masked++) {
+    coil_strbuf_puts(b, masked ? "    } else {\n" : full ? "    {\n" : "    if (xbase + ");
+    if (!masked && !full)
       coil_strbuf_printf(b, "%u <= xnumel) {\n", T * P);
     coil_strbuf_printf(b, "#pragma unroll%s\n      for (int j = 0; j < %d; j++) {\n", masked ? " 1" : "", P); /* the tail: once */
     coil_strbuf_printf(b, "        const int64_t xindex = xbase + (int64_t)j * %u + threadIdx.x;\n", T);
@@ -696,8 +710,11 @@ emit_pointwise_vec(kgen *g)
   unsigned T = g->plan.threads, tile = T * (unsigned)(g->plan.vec_per_thread * g->plan.vec);
   coil_strbuf_printf(b, "  for (int64_t xbase = (int64_t)blockIdx.x * %u; xbase < xnumel; xbase += (int64_t)gridDim.x * %u) {\n",
                      tile, tile);
-  for (int masked = 0; masked < 2; masked++) {
-    if (!masked)
+  bool full = whole_tiles(g->k, tile);
+  for (int masked = 0; masked < (full ? 1 : 2); masked++) {
+    if (!masked && full)
+      coil_strbuf_puts(b, "    {\n");
+    else if (!masked)
       coil_strbuf_printf(b, "    if (xbase + %u <= xnumel) {\n", tile);
     else
       coil_strbuf_puts(b, "    } else {\n");
