@@ -1,20 +1,23 @@
 /* cuda_plugin.c — the `cuda` plugin: CUDA C++ kernels (cuda_codegen.c) compiled by NVRTC into
- * cubins, loaded and launched through the driver API, with a wrapper in C (cuda_run.c). NVRTC
- * and the driver are dlopen'd (cuda_api.c). On a machine without a GPU driver the entry returns
- * an emit-only table: compile still runs NVRTC (CI compiles every kernel that way), load and
- * run are absent.
+ * cubins, loaded and launched through the driver API, with a wrapper in C (cuda_run.c). NVRTC,
+ * the driver, cuBLAS and cuBLASLt are dlopen'd (cuda_api.c). On a machine without a GPU driver
+ * the entry returns an emit-only table: compile still runs NVRTC (CI compiles every kernel that
+ * way), load and run are absent.
  *
  * Options ([plugin.cuda]): arch = sm_XY (default: the GPU's, or sm_90 without one); sync =
  * true|false (default true; false: a run whose inputs and outputs all live on the GPU returns
  * once its work is queued, ordered with the legacy default stream). From the host:
- * coil.graph_capture (mode reduce-overhead) captures runs into CUDA graphs (cuda_run.c); other
- * keys starting with "coil." are accepted and ignored.
+ * coil.graph_capture (mode reduce-overhead) captures runs into CUDA graphs (cuda_run.c),
+ * coil.autotune (mode max-autotune) times candidate plans at compile (cuda_tune.c); other keys
+ * starting with "coil." are accepted and ignored.
  *
- * Library ops: mm and bmm through cuBLAS (cuda_run.c) on floats whose operands have unit stride
- * in one matrix dim; other library ops are refused at compile as not supported.
+ * An artifact: kernels.cu (every kernel, readable), k<i>.cubin per kernel, plans.txt (each
+ * kernel's launch plan), program.wir, tuning.log with max-autotune, manifest.json.
  *
- * Not yet (issue [F5]): the other library ops, cuBLASLt epilogues, Triton-style tiles with
- * vectorised loads, persistent reductions, CUDA graphs, autotuning, unaligned-input variants. */
+ * Library ops: mm and bmm through cuBLASLt (cuBLAS where it is missing) on floats whose operands
+ * have unit stride in one matrix dim, with a following bias/relu kernel folded in as an
+ * epilogue; other library ops are refused at compile as not supported (issue [F5] leaves them
+ * for later: convolution, pooling, index, gather, embedding, topk). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -216,7 +216,8 @@ typedef struct coil_plugin_tensor {
  * device the plugin runs on; the plugin writes every element of every output and nothing else
  * of theirs. Outputs never alias inputs or each other; when the program returns an input or a
  * view of one, the plugin copies. The run is synchronous: when it returns, the outputs hold the
- * results (a device plugin has synchronized). */
+ * results (a device plugin has synchronized), unless the user set a plugin option that says
+ * otherwise (cuda: sync = false, for runs whose tensors all live on the device). */
 typedef struct coil_plugin_run_args {
   size_t struct_size;
   size_t ninputs;                           /* == program->ninputs */
