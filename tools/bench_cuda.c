@@ -182,6 +182,10 @@ make_graphs(gpu_graph *g)
                            "  %%n = aten.mul.Tensor(%%h, %%s)\n  %%c = aten._to_copy.default(%%n, dtype=f16)\n"
                            "  %%y = aten.mul.Tensor(%%c, %%w)\n  return (%%y)\n}\n"),
                        3.0 * 8192 * 4096 * 2, 0};
+  g[n++] = (gpu_graph){"transpose_copy_f32", /* not in the anchor script: coil alone */
+                       fmt("coil 1\ngraph g(%%x: f32[8192, 8192]) {\n  %%t = aten.t.default(%%x)\n"
+                           "  %%y = aten.clone.default(%%t, memory_format=contiguous_format)\n  return (%%y)\n}\n"),
+                       2.0 * 8192 * 8192 * 4, 0};
   g[n++] = (gpu_graph){"mlp_fp16",
                        fmt("coil 1\ngraph g(%%x: f16[4096, 4096], %%w1: f16[4096, 4096], %%w2: f16[4096, 4096]) {\n"
                            "  %%h = aten.mm.default(%%x, %%w1)\n  %%g = aten.gelu.default(%%h)\n"

@@ -21,8 +21,12 @@
  *               block per x point keeps the whole row in registers (per_thread elements per
  *               thread), so each r value is loaded and computed once;
  *   LOOPED      any other reduction: one block per x point, every reduce re-reading its cone in
- *               a strided loop (threads decided at launch from the r extent). */
-enum { CUDA_POINTWISE, CUDA_PERSISTENT, CUDA_LOOPED };
+ *               a strided loop (threads decided at launch from the r extent);
+ *   TRANSPOSE   a pointwise kernel whose stores run along the innermost x variable but some load
+ *               runs along another one (x variable tvar): 32 x 32 tiles of the two, those loads
+ *               read coalesced into shared memory first, then the body runs with coalesced
+ *               stores. */
+enum { CUDA_POINTWISE, CUDA_PERSISTENT, CUDA_LOOPED, CUDA_TRANSPOSE };
 #define CUDA_PERSISTENT_MAX 8192
 typedef struct {
   int kind;
@@ -33,6 +37,7 @@ typedef struct {
                         accesses per thread, for params all 16-byte aligned; the scalar kernel is
                         then NAME__unaligned. 1: only the scalar kernel, under NAME */
   int vec_per_thread;
+  int tvar;          /* TRANSPOSE: the index in the kernel's x variables of the loads' unit dim */
 } cuda_plan;
 #define CUDA_UNALIGNED_SUFFIX "__unaligned"
 void cuda_plan_kernel(const coil_kernel *k, cuda_plan *out);

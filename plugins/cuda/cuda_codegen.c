@@ -237,6 +237,62 @@ vector_width(const coil_kernel *k, int nvars, const coil_sym *const *vars, const
   return v;
 }
 
+/* ---- transposing copies ----
+ * Which x variable a load's index runs along with unit stride: the index is that variable, or a
+ * sum with it alone as a term and no other term using it. -1: none. */
+static int
+unit_var(const coil_kernel *k, const coil_sym *e)
+{
+  for (int v = 0; v < k->nx; v++) {
+    int var = k->xvars[v]->var;
+    if (e->kind == COIL_SYM_VAR && e->var == var)
+      return v;
+    if (e->kind != COIL_SYM_ADD)
+      continue;
+    int unit = 0;
+    bool other = false;
+    for (int i = 0; i < e->nargs; i++) {
+      if (e->args[i]->kind == COIL_SYM_VAR && e->args[i]->var == var)
+        unit++;
+      else if (uses_var(e->args[i], var))
+        other = true;
+    }
+    if (unit == 1 && !other)
+      return v;
+  }
+  return -1;
+}
+
+/* The x variable (index) for a TRANSPOSE plan: every store runs along the innermost x variable
+ * and some load runs along another one that the stores use too; -1: not a transposing kernel. */
+static int
+transpose_var(const coil_kernel *k)
+{
+  if (k->nx < 2)
+    return -1;
+  int tv = -1;
+  for (int i = 0; i < k->ninsts; i++) {
+    const coil_kinst *in = &k->insts[i];
+    if (in->op == COIL_KOP_STORE && unit_var(k, in->index) != k->nx - 1)
+      return -1;
+    if (in->op == COIL_KOP_LOAD && tv < 0) {
+      int v = unit_var(k, in->index);
+      if (v >= 0 && v != k->nx - 1 && uses_var(in->index, k->xvars[k->nx - 1]->var))
+        tv = v;
+    }
+  }
+  return tv;
+}
+
+/* Whether load instruction i goes through the shared-memory tile of a TRANSPOSE kernel. */
+static bool
+transposed_load(const coil_kernel *k, const cuda_plan *pl, int i)
+{
+  const coil_kinst *in = &k->insts[i];
+  return pl->kind == CUDA_TRANSPOSE && in->op == COIL_KOP_LOAD && unit_var(k, in->index) == pl->tvar &&
+         uses_var(in->index, k->xvars[k->nx - 1]->var);
+}
+
 /* The r extent when every r size is a constant, else -1. */
 static int64_t
 fixed_rnumel(const coil_kernel *k)
@@ -255,7 +311,11 @@ void
 cuda_plan_kernel(const coil_kernel *k, cuda_plan *out)
 {
   if (k->nr == 0) {
-    *out = (cuda_plan){CUDA_POINTWISE, 256, 4, vector_width(k, k->nx, k->xvars, k->xsize), 1};
+    int tv = transpose_var(k);
+    if (tv >= 0)
+      *out = (cuda_plan){CUDA_TRANSPOSE, 256, 1, 1, 0, tv};
+    else
+      *out = (cuda_plan){CUDA_POINTWISE, 256, 4, vector_width(k, k->nx, k->xvars, k->xsize), 1, 0};
     return;
   }
   int64_t r = fixed_rnumel(k);
@@ -265,12 +325,12 @@ cuda_plan_kernel(const coil_kernel *k, cuda_plan *out)
       t *= 2;
     int v = vector_width(k, k->nr, k->rvars, k->rsize);
     if (v > 1 && r >= (int64_t)t * v) /* P vectors of v per thread: element (j*T + tid)*v + l */
-      *out = (cuda_plan){CUDA_PERSISTENT, t, (int)((r + (int64_t)t * v - 1) / ((int64_t)t * v)), v, 0};
+      *out = (cuda_plan){CUDA_PERSISTENT, t, (int)((r + (int64_t)t * v - 1) / ((int64_t)t * v)), v, 0, 0};
     else
-      *out = (cuda_plan){CUDA_PERSISTENT, t, (int)((r + t - 1) / t), 1, 0};
+      *out = (cuda_plan){CUDA_PERSISTENT, t, (int)((r + t - 1) / t), 1, 0, 0};
     return;
   }
-  *out = (cuda_plan){CUDA_LOOPED, 0, 0, 1, 0};
+  *out = (cuda_plan){CUDA_LOOPED, 0, 0, 1, 0, 0};
 }
 
 static void
@@ -730,6 +790,71 @@ emit_pointwise_vec(kgen *g)
   coil_strbuf_puts(b, "    }\n  }\n}\n\n");
 }
 
+/* Defines every x variable of a TRANSPOSE tile element: the others from `outer`, the innermost
+ * from xi_, variable tvar from xj_. */
+static void
+transpose_vars(kgen *g, int d)
+{
+  const coil_kernel *k = g->k;
+  const coil_sym *vars[COIL_MAX_RANK + 8], *sizes[COIL_MAX_RANK + 8];
+  int n = 0;
+  for (int v = 0; v < k->nx; v++)
+    if (v != g->plan.tvar && v != k->nx - 1)
+      vars[n] = k->xvars[v], sizes[n++] = k->xsize[v];
+  indent(g->b, d);
+  coil_strbuf_puts(g->b, "const int64_t coil_outer = outer;\n");
+  unravel(g, "coil_outer", n, vars, sizes, d);
+  indent(g->b, d);
+  coil_strbuf_printf(g->b, "const int64_t %s = xi_, %s = xj_;\n", var(g, k->xvars[k->nx - 1]), var(g, k->xvars[g->plan.tvar]));
+}
+
+/* TRANSPOSE: per 32 x 32 tile of (tvar, innermost), the transposed loads read along tvar into
+ * shared memory (coalesced), then the body along the innermost variable reading them from
+ * there (coalesced stores). 256 threads: 32 lanes by 8 rows, each row looping over 4. */
+static void
+emit_transpose(kgen *g)
+{
+  const coil_kernel *k = g->k;
+  coil_strbuf *b = g->b;
+  coil_strbuf_puts(b, "  const int64_t si = ");
+  coil_c_index(g->p, k->xsize[k->nx - 1], b);
+  coil_strbuf_puts(b, ", sj = ");
+  coil_c_index(g->p, k->xsize[g->plan.tvar], b);
+  coil_strbuf_puts(b, ";\n  if (si == 0 || sj == 0) return;\n"
+                      "  const int64_t ti_n = (si + 31) / 32, tj_n = (sj + 31) / 32, ntiles = xnumel / (si * sj) * ti_n * tj_n;\n"
+                      "  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;\n");
+  for (int i = 0; i < k->ninsts; i++)
+    if (transposed_load(k, &g->plan, i))
+      coil_strbuf_printf(b, "  __shared__ %s tile%d[32][33];\n", coil_c_compute_type(k->insts[i].dtype), i);
+  coil_strbuf_puts(b, "  for (int64_t t = blockIdx.x; t < ntiles; t += gridDim.x) {\n"
+                      "    const int64_t ti = t % ti_n, tj = t / ti_n % tj_n, outer = t / ti_n / tj_n;\n"
+                      "    for (int yy = ty; yy < 32; yy += 8) {\n"
+                      "      const int64_t xj_ = tj * 32 + tx, xi_ = ti * 32 + yy;\n"
+                      "      if (xj_ < sj && xi_ < si) {\n");
+  transpose_vars(g, 4);
+  for (int i = 0; i < k->ninsts; i++)
+    if (transposed_load(k, &g->plan, i)) {
+      indent(b, 4);
+      coil_strbuf_printf(b, "tile%d[yy][tx] = ", i);
+      coil_c_value(&dialect, g->p, k, i, (const char *const *)g->names, b);
+      coil_strbuf_puts(b, ";\n");
+    }
+  coil_strbuf_puts(b, "      }\n    }\n    __syncthreads();\n"
+                      "    for (int yy = ty; yy < 32; yy += 8) {\n"
+                      "      const int64_t xi_ = ti * 32 + tx, xj_ = tj * 32 + yy;\n"
+                      "      if (xi_ < si && xj_ < sj) {\n");
+  transpose_vars(g, 4);
+  for (int i = 0; i < k->ninsts; i++) {
+    if (transposed_load(k, &g->plan, i)) {
+      indent(b, 4);
+      coil_strbuf_printf(b, "const %s %s = tile%d[tx][yy];\n", coil_c_compute_type(k->insts[i].dtype), g->names[i], i);
+    } else {
+      emit_inst(g, i, 4);
+    }
+  }
+  coil_strbuf_puts(b, "      }\n    }\n    __syncthreads();\n  }\n}\n\n");
+}
+
 /* PERSISTENT: the per-r instructions in program order, each computed once into a register array
  * v<i>[P]; runs of them between reduces share one unrolled loop over the thread's elements. */
 /* A segment of a vectorised PERSISTENT kernel: unit-stride loads as one aligned vector per j,
@@ -938,6 +1063,10 @@ emit_variant(kgen *g, const char *suffix)
       snprintf(g->names[i], 40, g->plan.kind == CUDA_PERSISTENT && g->per_r[i] ? "v%d[j]" : "v%d", i);
   }
   emit_params(g, suffix);
+  if (g->plan.kind == CUDA_TRANSPOSE) {
+    emit_transpose(g);
+    return;
+  }
   if (g->plan.kind == CUDA_POINTWISE) {
     if (g->plan.vec > 1)
       emit_pointwise_vec(g);
@@ -1034,6 +1163,7 @@ cuda_plan_valid(const coil_kernel *k, const cuda_plan *pl)
     int64_t r = fixed_rnumel(k);
     return pow2 && pl->per_thread >= 1 && (int64_t)pl->threads * pl->per_thread * pl->vec >= r;
   }
+  case CUDA_TRANSPOSE: return pl->threads == 256 && pl->tvar == d.tvar;
   default: return pl->threads == 0 || pow2;
   }
 }
@@ -1074,7 +1204,7 @@ cuda_plan_candidates(const coil_kernel *k, cuda_plan *out, int max)
       if (n < max && memcmp(&c, &d, sizeof c) != 0)
         out[n++] = c;
     }
-  } else {
+  } else if (d.kind == CUDA_LOOPED) {
     for (unsigned t = 64; t <= 1024; t *= 2) {
       cuda_plan c = d;
       c.threads = t;

@@ -281,7 +281,8 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
     else
       cuda_plan_kernel(&p->kernels[k], &plans[k]);
     const cuda_plan *q = &plans[k];
-    coil_strbuf_printf(&ptext, "k%d %d %u %d %d %d\n", k, q->kind, q->threads, q->per_thread, q->vec, q->vec_per_thread);
+    coil_strbuf_printf(&ptext, "k%d %d %u %d %d %d %d\n", k, q->kind, q->threads, q->per_thread, q->vec, q->vec_per_thread,
+                       q->tvar);
   }
   compile_job j = {.p = p, .plans = plans, .arch = arch, .dir = args->artifact_dir};
   pthread_mutex_init(&j.lock, NULL);
@@ -376,7 +377,7 @@ artifact_free(coil_artifact *a)
   free(a);
 }
 
-/* Kernel k's line of plans.txt ("k<k> kind threads per_thread vec vec_per_thread"). */
+/* Kernel k's line of plans.txt ("k<k> kind threads per_thread vec vec_per_thread tvar"). */
 static bool
 plan_from_file(const char *text, int k, cuda_plan *out)
 {
@@ -384,8 +385,8 @@ plan_from_file(const char *text, int k, cuda_plan *out)
   snprintf(head, sizeof head, "k%d ", k);
   for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
     if (strncmp(l, head, strlen(head)) == 0)
-      return sscanf(l + strlen(head), "%d %u %d %d %d", &out->kind, &out->threads, &out->per_thread, &out->vec,
-                    &out->vec_per_thread) == 5;
+      return sscanf(l + strlen(head), "%d %u %d %d %d %d", &out->kind, &out->threads, &out->per_thread, &out->vec,
+                    &out->vec_per_thread, &out->tvar) == 6;
   return false;
 }
 

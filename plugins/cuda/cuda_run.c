@@ -770,6 +770,10 @@ cuda_block_threads(const cuda_plan *pl, int64_t rnumel)
 unsigned
 cuda_grid_blocks(const cuda_plan *pl, bool vec, int64_t xnumel, unsigned threads)
 {
+  if (pl->kind == CUDA_TRANSPOSE) { /* tiles of 32 x 32 (the kernel strides over them) */
+    int64_t b = (xnumel + 1023) / 1024 + 1;
+    return b > (1 << 22) ? 1u << 22 : (unsigned)b;
+  }
   int64_t tile = pl->kind != CUDA_POINTWISE ? 0
                  : vec                      ? (int64_t)threads * pl->vec_per_thread * pl->vec
                                             : (int64_t)threads * pl->per_thread;
