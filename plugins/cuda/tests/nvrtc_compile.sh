@@ -40,4 +40,25 @@ elif ! grep -q "^k0 " "$tmp/tuned/plans.txt" || ! grep -q "candidate 1:" "$tmp/t
 else
   echo "max-autotune: $(grep -c 'candidate [0-9]*:' "$tmp/tuned/tuning.log") candidates logged; $(grep -m1 -E 'no candidate timed|chosen' "$tmp/tuned/tuning.log")"
 fi
+# the code generator picks the layout the plan says: 16-byte vectors with a scalar variant for
+# unaligned params, rows in registers read as vectors, shared-memory tiles for transposing copies
+shape() { # NAME GRAPH-BODY INPUT PATTERN...
+  local name=$1 body=$2 input=$3; shift 3
+  printf 'coil 1\ngraph g(%%x: %s) {\n%b  return (%%y)\n}\n' "$input" "$body" >"$tmp/$name.coil"
+  rm -rf "$tmp/$name"
+  if ! COIL_CONFIG="$tmp/cuda.ini" "$coil" compile "$tmp/$name.coil" --backend cuda -o "$tmp/$name" >"$tmp/log" 2>&1; then
+    echo "FAIL: $name does not compile:"; tail -3 "$tmp/log"; failed=$((failed + 1)); return
+  fi
+  for pat in "$@"; do
+    if ! grep -q -- "$pat" "$tmp/$name/kernels.cu"; then
+      echo "FAIL: $name: kernels.cu lacks '$pat'"; failed=$((failed + 1))
+    fi
+  done
+}
+shape pointwise '  %y = aten.gelu.default(%x)\n' 'f32[64, 64]' 'coil_vec<float, 4>' '__unaligned('
+shape pointwise_f16 '  %y = aten.relu.default(%x)\n' 'f16[64, 64]' 'coil_vec<uint16_t, 8>'
+shape persistent '  %y = aten._softmax.default(%x, -1, False)\n' 'f32[64, 1024]' 'const int64_t rbase' 'coil_block_reduce' '__unaligned('
+shape transpose '  %t = aten.t.default(%x)\n  %y = aten.clone.default(%t)\n' 'f32[96, 80]' '__shared__ float tile0\[32\]\[33\]'
+shape looped '  %y = aten.sum.dim_IntList(%x, [1])\n' 'f32[4, 100000]' 'rindex += blockDim.x'
+echo "layout checks: $failed failed so far"
 [ $failed -eq 0 ] && [ $ok -gt 10 ]
