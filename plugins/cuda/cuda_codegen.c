@@ -438,23 +438,24 @@ open_vj(kgen *g, int depth)
 }
 
 static void
-open_lanes(kgen *g, int depth, bool shadow)
+open_lanes(kgen *g, int depth, const char *shadow)
 {
   coil_strbuf *b = g->b;
-  const char *ri = var(g, g->k->rvars[g->k->nr - 1]);
   if (shadow) {
     indent(b, depth);
-    coil_strbuf_printf(b, "const int64_t coil_lane0 = %s;\n", ri);
+    coil_strbuf_printf(b, "const int64_t coil_lane0 = %s;\n", shadow);
   }
   indent(b, depth);
   coil_strbuf_printf(b, "#pragma unroll\n");
   indent(b, depth);
   coil_strbuf_printf(b, "for (int l = 0; l < %d; l++) {\n", g->plan.vec);
-  indent(b, depth + 1);
-  coil_strbuf_puts(b, "const int64_t rindex = rbase + l;\n");
+  if (g->plan.kind == CUDA_PERSISTENT) {
+    indent(b, depth + 1);
+    coil_strbuf_puts(b, "const int64_t rindex = rbase + l;\n");
+  }
   if (shadow) {
     indent(b, depth + 1);
-    coil_strbuf_printf(b, "const int64_t %s = coil_lane0 + l;\n", ri);
+    coil_strbuf_printf(b, "const int64_t %s = coil_lane0 + l;\n", shadow);
   }
 }
 
@@ -466,7 +467,7 @@ open_r(kgen *g, int depth, bool unravel_r)
     open_vj(g, depth);
     if (unravel_r)
       unravel(g, "rbase", g->k->nr, g->k->rvars, g->k->rsize, depth + 2);
-    open_lanes(g, depth + 2, unravel_r);
+    open_lanes(g, depth + 2, unravel_r ? var(g, g->k->rvars[g->k->nr - 1]) : NULL);
     return;
   }
   indent(b, depth);
@@ -662,133 +663,119 @@ whole_tiles(const coil_kernel *k, int64_t tile)
   return n > 0 && n % tile == 0;
 }
 
-/* POINTWISE: full tiles unmasked (every load of the thread's elements issued up front), the
- * last partial tile masked. */
+/* One vector position of a vectorised kernel, its first element `flat` (xindex or rbase,
+ * unravelled over vars here): the unit-stride loads of instructions seg[0..n) along the innermost
+ * of vars as one aligned vector each, then per lane (that variable shadowed) the instructions,
+ * unit-stride stores gathered into vectors written last. */
+static void
+emit_lanes(kgen *g, const int *seg, int n, int nvars, const coil_sym *const *vars, const coil_sym *const *sizes,
+           const char *flat, int d)
+{
+  const coil_kernel *k = g->k;
+  coil_strbuf *b = g->b;
+  int unit = vars[nvars - 1]->var, V = g->plan.vec;
+  unravel(g, flat, nvars, vars, sizes, d);
+  for (int pass = 0; pass < 3; pass++) { /* vectors in, the lanes, vectors out */
+    if (pass == 1) {
+      open_lanes(g, d, var(g, vars[nvars - 1]));
+      for (int s = 0; s < n; s++) {
+        int i = seg[s];
+        const coil_kinst *in = &k->insts[i];
+        if ((in->op != COIL_KOP_LOAD && in->op != COIL_KOP_STORE) || index_kind(in->index, unit, V) != 1) {
+          emit_inst(g, i, d + 1);
+          continue;
+        }
+        char t[32];
+        snprintf(t, sizeof t, "t%d.e", i);
+        indent(b, d + 1);
+        if (in->op == COIL_KOP_LOAD) {
+          if (strchr(g->names[i], '['))
+            coil_strbuf_printf(b, "%s = ", g->names[i]);
+          else
+            coil_strbuf_printf(b, "const %s %s = ", coil_c_compute_type(in->dtype), g->names[i]);
+          coil_c_load(b, k->params[in->param].dtype, t, "l");
+          coil_strbuf_puts(b, ";\n");
+        } else {
+          coil_c_store(b, k->params[in->param].dtype, t, "l", g->names[in->args[0]]);
+          coil_strbuf_puts(b, "\n");
+        }
+      }
+      indent(b, d);
+      coil_strbuf_puts(b, "}\n");
+      continue;
+    }
+    for (int s = 0; s < n; s++) {
+      const coil_kinst *in = &k->insts[seg[s]];
+      if ((in->op != COIL_KOP_LOAD && in->op != COIL_KOP_STORE) || index_kind(in->index, unit, V) != 1 ||
+          (pass == 2 && in->op != COIL_KOP_STORE))
+        continue;
+      const char *st = coil_c_storage_type(k->params[in->param].dtype), *name = k->params[in->param].name;
+      indent(b, d);
+      if (pass == 0 && in->op == COIL_KOP_STORE) {
+        coil_strbuf_printf(b, "coil_vec<%s, %d> t%d;\n", st, V, seg[s]);
+        continue;
+      }
+      if (pass == 0)
+        coil_strbuf_printf(b, "const coil_vec<%s, %d> t%d = *(const coil_vec<%s, %d> *)&%s[", st, V, seg[s], st, V, name);
+      else
+        coil_strbuf_printf(b, "*(coil_vec<%s, %d> *)&%s[", st, V, name);
+      coil_c_index(g->p, in->index, b);
+      if (pass == 0)
+        coil_strbuf_puts(b, "];\n");
+      else
+        coil_strbuf_printf(b, "] = t%d;\n", seg[s]);
+    }
+  }
+}
+
+/* POINTWISE: tiles of threads * per_thread elements, or with vec > 1 of threads *
+ * vec_per_thread vectors of vec; full tiles unmasked (every load of a thread issued up front),
+ * the last partial tile, if the extent allows one, masked and not unrolled. */
 static void
 emit_pointwise(kgen *g)
 {
   const coil_kernel *k = g->k;
   coil_strbuf *b = g->b;
+  bool vec = g->plan.vec > 1;
   unsigned T = g->plan.threads;
-  int P = g->plan.per_thread;
-  coil_strbuf_printf(b, "  for (int64_t xbase = (int64_t)blockIdx.x * %u; xbase < xnumel; xbase += (int64_t)gridDim.x * %u) {\n",
-                     T * P, T * P);
-  bool full = whole_tiles(k, (int64_t)T * P); /* no partial tile: no masked copy of the body */
-  for (int masked = 0; masked < (full ? 1 : 2); masked++) {
-    coil_strbuf_puts(b, masked ? "    } else {\n" : full ? "    {\n" : "    if (xbase + ");
-    if (!masked && !full)
-      coil_strbuf_printf(b, "%u <= xnumel) {\n", T * P);
-    coil_strbuf_printf(b, "#pragma unroll%s\n      for (int j = 0; j < %d; j++) {\n", masked ? " 1" : "", P); /* the tail: once */
-    coil_strbuf_printf(b, "        const int64_t xindex = xbase + (int64_t)j * %u + threadIdx.x;\n", T);
-    int d = 4;
-    if (masked) {
-      coil_strbuf_puts(b, "        if (xindex < xnumel) {\n");
-      d = 5;
-    }
-    unravel(g, "xindex", k->nx, k->xvars, k->xsize, d);
-    for (int i = 0; i < k->ninsts; i++)
-      emit_inst(g, i, d);
-    if (masked)
-      coil_strbuf_puts(b, "        }\n");
-    coil_strbuf_puts(b, "      }\n");
-  }
-  coil_strbuf_puts(b, "    }\n  }\n}\n\n");
-}
-
-/* The vectorised body for the V elements from xindex: unit-stride loads as one aligned
- * vector each, then per element (the innermost variable shadowed per lane) the instructions,
- * unit-stride stores gathered into vectors written last. */
-static void
-emit_vec_body(kgen *g, int d)
-{
-  const coil_kernel *k = g->k;
-  coil_strbuf *b = g->b;
-  int xi = k->xvars[k->nx - 1]->var, V = g->plan.vec;
-  const char *xname = var(g, k->xvars[k->nx - 1]);
-  unravel(g, "xindex", k->nx, k->xvars, k->xsize, d);
-  for (int i = 0; i < k->ninsts; i++) {
-    const coil_kinst *in = &k->insts[i];
-    if ((in->op != COIL_KOP_LOAD && in->op != COIL_KOP_STORE) || index_kind(in->index, xi, V) != 1)
-      continue;
-    const char *st = coil_c_storage_type(k->params[in->param].dtype);
-    indent(b, d);
-    if (in->op == COIL_KOP_LOAD) {
-      coil_strbuf_printf(b, "const coil_vec<%s, %d> t%d = *(const coil_vec<%s, %d> *)&%s[", st, V, i, st, V,
-                         k->params[in->param].name);
-      coil_c_index(g->p, in->index, b);
-      coil_strbuf_puts(b, "];\n");
-    } else {
-      coil_strbuf_printf(b, "coil_vec<%s, %d> t%d;\n", st, V, i);
-    }
-  }
-  indent(b, d);
-  coil_strbuf_printf(b, "const int64_t coil_lane0 = %s;\n", xname);
-  indent(b, d);
-  coil_strbuf_printf(b, "#pragma unroll\n");
-  indent(b, d);
-  coil_strbuf_printf(b, "for (int l = 0; l < %d; l++) {\n", V);
-  indent(b, d + 1);
-  coil_strbuf_printf(b, "const int64_t %s = coil_lane0 + l;\n", xname);
-  for (int i = 0; i < k->ninsts; i++) {
-    const coil_kinst *in = &k->insts[i];
-    bool unit = (in->op == COIL_KOP_LOAD || in->op == COIL_KOP_STORE) && index_kind(in->index, xi, V) == 1;
-    if (!unit) {
-      emit_inst(g, i, d + 1);
-      continue;
-    }
-    char t[32];
-    snprintf(t, sizeof t, "t%d.e", i);
-    indent(b, d + 1);
-    if (in->op == COIL_KOP_LOAD) {
-      coil_strbuf_printf(b, "const %s %s = ", coil_c_compute_type(in->dtype), g->names[i]);
-      coil_c_load(b, k->params[in->param].dtype, t, "l");
-      coil_strbuf_puts(b, ";\n");
-    } else {
-      coil_c_store(b, k->params[in->param].dtype, t, "l", g->names[in->args[0]]);
-      coil_strbuf_puts(b, "\n");
-    }
-  }
-  indent(b, d);
-  coil_strbuf_puts(b, "}\n");
-  for (int i = 0; i < k->ninsts; i++) {
-    const coil_kinst *in = &k->insts[i];
-    if (in->op != COIL_KOP_STORE || index_kind(in->index, xi, V) != 1)
-      continue;
-    const char *st = coil_c_storage_type(k->params[in->param].dtype);
-    indent(b, d);
-    coil_strbuf_printf(b, "*(coil_vec<%s, %d> *)&%s[", st, V, k->params[in->param].name);
-    coil_c_index(g->p, in->index, b);
-    coil_strbuf_printf(b, "] = t%d;\n", i);
-  }
-}
-
-/* POINTWISE, vectorised: tiles of threads * vec_per_thread vectors, full ones unmasked. */
-static void
-emit_pointwise_vec(kgen *g)
-{
-  coil_strbuf *b = g->b;
-  unsigned T = g->plan.threads, tile = T * (unsigned)(g->plan.vec_per_thread * g->plan.vec);
+  int P = vec ? g->plan.vec_per_thread : g->plan.per_thread, V = vec ? g->plan.vec : 1;
+  unsigned tile = T * (unsigned)(P * V);
   coil_strbuf_printf(b, "  for (int64_t xbase = (int64_t)blockIdx.x * %u; xbase < xnumel; xbase += (int64_t)gridDim.x * %u) {\n",
                      tile, tile);
-  bool full = whole_tiles(g->k, tile);
+  bool full = whole_tiles(k, tile);
+  int *all = malloc(((size_t)k->ninsts + 1) * sizeof *all);
+  for (int i = 0; i < k->ninsts; i++)
+    all[i] = i;
   for (int masked = 0; masked < (full ? 1 : 2); masked++) {
-    if (!masked && full)
-      coil_strbuf_puts(b, "    {\n");
-    else if (!masked)
-      coil_strbuf_printf(b, "    if (xbase + %u <= xnumel) {\n", tile);
-    else
+    if (masked)
       coil_strbuf_puts(b, "    } else {\n");
-    coil_strbuf_printf(b, "#pragma unroll%s\n      for (int j = 0; j < %d; j++) {\n", masked ? " 1" : "", g->plan.vec_per_thread);
-    coil_strbuf_printf(b, "        const int64_t xindex = xbase + ((int64_t)j * %u + threadIdx.x) * %d;\n", T, g->plan.vec);
+    else if (full)
+      coil_strbuf_puts(b, "    {\n");
+    else
+      coil_strbuf_printf(b, "    if (xbase + %u <= xnumel) {\n", tile);
+    coil_strbuf_printf(b, "#pragma unroll%s\n      for (int j = 0; j < %d; j++) {\n", masked ? " 1" : "", P);
+    if (vec)
+      coil_strbuf_printf(b, "        const int64_t xindex = xbase + ((int64_t)j * %u + threadIdx.x) * %d;\n", T, V);
+    else
+      coil_strbuf_printf(b, "        const int64_t xindex = xbase + (int64_t)j * %u + threadIdx.x;\n", T);
+    int d = masked ? 5 : 4;
     if (masked)
       coil_strbuf_puts(b, "        if (xindex < xnumel) {\n");
-    emit_vec_body(g, masked ? 5 : 4);
+    if (vec) {
+      emit_lanes(g, all, k->ninsts, k->nx, k->xvars, k->xsize, "xindex", d);
+    } else {
+      unravel(g, "xindex", k->nx, k->xvars, k->xsize, d);
+      for (int i = 0; i < k->ninsts; i++)
+        emit_inst(g, i, d);
+    }
     if (masked)
       coil_strbuf_puts(b, "        }\n");
     coil_strbuf_puts(b, "      }\n");
   }
+  free(all);
   coil_strbuf_puts(b, "    }\n  }\n}\n\n");
 }
+
 
 /* Defines every x variable of a TRANSPOSE tile element: the others from `outer`, the innermost
  * from xi_, variable tvar from xj_. */
@@ -862,62 +849,12 @@ emit_transpose(kgen *g)
 static void
 flush_segment_vec(kgen *g, const int *seg, int n, int depth)
 {
-  const coil_kernel *k = g->k;
-  coil_strbuf *b = g->b;
-  int ri = k->rvars[k->nr - 1]->var, V = g->plan.vec, d = depth + 2;
   open_vj(g, depth);
-  unravel(g, "rbase", k->nr, k->rvars, k->rsize, d);
-  for (int s = 0; s < n; s++) {
-    const coil_kinst *in = &k->insts[seg[s]];
-    if ((in->op != COIL_KOP_LOAD && in->op != COIL_KOP_STORE) || index_kind(in->index, ri, V) != 1)
-      continue;
-    const char *st = coil_c_storage_type(k->params[in->param].dtype);
-    indent(b, d);
-    if (in->op == COIL_KOP_LOAD) {
-      coil_strbuf_printf(b, "const coil_vec<%s, %d> t%d = *(const coil_vec<%s, %d> *)&%s[", st, V, seg[s], st, V,
-                         k->params[in->param].name);
-      coil_c_index(g->p, in->index, b);
-      coil_strbuf_puts(b, "];\n");
-    } else {
-      coil_strbuf_printf(b, "coil_vec<%s, %d> t%d;\n", st, V, seg[s]);
-    }
-  }
-  open_lanes(g, d, true);
-  for (int s = 0; s < n; s++) {
-    int i = seg[s];
-    const coil_kinst *in = &k->insts[i];
-    if ((in->op != COIL_KOP_LOAD && in->op != COIL_KOP_STORE) || index_kind(in->index, ri, V) != 1) {
-      emit_inst(g, i, d + 1);
-      continue;
-    }
-    char t[32];
-    snprintf(t, sizeof t, "t%d.e", i);
-    indent(b, d + 1);
-    if (in->op == COIL_KOP_LOAD) {
-      coil_strbuf_printf(b, "%s = ", g->names[i]);
-      coil_c_load(b, k->params[in->param].dtype, t, "l");
-      coil_strbuf_puts(b, ";\n");
-    } else {
-      coil_c_store(b, k->params[in->param].dtype, t, "l", g->names[in->args[0]]);
-      coil_strbuf_puts(b, "\n");
-    }
-  }
-  indent(b, d);
-  coil_strbuf_puts(b, "}\n");
-  for (int s = 0; s < n; s++) {
-    const coil_kinst *in = &k->insts[seg[s]];
-    if (in->op != COIL_KOP_STORE || index_kind(in->index, ri, V) != 1)
-      continue;
-    const char *st = coil_c_storage_type(k->params[in->param].dtype);
-    indent(b, d);
-    coil_strbuf_printf(b, "*(coil_vec<%s, %d> *)&%s[", st, V, k->params[in->param].name);
-    coil_c_index(g->p, in->index, b);
-    coil_strbuf_printf(b, "] = t%d;\n", seg[s]);
-  }
-  indent(b, depth + 1);
-  coil_strbuf_puts(b, "}\n");
-  indent(b, depth);
-  coil_strbuf_puts(b, "}\n");
+  emit_lanes(g, seg, n, g->k->nr, g->k->rvars, g->k->rsize, "rbase", depth + 2);
+  indent(g->b, depth + 1);
+  coil_strbuf_puts(g->b, "}\n");
+  indent(g->b, depth);
+  coil_strbuf_puts(g->b, "}\n");
 }
 
 static void
@@ -1068,10 +1005,7 @@ emit_variant(kgen *g, const char *suffix)
     return;
   }
   if (g->plan.kind == CUDA_POINTWISE) {
-    if (g->plan.vec > 1)
-      emit_pointwise_vec(g);
-    else
-      emit_pointwise(g);
+    emit_pointwise(g);
     return;
   }
   coil_strbuf_puts(b, "  __shared__ __align__(16) unsigned char coil_smem[32 * 32];\n  const int64_t rnumel = ");
