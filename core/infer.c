@@ -1414,6 +1414,22 @@ r_pool(ictx *c)
   return 0;
 }
 
+/* cumsum: self's shape; dtype as given, else integers and bools widen to i64 (as torch) */
+static int
+r_cumsum(ictx *c)
+{
+  const coil_type *t = tensor_of(P(c, "self"));
+  if (!t)
+    return ierr(c, P(c, "self"), "argument 'self' must be a tensor");
+  int d;
+  if (wrap_dim(c, P(c, "dim"), P(c, "dim")->i, t->rank, &d))
+    return -1;
+  coil_lit *dt = P(c, "dtype");
+  set_tensor(c, dt->kind == COIL_LIT_DTYPE ? dt->dtype : coil_dtype_is_float(t->dtype) ? t->dtype : COIL_I64, t->rank,
+             t->dims);
+  return 0;
+}
+
 static int
 r_topk(ictx *c)
 {
@@ -1488,7 +1504,7 @@ static const rule_fn rules[COIL_RULE_COUNT] = {
     [COIL_RULE_CAT] = r_cat, [COIL_RULE_SPLIT] = r_split, [COIL_RULE_PAD] = r_pad,
     [COIL_RULE_INDEX] = r_index, [COIL_RULE_GATHER] = r_gather,
     [COIL_RULE_EMBEDDING] = r_embedding, [COIL_RULE_MATMUL] = r_matmul,
-    [COIL_RULE_CONV] = r_conv, [COIL_RULE_POOL] = r_pool, [COIL_RULE_TOPK] = r_topk,
+    [COIL_RULE_CONV] = r_conv, [COIL_RULE_POOL] = r_pool, [COIL_RULE_TOPK] = r_topk, [COIL_RULE_CUMSUM] = r_cumsum,
     [COIL_RULE_ASSERT_META] = r_assert_meta, [COIL_RULE_GETITEM] = r_getitem,
 };
 

@@ -808,7 +808,7 @@ run_node(rctx *r, coil_tensor *outs)
   case COIL_RULE_LAYER_NORM: return run_layer_norm(r, outs);
   case COIL_RULE_BATCH_NORM: return run_batch_norm(r, outs);
   case COIL_RULE_MATMUL: case COIL_RULE_CONV: case COIL_RULE_POOL: case COIL_RULE_TOPK:
-  case COIL_RULE_INDEX: case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING:
+  case COIL_RULE_INDEX: case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING: case COIL_RULE_CUMSUM:
     return coil_ref_run_extern(r, outs);
   default:
     return coil_ref_run_move(r, outs);

@@ -514,6 +514,34 @@ run_index(rctx *r, coil_tensor *out)
   return 0;
 }
 
+/* cumsum along dim, in f64 (floats) or i64, each prefix rounded to the output dtype */
+static int
+run_cumsum(rctx *r, coil_tensor *out)
+{
+  const coil_tensor *x = coil_ref_param(r, "self");
+  int d = wrap(coil_ref_lit(r, "dim")->i, x->rank);
+  int64_t n = coil_tensor_numel(out), len = x->rank ? x->shape[d] : 1, inner = 1;
+  for (int q = d + 1; q < x->rank; q++)
+    inner *= x->shape[q];
+  bool fl = coil_dtype_is_float(out->dtype);
+  for (int64_t line = 0; len && line < n / len; line++) {
+    int64_t base = line / inner * len * inner + line % inner;
+    double f = 0;
+    int64_t i = 0;
+    for (int64_t k = 0; k < len; k++) {
+      int64_t at = base + k * inner;
+      if (fl) {
+        f += coil_tensor_get_f64(x, at);
+        coil_tensor_set_f64(out, at, f);
+      } else {
+        i = (int64_t)((uint64_t)i + (uint64_t)coil_tensor_get_i64(x, at)); /* wraps as torch */
+        coil_tensor_set_i64(out, at, i);
+      }
+    }
+  }
+  return 0;
+}
+
 int
 coil_ref_run_extern(rctx *r, coil_tensor *outs)
 {
@@ -522,6 +550,7 @@ coil_ref_run_extern(rctx *r, coil_tensor *outs)
   case COIL_RULE_CONV: return run_conv(r, outs);
   case COIL_RULE_POOL: return run_pool(r, outs);
   case COIL_RULE_TOPK: return run_topk(r, outs);
+  case COIL_RULE_CUMSUM: return run_cumsum(r, outs);
   case COIL_RULE_GATHER: return run_gather(r, outs);
   case COIL_RULE_EMBEDDING: return run_embedding(r, outs);
   case COIL_RULE_INDEX: return run_index(r, outs);

@@ -172,7 +172,7 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
   static const char *const externs[] = {
       "aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.convolution.default",
       "aten.max_pool2d_with_indices.default", "aten.avg_pool2d.default", "aten.topk.default",
-      "aten.gather.default", "aten.embedding.default", "aten.index.Tensor"};
+      "aten.gather.default", "aten.embedding.default", "aten.index.Tensor", "aten.cumsum.default"};
   for (size_t i = 0; i < sizeof externs / sizeof *externs; i++)
     if (strcmp(op, externs[i]) == 0)
       return COIL_SUPPORTED;

@@ -580,6 +580,45 @@ fail:
   return -1;
 }
 
+/* cumsum along dim: f64 for floats, i64 (wrapping) otherwise */
+static int
+run_cumsum(xcall *x)
+{
+  int64_t dim;
+  int d = 0;
+  if (want_nin(x, 1, 1) || get_int(x, "dim", true, 0, &dim))
+    return -1;
+  const xarr *self = &x->in[0];
+  if (wrap_dim(x, dim, self->rank, &d) || want_out(x, 0, self->rank, self->sizes))
+    return -1;
+  ival *r = results(x, 0);
+  if (!r)
+    return -1;
+  coil_dtype ot = x->outs[0]->dtype;
+  bool fl = coil_dtype_is_float(ot);
+  int64_t len = self->rank ? self->sizes[d] : 1, inner = 1;
+  for (int q = d + 1; q < self->rank; q++)
+    inner *= self->sizes[q];
+  for (int64_t line = 0; len && line < self->n / len; line++) {
+    int64_t base = line / inner * len * inner + line % inner;
+    double f = 0;
+    uint64_t i = 0;
+    for (int64_t k = 0; k < len; k++) {
+      int64_t at = base + k * inner;
+      ival v = interp_convert(self->v[at], self->dtype, fl ? COIL_F64 : COIL_I64);
+      if (fl)
+        f += v.f, r[at].f = f;
+      else
+        i += (uint64_t)v.i, r[at].i = (int64_t)i;
+    }
+    for (int64_t k = 0; k < len; k++) { /* each prefix rounded to the output dtype */
+      int64_t at = base + k * inner;
+      r[at] = interp_convert(r[at], fl ? COIL_F64 : COIL_I64, ot);
+    }
+  }
+  return finish(x, 0, r);
+}
+
 static int
 run_embedding(xcall *x)
 {
@@ -708,7 +747,7 @@ run_index(xcall *x)
 /* ---- the table ---- */
 
 typedef enum xop {
-  X_MM, X_BMM, X_ADDMM, X_CONV, X_MAXPOOL, X_AVGPOOL, X_TOPK, X_GATHER, X_EMBEDDING, X_INDEX,
+  X_MM, X_BMM, X_ADDMM, X_CONV, X_MAXPOOL, X_AVGPOOL, X_TOPK, X_GATHER, X_EMBEDDING, X_INDEX, X_CUMSUM,
 } xop;
 
 static const struct {
@@ -724,6 +763,7 @@ static const struct {
     {"aten.avg_pool2d.default", X_AVGPOOL, 1},
     {"aten.topk.default", X_TOPK, 2},
     {"aten.gather.default", X_GATHER, 1},
+    {"aten.cumsum.default", X_CUMSUM, 1},
     {"aten.embedding.default", X_EMBEDDING, 1},
     {"aten.index.Tensor", X_INDEX, 1},
 };
@@ -756,6 +796,7 @@ dispatch(xcall *x, xop op)
   case X_AVGPOOL: return run_pool(x, false);
   case X_TOPK: return run_topk(x);
   case X_GATHER: return run_gather(x);
+  case X_CUMSUM: return run_cumsum(x);
   case X_EMBEDDING: return run_embedding(x);
   case X_INDEX: return run_index(x);
   }

@@ -61,7 +61,7 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
   static const char *const externs[] = {
       "aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.convolution.default",
       "aten.max_pool2d_with_indices.default", "aten.avg_pool2d.default", "aten.topk.default",
-      "aten.gather.default", "aten.embedding.default", "aten.index.Tensor"};
+      "aten.gather.default", "aten.embedding.default", "aten.index.Tensor", "aten.cumsum.default"};
   (void)self;
   if ((unsigned)dtype >= COIL_DTYPE_COUNT)
     return COIL_UNSUPPORTED;
