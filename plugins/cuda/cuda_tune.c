@@ -144,14 +144,15 @@ const_product(int n, const coil_sym *const *s)
   return p;
 }
 
+/* Removes the tuning directory and the files it writes there. */
 static int
 remove_tree(const char *dir)
 {
-  char cmdless[4200];
+  char path[4200];
   const char *files[] = {"spec", "cand.cubin"};
   for (int i = 0; i < 2; i++) {
-    snprintf(cmdless, sizeof cmdless, "%s/%s", dir, files[i]);
-    remove(cmdless);
+    snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+    remove(path);
   }
   return rmdir(dir);
 }
