@@ -98,6 +98,16 @@ coil_c_store(coil_strbuf *b, coil_dtype t, const char *ptr, const char *index, c
     coil_strbuf_printf(b, "%s[%s] = %s;", ptr, index, v);
 }
 
+void
+coil_c_store_inst(const coil_wir_program *p, const coil_kernel *k, int i, const char *const *names, coil_strbuf *b)
+{
+  const coil_kinst *in = &k->insts[i];
+  coil_strbuf idx = {0};
+  coil_c_index(p, in->index, &idx);
+  coil_c_store(b, k->params[in->param].dtype, k->params[in->param].name, idx.s, names[in->args[0]]);
+  coil_strbuf_free(&idx);
+}
+
 static const char *
 default_math(coil_kop op, coil_dtype t)
 {

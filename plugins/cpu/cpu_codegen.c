@@ -81,11 +81,8 @@ emit_inst(kgen *g, int i, int depth)
   coil_strbuf *b = g->b;
   indent(b, depth);
   if (in->op == COIL_KOP_STORE) {
-    coil_strbuf idx = {0};
-    coil_c_index(g->p, in->index, &idx);
-    coil_c_store(b, g->k->params[in->param].dtype, g->k->params[in->param].name, idx.s, g->names[in->args[0]]);
+    coil_c_store_inst(g->p, g->k, i, (const char *const *)g->names, b);
     coil_strbuf_puts(b, "\n");
-    coil_strbuf_free(&idx);
     return;
   }
   coil_strbuf_printf(b, "const %s %s = ", coil_c_compute_type(in->dtype), g->names[i]);

@@ -355,11 +355,8 @@ emit_inst(kgen *g, int i, int depth)
   coil_strbuf *b = g->b;
   indent(b, depth);
   if (in->op == COIL_KOP_STORE) {
-    coil_strbuf idx = {0};
-    coil_c_index(g->p, in->index, &idx);
-    coil_c_store(b, g->k->params[in->param].dtype, g->k->params[in->param].name, idx.s, g->names[in->args[0]]);
+    coil_c_store_inst(g->p, g->k, i, (const char *const *)g->names, b);
     coil_strbuf_puts(b, "\n");
-    coil_strbuf_free(&idx);
     return;
   }
   if (strchr(g->names[i], '['))
@@ -593,11 +590,11 @@ emit_acc_finish(kgen *g, int i, int depth)
   const char *T = coil_c_compute_type(k->insts[a].dtype), *R = coil_c_compute_type(in->dtype);
   indent(b, depth);
   switch (in->red) {
-  case COIL_REDUCE_SUM: coil_strbuf_printf(b, "const %s v%d = coil_block_reduce(acc%d, coil_op_sum(), coil_smem);\n", R, i, i); break;
-  case COIL_REDUCE_PROD: coil_strbuf_printf(b, "const %s v%d = coil_block_reduce(acc%d, coil_op_prod(), coil_smem);\n", R, i, i); break;
-  case COIL_REDUCE_ANY: coil_strbuf_printf(b, "const bool v%d = coil_block_reduce(acc%d, coil_op_any(), coil_smem);\n", i, i); break;
-  case COIL_REDUCE_MAX: coil_strbuf_printf(b, "const %s v%d = coil_block_reduce(acc%d, coil_op_max(), coil_smem);\n", R, i, i); break;
-  case COIL_REDUCE_MIN: coil_strbuf_printf(b, "const %s v%d = coil_block_reduce(acc%d, coil_op_min(), coil_smem);\n", R, i, i); break;
+  case COIL_REDUCE_SUM: case COIL_REDUCE_PROD: case COIL_REDUCE_ANY: case COIL_REDUCE_MAX: case COIL_REDUCE_MIN:
+    /* the combining functor is named after the reduction: coil_op_sum, coil_op_max, ... */
+    coil_strbuf_printf(b, "const %s v%d = coil_block_reduce(acc%d, coil_op_%s(), coil_smem);\n", R, i, i,
+                       coil_reduction_name(in->red));
+    break;
   case COIL_REDUCE_ARGMAX: case COIL_REDUCE_ARGMIN:
     coil_strbuf_printf(b, "const int64_t v%d = coil_block_reduce(acc%d, coil_op_arg<%s, %s>(), coil_smem).i;\n", i, i, T,
                        in->red == COIL_REDUCE_ARGMAX ? "true" : "false");

@@ -51,6 +51,9 @@ void coil_c_value(const coil_c_dialect *dl, const coil_wir_program *p, const coi
  * f16/bf16 to float), and the statement storing value `v` there. */
 void coil_c_load(coil_strbuf *b, coil_dtype t, const char *ptr, const char *index);
 void coil_c_store(coil_strbuf *b, coil_dtype t, const char *ptr, const char *index, const char *v);
+/* The statement of STORE instruction i of kernel k (no newline), its value named by names[]. */
+void coil_c_store_inst(const coil_wir_program *p, const coil_kernel *k, int i, const char *const *names,
+                       coil_strbuf *b);
 /* per_r[i] = instruction i of k varies over the r loops (its value is one per r point). */
 void coil_c_per_r(const coil_wir_program *p, const coil_kernel *k, bool *per_r);
 /* C source of the helpers generated code uses (coil_floordiv, coil_mod, coil_min, coil_max for
