@@ -172,6 +172,16 @@ static const op_template op_templates[] = {
     {"aten.split.Tensor", "", "T[8, B]",
      "%sp = aten.split.Tensor(%a, 3)\n%out = getitem(%sp, 1)\n%out1 = getitem(%sp, 2)\nreturn (%out, %out1)", DT_ALL, 0},
     {"aten.constant_pad_nd.default", "", "T[A, B]", "%out = aten.constant_pad_nd.default(%a, [1, 2, 0, 1], 3)", DT_NUM, S},
+    /* outputs that are views of a library op's result (reshaped, twice), an input returned as
+     * it is, a transpose of it, a reshape of a fused value: shapes and values as ref's */
+    {"aten.view.default", "outputs", "T[A, B] T[B, C]",
+     "%m = aten.mm.default(%a, %b)\n%out = aten.view.default(%m, [-1])\n%out1 = aten.t.default(%a)\n"
+     "%r = aten.relu.default(%m)\n%out2 = aten.view.default(%r, [-1, 1, $C])\nreturn (%out, %a, %out1, %out2, %out)",
+     DT_FL, S},
+    /* a pointwise op over a reshape of a reduction: written in place only where the sizes match */
+    {"aten.view.default", "inplace", "T[A, 4]",
+     "%s = aten.sum.dim_IntList(%a, [1])\n%v = aten.view.default(%s, [1, -1])\n%out = aten.add.Tensor(%v, 1)",
+     DT_FL, S},
     /* ---- library ops ---- */
     {"aten.mm.default", "", "T[A, B] T[B, C]", "%out = aten.mm.default(%a, %b)", DT_FL | DT_I64, Z | S},
     {"aten.mm.default", "k300", "T[A, 300] T[300, C]", "%out = aten.mm.default(%a, %b)", DT_F32, S},

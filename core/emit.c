@@ -288,7 +288,7 @@ short_name(const char *op, char *out, size_t cap)
 }
 
 /* In place: a pointwise kernel may write output param `out` into the storage of input param
- * `in` when this kernel is the input's last reader, the two have the same dtype and size, and
+ * `in` when this kernel is the input's last reader, the two have the same dtype and sizes, and
  * every load of the input is at the very index the output is stored (each point reads its
  * element before writing it, and no point reads another's). */
 static bool
@@ -314,8 +314,11 @@ can_write_in_place(const emitter *E, const kbuild *kb, int in, int out, int pos)
     na = coil_sym_mul(E->p->sym, na, w->sizes[i]);
   for (int i = 0; i < b->rank; i++)
     nb = coil_sym_mul(E->p->sym, nb, coil_sym_import(E->p->sym, L->sym, b->sizes[i]));
-  if (coil_sym_cmp(na, nb) != 0)
+  if (coil_sym_cmp(na, nb) != 0 || w->rank != b->rank)
     return false;
+  for (int i = 0; i < b->rank; i++) /* the storage keeps its sizes: externs and views read them */
+    if (coil_sym_cmp(w->sizes[i], coil_sym_import(E->p->sym, L->sym, b->sizes[i])) != 0)
+      return false;
   for (int i = 0; i < kb->ninsts; i++)
     if (kb->insts[i].op == COIL_KOP_LOAD && kb->insts[i].param == in && coil_sym_cmp(kb->insts[i].index, store) != 0)
       return false;
@@ -502,6 +505,49 @@ build_extern(emitter *E, const lnode *n)
     line(E, (coil_line){.kind = COIL_LINE_MULTI_OUTPUT, .buffer = E->L->bufs[n->outs[i]].wir, .source = first, .element = i});
 }
 
+/* Output i is handed back in buffer w: its dtype and sizes must be the graph's type, and it must
+ * be dense in row-major order (the caller's tensors are). A mismatch is a bug of the core, caught
+ * here rather than as a wrong shape at run time. */
+static int
+check_output(emitter *E, int i, int w)
+{
+  const coil_value *v = E->L->g->outputs[i];
+  const coil_type *t = &v->type;
+  const coil_buffer *b = &E->p->buffers[w];
+  const coil_sym *want[COIL_MAX_RANK], *stride = K(E, 1);
+  bool ok = t->kind == COIL_TYPE_TENSOR && b->dtype == t->dtype && b->rank == t->rank;
+  if (ok)
+    coil_lower_sizes(E->L, t, want);
+  for (int k = b->rank - 1; ok && k >= 0; k--) {
+    int64_t n;
+    const coil_sym *ws = imp(E, want[k]);
+    bool unit = coil_sym_is_const(ws, &n) && n == 1;
+    ok = coil_sym_cmp(b->sizes[k], ws) == 0 && (unit || coil_sym_cmp(b->strides[k], stride) == 0);
+    stride = coil_sym_mul(E->p->sym, stride, ws);
+  }
+  if (ok)
+    return 0;
+  coil_strbuf got = {0};
+  coil_strbuf_printf(&got, "%s %s[", b->name, coil_dtype_name(b->dtype));
+  for (int k = 0; k < b->rank; k++) {
+    coil_strbuf_puts(&got, k ? ", " : "");
+    coil_sym_print(E->p->sym, b->sizes[k], COIL_SYM_PY_SYNTAX, &got);
+  }
+  coil_strbuf_puts(&got, "] stride [");
+  for (int k = 0; k < b->rank; k++) {
+    coil_strbuf_puts(&got, k ? ", " : "");
+    coil_sym_print(E->p->sym, b->strides[k], COIL_SYM_PY_SYNTAX, &got);
+  }
+  coil_strbuf_puts(&got, "]");
+  const coil_graph *g = E->L->g;
+  bool node = v->kind == COIL_VAL_NODE;
+  coil_diag_at(E->d, g->file, node ? g->nodes[v->index].line : 0, node ? g->nodes[v->index].col : 0,
+               "internal: output %d is handed back as %s, not the graph's type (dense, row-major)",
+               i, got.s);
+  coil_strbuf_free(&got);
+  return -1;
+}
+
 int
 coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
 {
@@ -562,13 +608,14 @@ coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
       if (E.last_use[stored[q]] <= i)
         release(&E, stored[q]);
   }
-  int outs[1024], nout = 0;
-  for (int i = 0; i < L->g->noutputs && nout < 1024; i++) {
-    const coil_value *v = L->g->outputs[i];
-    lazy *z = L->values[v->kind == COIL_VAL_NODE ? L->g->ninputs + v->index : v->index];
-    outs[nout++] = L->bufs[z->realized].wir;
+  int *outs = malloc(sizeof(int) * (size_t)(L->g->noutputs + 1)), rc = 0;
+  for (int i = 0; i < L->g->noutputs && !rc; i++) {
+    outs[i] = view_buffer(&E, L->outputs[i]);
+    rc = check_output(&E, i, outs[i]);
   }
-  line(&E, (coil_line){.kind = COIL_LINE_OUTPUT, .nargs = nout, .args = outs});
+  if (!rc)
+    line(&E, (coil_line){.kind = COIL_LINE_OUTPUT, .nargs = L->g->noutputs, .args = outs});
+  free(outs);
   E.p->peak_bytes = E.sizes_known ? E.peak : -1;
   for (int i = 0; i < S->norder; i++)
     free(dies[i].v);
@@ -577,5 +624,5 @@ coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
   free(E.donated);
   free(E.views);
   free(E.pool);
-  return 0;
+  return rc;
 }

@@ -3,8 +3,11 @@
  * A lazy tensor is an expression for one element (lexpr) over its dimension variables. Views
  * substitute index expressions into it, pointwise ops combine expressions, and realization
  * turns an expression into a buffer written by a scheduler node, after which the lazy tensor is
- * a load of that buffer. Contract of coil_lower: every graph output is realized into a buffer
- * marked is_output; every node's body and store index mention only its own dvars and program
+ * a load of that buffer. Contract of coil_lower: every graph output has a buffer with the
+ * output's sizes, dense in row-major order (L->outputs): a buffer of its own, or a view of the
+ * buffer it reads when that buffer holds it densely at some offset (a reshape of a computed
+ * value is handed back without a copy); buffers that outputs read are marked is_output; every
+ * node's body and store index mention only its own dvars and program
  * size symbols; buffers of graph inputs come first, in input order. */
 #include "lower.h"
 
@@ -392,6 +395,57 @@ lz_as_view(lowering *L, lazy *z)
   return lz_realize(L, z);
 }
 
+/* Does z have exactly the sizes of buffer b? */
+static bool
+same_sizes(lowering *L, const lbuf *b, const lazy *z)
+{
+  if (b->rank != z->rank)
+    return false;
+  for (int i = 0; i < z->rank; i++)
+    if (coil_sym_cmp(b->sizes[i], z->sizes[i]) != 0)
+      return false;
+  (void)L;
+  return true;
+}
+
+/* The buffer a graph output is handed back in: z's own buffer when z is one with z's sizes; a
+ * view of the buffer z reads when it reads it densely in row-major order from some offset (a
+ * reshape, squeeze or leading slice of a computed value: no copy, and never a kernel that copies
+ * a buffer onto itself); else z realized by a kernel. Returns a buffer (>= 0) or -1 - view. */
+static int
+lz_output(lowering *L, lazy *z)
+{
+  if (z->realized >= 0 && same_sizes(L, &L->bufs[z->realized], z))
+    return z->realized;
+  const coil_sym *off, *coef[COIL_MAX_RANK], *dense[COIL_MAX_RANK];
+  if (z->expr->kind == LX_LOAD && z->expr->dtype == z->dtype &&
+      L->bufs[z->expr->buffer].dtype == z->dtype && affine(L, z, z->expr->index, &off, coef)) {
+    const coil_sym *stride = K(L, 1);
+    bool is_dense = true;
+    for (int i = z->rank - 1; i >= 0; i--) {
+      int64_t n;
+      bool unit = coil_sym_is_const(z->sizes[i], &n) && n == 1; /* any stride reads the same */
+      is_dense = is_dense && (unit || coil_sym_cmp(coef[i], stride) == 0);
+      dense[i] = stride;
+      stride = coil_sym_mul(L->sym, stride, z->sizes[i]);
+    }
+    if (is_dense) {
+      L->views = grow(L->arena, L->views, L->nviews, &L->capviews, sizeof *L->views);
+      lview *v = &L->views[L->nviews];
+      v->buffer = z->expr->buffer;
+      v->rank = z->rank;
+      v->offset = off;
+      for (int i = 0; i < z->rank; i++) {
+        v->sizes[i] = z->sizes[i];
+        v->strides[i] = dense[i];
+      }
+      return -1 - L->nviews++;
+    }
+  }
+  z->realized = -1; /* a buffer of other sizes: copied into one of z's own */
+  return lz_realize(L, z);
+}
+
 /* ---- the driver ---- */
 
 /* A graph size expression in the program's symbols. */
@@ -485,11 +539,13 @@ coil_lower(lowering *L, const coil_graph *g, coil_symctx *sym, coil_arena *a, co
       lz_realize(L, z);
   }
   L->cur_origin = "output";
+  L->outputs = COIL_ARENA_ARRAY(a, int, g->noutputs + 1);
   for (int i = 0; i < g->noutputs; i++) {
     const coil_value *v = g->outputs[i];
     lazy *z = L->values[v->kind == COIL_VAL_NODE ? g->ninputs + v->index : v->index];
-    int b = lz_realize(L, z);
-    L->bufs[b].is_output = true;
+    int o = lz_output(L, z);
+    L->outputs[i] = o;
+    L->bufs[o >= 0 ? o : L->views[-1 - o].buffer].is_output = true;
   }
   return 0;
 }

@@ -115,6 +115,8 @@ typedef struct lowering {
   lnode *nodes;
   int nviews, capviews;
   lview *views;
+  int *outputs;              /* per graph output: its buffer, or -1 - view (dense, row-major,
+                                the output's sizes) */
   lazy **values;             /* per graph value (inputs then nodes): NULL for none/tuples */
   lazy ***tuples;            /* per graph value: elements of tuple values */
   int ndvars;                /* counter for fresh dimension variables */

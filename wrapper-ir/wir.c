@@ -184,3 +184,28 @@ coil_wir_contiguous(coil_wir_program *p, int rank, const coil_sym *const *sizes,
     s = coil_sym_mul(p->sym, s, sizes[i]);
   }
 }
+
+int
+coil_wir_output_storage(coil_wir_program *p, int output)
+{
+  const coil_line *ol = p->nlines > 0 ? &p->lines[p->nlines - 1] : NULL;
+  if (!ol || ol->kind != COIL_LINE_OUTPUT || output < 0 || output >= ol->nargs)
+    return -1;
+  int b = ol->args[output];
+  if (b < 0 || b >= p->nbuffers)
+    return -1;
+  const coil_buffer *w = &p->buffers[b];
+  if (w->kind == COIL_BUF_ALLOC)
+    return b;
+  int64_t off;
+  if (w->kind != COIL_BUF_VIEW || w->base < 0 || w->base >= p->nbuffers ||
+      p->buffers[w->base].kind != COIL_BUF_ALLOC || !coil_sym_is_const(w->offset, &off) || off != 0)
+    return -1;
+  const coil_buffer *base = &p->buffers[w->base];
+  const coil_sym *nv = coil_sym_const(p->sym, 1), *nb = nv;
+  for (int i = 0; i < w->rank; i++)
+    nv = coil_sym_mul(p->sym, nv, w->sizes[i]);
+  for (int i = 0; i < base->rank; i++)
+    nb = coil_sym_mul(p->sym, nb, base->sizes[i]);
+  return base->dtype == w->dtype && coil_sym_cmp(nv, nb) == 0 ? w->base : -1;
+}

@@ -832,6 +832,26 @@ check_multi_output(verifier *v, const char *where, int i, const coil_line *l)
   return 0;
 }
 
+/* An output is handed back in the caller's tensor, which is dense in row-major order: the
+ * buffer named (a view, since 1.2, of a computed buffer or an input) must be laid out so. A
+ * dimension of size 1 may have any stride. */
+static int
+check_dense(verifier *v, const char *where, int b, const char *role)
+{
+  const coil_wir_program *p = v->p;
+  const coil_buffer *w = &p->buffers[b];
+  const coil_sym *stride = coil_sym_const(p->sym, 1);
+  for (int d = w->rank - 1; d >= 0; d--) {
+    int64_t n;
+    bool unit = coil_sym_is_const(w->sizes[d], &n) && n == 1;
+    if (!unit && coil_sym_cmp(w->strides[d], stride) != 0)
+      return LFAIL("%s %s is not dense in row-major order (stride %d), as outputs must be", role,
+                   w->name, d);
+    stride = coil_sym_mul(p->sym, stride, w->sizes[d]);
+  }
+  return 0;
+}
+
 static int
 check_copy_back(verifier *v, const char *where, const coil_line *l)
 {
@@ -886,7 +906,7 @@ check_line(verifier *v, int i)
     for (int a = 0; a < l->nargs; a++) {
       char role[32];
       snprintf(role, sizeof role, "output %d", a + 1);
-      if (check_use(v, where, l->args[a], role))
+      if (check_use(v, where, l->args[a], role) || check_dense(v, where, l->args[a], role))
         return -1;
     }
     return 0;

@@ -242,3 +242,46 @@ Test(compile, torch_exports_compile)
   closedir(dir);
   cr_expect_geq(n, 12);
 }
+
+/* Outputs are handed back in buffers with the graph's sizes, dense: a reshape of a library op's
+ * result is a view of it (no kernel copies it, and none copies a buffer onto itself), a reshape
+ * of a fused value is stored with the output's sizes, a transpose or a strided slice is copied
+ * into a buffer of its own, an input is named as it is. */
+Test(compile, outputs_are_views_with_the_graphs_sizes)
+{
+  char path[512];
+  snprintf(path, sizeof path, "%s/output_views.coil", GOLDEN);
+  coil_wir_program *p = compile_file(path, true);
+  const coil_line *ol = &p->lines[p->nlines - 1];
+  cr_assert_eq(ol->kind, COIL_LINE_OUTPUT);
+  cr_assert_eq(ol->nargs, 6);
+  static const int64_t want[][4] = {{2, 36}, {640}, {2, 32, 10}, {2, 5, 32}, {2, 10, 32}, {2, 36}};
+  static const int rank[] = {2, 1, 3, 3, 3, 2};
+  static const coil_buf_kind kind[] = {COIL_BUF_VIEW, COIL_BUF_ALLOC, COIL_BUF_ALLOC, COIL_BUF_ALLOC,
+                                       COIL_BUF_INPUT, COIL_BUF_VIEW};
+  for (int i = 0; i < ol->nargs; i++) {
+    const coil_buffer *b = &p->buffers[ol->args[i]];
+    cr_expect_eq(b->kind, kind[i], "output %d is %s", i, b->name);
+    cr_assert_eq(b->rank, rank[i], "output %d: rank %d", i, b->rank);
+    int64_t stride = 1;
+    for (int k = b->rank - 1; k >= 0; k--) {
+      int64_t n, s;
+      cr_assert(coil_sym_is_const(b->sizes[k], &n) && coil_sym_is_const(b->strides[k], &s));
+      cr_expect_eq(n, want[i][k], "output %d size %d", i, k);
+      cr_expect_eq(s, stride, "output %d stride %d", i, k);
+      stride *= n;
+    }
+  }
+  for (int i = 0; i < p->nlines; i++) { /* no kernel reads and writes one buffer as a copy */
+    const coil_line *l = &p->lines[i];
+    if (l->kind != COIL_LINE_KERNEL_CALL)
+      continue;
+    const coil_kernel *k = &p->kernels[l->kernel];
+    for (int a = 0; a < l->nargs; a++)
+      for (int b = a + 1; b < l->nargs; b++)
+        cr_expect(l->args[a] != l->args[b] || k->ninsts > 2, "%s copies %s onto itself", k->name,
+                  p->buffers[l->args[a]].name);
+  }
+  cr_expect_eq(count_lines(p, COIL_LINE_KERNEL_CALL), 2, "the residual with the transpose; the slice");
+  coil_wir_free(p);
+}

@@ -637,6 +637,11 @@ emit_wrapper(const coil_wir_program *p, coil_strbuf *b)
   for (int k = 0; k < out->nargs; k++)
     if (out_of[out->args[k]] < 0)
       out_of[out->args[k]] = k;
+  for (int k = 0; k < out->nargs; k++) { /* the storage of a reshaped output: the caller's too */
+    int st = coil_wir_output_storage((coil_wir_program *)p, k);
+    if (st >= 0 && out_of[st] < 0)
+      out_of[st] = k;
+  }
   /* a freed buffer whose storage a later reuse takes keeps it: only the last holder releases */
   bool *reused = calloc((size_t)p->nbuffers + 1, sizeof(bool));
   for (int i = 0; i < p->nbuffers; i++)
@@ -735,7 +740,8 @@ emit_wrapper(const coil_wir_program *p, coil_strbuf *b)
     case COIL_LINE_OUTPUT:
       for (int k = 0; k < l->nargs; k++) {
         const coil_buffer *ob = &p->buffers[l->args[k]];
-        if (ob->kind == COIL_BUF_ALLOC && out_of[l->args[k]] == k)
+        int st = coil_wir_output_storage((coil_wir_program *)p, k);
+        if (st >= 0 && out_of[st] == k)
           continue; /* computed in place */
         coil_strbuf_printf(b, "  memcpy(out[%d], %s, (size_t)(", k, ob->name);
         bytes_of(p, ob, b);

@@ -611,8 +611,9 @@ copy_out(rctx *c, const dbuf *src, const coil_plugin_tensor *t)
 }
 
 /* The caller's tensor for an output buffer the program allocates, when it is on the device with
- * exactly the buffer's layout: the kernels then write it in place and copy_out has nothing to do.
- * NULL otherwise (the buffer is allocated and copied out). */
+ * exactly the buffer's layout, or when the output is a view that covers the whole buffer from
+ * offset 0 (a reshape: Wrapper IR 1.2) and the tensor is dense: the kernels then write it in
+ * place and copy_out has nothing to do. NULL otherwise (the buffer is allocated and copied out). */
 static const coil_plugin_tensor *
 in_place_output(const rctx *c, int buffer, const coil_plugin_run_args *args)
 {
@@ -629,6 +630,21 @@ in_place_output(const rctx *c, int buffer, const coil_plugin_run_args *args)
     for (int d = 0; d < b->rank; d++)
       same = same && t->sizes[d] == b->sizes[d] && (b->sizes[d] <= 1 || t->strides[d] == b->strides[d]);
     if (same)
+      return t;
+  }
+  for (int i = 0; i < ol->nargs; i++) {
+    const coil_plugin_tensor *t = args->outputs[i];
+    const coil_buffer *w = &c->p->buffers[ol->args[i]];
+    int64_t off;
+    coil_diag why = {0};
+    if (w->kind != COIL_BUF_VIEW || w->base != buffer || !t || t->device_type != COIL_DEVICE_CUDA ||
+        t->dtype != (int32_t)b->dtype || !t->data ||
+        coil_sym_eval(c->p->sym, w->offset, c->vals, c->nvars, &off, &why) || off != 0)
+      continue;
+    dbuf view = {.dtype = b->dtype, .rank = t->rank};
+    for (int d = 0; d < t->rank; d++)
+      view.sizes[d] = t->sizes[d], view.strides[d] = t->strides[d];
+    if (contiguous(&view) && numel(&view) == numel(b))
       return t;
   }
   return NULL;

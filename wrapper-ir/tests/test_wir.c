@@ -303,7 +303,7 @@ build_example(void)
 }
 
 static const char example_text[] =
-    "wir 1.1\n"
+    "wir 1.2\n"
     "program mlp\n"
     "peak 4096\n"
     "input arg0 'x': f32[s0, 64] stride [64, 1]\n"
@@ -773,6 +773,17 @@ Test(verify, use_after_free)
 {
   find_line(COIL_LINE_OUTPUT, 0)->args[1] = buf_index("buf1");
   verify_fails(P, "line 19 (output): output 2 buf1 is used after its free on line 15");
+}
+
+Test(verify, output_view_dense_or_not)
+{
+  find_line(COIL_LINE_OUTPUT, 0)->args[0] = buf_index("v0"); /* buf0 seen as [64, s0], [1, 64] */
+  verify_fails(P, "line 19 (output): output 1 v0 is not dense in row-major order (stride 1), as "
+                  "outputs must be");
+  coil_buffer *v = &P->buffers[buf_index("v0")];
+  v->strides[0] = E("s0");
+  v->strides[1] = E("1");
+  verify_ok(P); /* a reshape of buf0: a view may be an output (since 1.2) */
 }
 
 Test(verify, view_of_a_freed_buffer)

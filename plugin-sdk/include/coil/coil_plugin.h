@@ -214,8 +214,8 @@ typedef struct coil_plugin_tensor {
  * Outputs are preallocated by the host: outputs[i] has the dtype, sizes and strides of the
  * program's output buffer i, its size symbols bound from the inputs (the `symbol` lines), on the
  * device the plugin runs on; the plugin writes every element of every output and nothing else
- * of theirs. Outputs never alias inputs or each other; when the program returns an input or a
- * view of one, the plugin copies. The run is synchronous: when it returns, the outputs hold the
+ * of theirs. Outputs are dense, row-major (Wrapper IR 1.2). Outputs never alias inputs or each
+ * other; when the program returns an input or a view of one, the plugin copies. The run is synchronous: when it returns, the outputs hold the
  * results (a device plugin has synchronized), unless the user set a plugin option that says
  * otherwise (cuda: sync = false, for runs whose tensors all live on the device). */
 typedef struct coil_plugin_run_args {

@@ -14,9 +14,10 @@
  * user-derived text is coil_wir_input.label, which is never to be placed in code unescaped.
  *
  * Versioning: COIL_WIR_VERSION_MAJOR changes when a program's meaning changes; MINOR when
- * something is added (1.1: the welford reductions). A reader declares the minors it reads and
- * is never given a newer one; lines it does not know in a newer file it may skip. The text form
- * starts with "wir MAJOR.MINOR". */
+ * something is added (1.1: the welford reductions; 1.2: an output may be a view, and every
+ * output is dense in row-major order). A reader declares the minors it reads and is never given
+ * a newer one; lines it does not know in a newer file it may skip. The text form starts with
+ * "wir MAJOR.MINOR". */
 #ifndef COIL_WIR_H
 #define COIL_WIR_H
 
@@ -29,7 +30,7 @@
 #include "coil/sym.h"
 
 #define COIL_WIR_VERSION_MAJOR 1
-#define COIL_WIR_VERSION_MINOR 1
+#define COIL_WIR_VERSION_MINOR 2
 
 /* ---- kernel bodies: loop IR ---- */
 
@@ -224,6 +225,13 @@ int coil_wir_add_line(coil_wir_program *p, const coil_line *l);
 /* Contiguous strides for sizes (row-major). */
 void coil_wir_contiguous(coil_wir_program *p, int rank, const coil_sym *const *sizes,
                          const coil_sym **strides);
+
+/* The alloc buffer whose storage is exactly output `output`'s, so that a plugin can let the
+ * kernels write the caller's tensor in place: the output itself when it is an alloc buffer, the
+ * base of a view output that covers the whole of its base's storage from offset 0 (a reshape of a
+ * computed value), else -1 (the output is copied at the output line). Builds expressions in the
+ * program's symbol context. */
+int coil_wir_output_storage(coil_wir_program *p, int output);
 
 /* ---- text form ---- */
 char *coil_wir_print(const coil_wir_program *p);          /* malloc'd */
