@@ -162,5 +162,7 @@ const lexpr *lx_in_range(lowering *L, const coil_sym *i, const coil_sym *lo, con
 /* i clamped into [0, size - 1]: a load that stays in bounds where a select discards it */
 const coil_sym *clamped_index(lowering *L, const coil_sym *i, const coil_sym *size);
 
+/* lower_pool.c: max_pool2d_with_indices and avg_pool2d as window reductions */
+int coil_lower_pool(lowering *L, const coil_node *n);
 
 #endif
