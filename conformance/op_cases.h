@@ -197,6 +197,40 @@ static const op_template op_templates[] = {
      "%mp = aten.max_pool2d_with_indices.default(%a, [2, 2], [2, 2], [1, 1])\n%out = getitem(%mp, 0)\n"
      "%out1 = getitem(%mp, 1)\nreturn (%out, %out1)", DT_FL, 0},
     {"aten.avg_pool2d.default", "", "T[2, 3, 8, A]", "%out = aten.avg_pool2d.default(%a, [3, 3], [2, 2], [1, 1])", DT_FL, 0},
+    /* pooling's corners: the core lowers it to window reductions (core/lower_pool.c) */
+    {"aten.max_pool2d_with_indices.default", "ceil_dil", "T[2, 3, 9, A]",
+     "%mp = aten.max_pool2d_with_indices.default(%a, [3, 3], [2, 2], [1, 1], [2, 2], True)\n%out = getitem(%mp, 0)\n"
+     "%out1 = getitem(%mp, 1)\nreturn (%out, %out1)", DT_FL | DT_I64, 0},
+    /* NaN takes over (the index of the last NaN), else the first of equal maxima */
+    {"aten.max_pool2d_with_indices.default", "nan_ties", "T[2, 3, 9, A]",
+     "%r = aten.round.default(%a)\n%m = aten.gt.Scalar(%a, 0.5)\n%nan = aten.full_like.default(%a, nan)\n"
+     "%x = aten.where.self(%m, %nan, %r)\n"
+     "%mp = aten.max_pool2d_with_indices.default(%x, [3, 3], [2, 2], [1, 1], [1, 1], True)\n%out = getitem(%mp, 0)\n"
+     "%out1 = getitem(%mp, 1)\nreturn (%out, %out1)", DT_FL, 0},
+    /* windows whose elements inside are all -inf: the index is the first inside, not padding */
+    {"aten.max_pool2d_with_indices.default", "ninf_pad", "T[2, 3, 9, A]",
+     "%m = aten.gt.Scalar(%a, -0.5)\n%ninf = aten.full_like.default(%a, -inf)\n%x = aten.where.self(%m, %ninf, %a)\n"
+     "%mp = aten.max_pool2d_with_indices.default(%x, [3, 2], [2, 1], [1, 1], [2, 1], True)\n%out = getitem(%mp, 0)\n"
+     "%out1 = getitem(%mp, 1)\nreturn (%out, %out1)", DT_FL, 0},
+    {"aten.max_pool2d_with_indices.default", "3d", "T[3, 10, A]",
+     "%mp = aten.max_pool2d_with_indices.default(%a, [2, 3], [3, 2], [1, 1], [2, 1], True)\n%out = getitem(%mp, 0)\n"
+     "%out1 = getitem(%mp, 1)\nreturn (%out, %out1)", DT_FL | DT_I64, 0},
+    /* relu fused into the pooling kernel's prologue */
+    {"aten.max_pool2d_with_indices.default", "relu", "T[2, 3, 9, A]",
+     "%r = aten.relu.default(%a)\n%mp = aten.max_pool2d_with_indices.default(%r, [3, 3], [2, 2], [1, 1])\n"
+     "%out = getitem(%mp, 0)\n%out1 = getitem(%mp, 1)\nreturn (%out, %out1)", DT_FL | DT_I64, S},
+    /* ceil_mode: the last window runs past the padded end, which the divisor leaves out */
+    {"aten.avg_pool2d.default", "ceil", "T[2, 3, 8, A]", "%out = aten.avg_pool2d.default(%a, [3, 3], [2, 2], [1, 1], True)", DT_FL, 0},
+    {"aten.avg_pool2d.default", "ceil_nopad", "T[2, 3, 8, A]", "%out = aten.avg_pool2d.default(%a, [3, 3], [2, 2], [0, 0], True)", DT_FL, 0},
+    {"aten.avg_pool2d.default", "exclude_pad", "T[2, 3, 8, A]",
+     "%out = aten.avg_pool2d.default(%a, [3, 3], [2, 2], [1, 1], False, False)", DT_FL, S},
+    {"aten.avg_pool2d.default", "divisor", "T[2, 3, 8, A]",
+     "%out = aten.avg_pool2d.default(%a, [3, 2], [2, 3], [1, 1], True, True, 5)", DT_FL, 0},
+    {"aten.avg_pool2d.default", "3d", "T[3, 9, A]", "%out = aten.avg_pool2d.default(%a, [2, 3], [2, 2], [1, 1], True, False)", DT_FL, 0},
+    /* integers divide rounding toward zero */
+    {"aten.avg_pool2d.default", "int", "T[2, 3, 8, A]", "%out = aten.avg_pool2d.default(%a, [3, 3], [2, 2], [1, 1], True, False)", DT_I64, 0},
+    {"aten.avg_pool2d.default", "relu", "T[2, 3, 8, A]",
+     "%r = aten.relu.default(%a)\n%out = aten.avg_pool2d.default(%r, [2, 2], [2, 2])", DT_FL, S},
     {"aten.topk.default", "", "T[A, 12]",
      "%tk = aten.topk.default(%a, 4)\n%out = getitem(%tk, 0)\n%out1 = getitem(%tk, 1)\nreturn (%out, %out1)", DT_F32, S},
     {"aten.gather.default", "", "T[A, B] i64[A, C]<B", "%out = aten.gather.default(%a, 1, %b)", DT_NUM, S},

@@ -231,8 +231,9 @@ lowers_to(const coil_op *op)
   case COIL_RULE_CAT: case COIL_RULE_PAD: return "pointwise (selects, clamped loads)";
   case COIL_RULE_SPLIT: return "index functions (no data)";
   case COIL_RULE_MATMUL: return op->sub == 2 ? "library mm + pointwise epilogue" : "library call";
+  case COIL_RULE_POOL: return "reduction over each output's window";
   case COIL_RULE_INDEX: case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING: case COIL_RULE_CONV:
-  case COIL_RULE_POOL: case COIL_RULE_TOPK:
+  case COIL_RULE_TOPK:
     return "library call";
   case COIL_RULE_ASSERT_META: return "nothing (checked at compile time)";
   case COIL_RULE_GETITEM: return "nothing (selects a tuple element)";
