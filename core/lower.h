@@ -150,5 +150,17 @@ int lz_as_view(lowering *L, lazy *z);        /* >= 0 buffer, < 0: -1 - view inde
 
 /* lower_ops.c */
 int coil_lower_node(lowering *L, const coil_node *n);
+/* What the lowering of one graph node n reads and writes (shared by lower_*.c). */
+lazy *op_arg(lowering *L, const coil_node *n, int i); /* bound tensor argument i; NULL: None or a number */
+const coil_lit *op_lit(const coil_node *n, const char *name); /* bound argument by schema name */
+lazy *op_result(lowering *L, const coil_node *n, int k); /* shaped as n's type (tuple element k) */
+void op_set_value(lowering *L, const coil_node *n, lazy *z);
+void op_set_tuple(lowering *L, const coil_node *n, lazy **elems);
+coil_dtype opmath_dtype(coil_dtype t);  /* the dtype arithmetic runs in: f16, bf16 -> f32 */
+/* lo <= i < hi, as a bool expression */
+const lexpr *lx_in_range(lowering *L, const coil_sym *i, const coil_sym *lo, const coil_sym *hi);
+/* i clamped into [0, size - 1]: a load that stays in bounds where a select discards it */
+const coil_sym *clamped_index(lowering *L, const coil_sym *i, const coil_sym *size);
+
 
 #endif

@@ -23,15 +23,15 @@ slot_of(const lowering *L, const coil_value *v)
 }
 
 /* The lazy tensor of a bound argument (NULL for None or a number). */
-static lazy *
-arg(lowering *L, const coil_node *n, int i)
+lazy *
+op_arg(lowering *L, const coil_node *n, int i)
 {
   const coil_lit *l = &n->bound[i];
   return l->kind == COIL_LIT_VALUE ? L->values[slot_of(L, l->v)] : NULL;
 }
 
-static const coil_lit *
-lit(const coil_node *n, const char *name)
+const coil_lit *
+op_lit(const coil_node *n, const char *name)
 {
   coil_schema s;
   if (coil_schema_parse(n->op, &s, NULL))
@@ -49,8 +49,8 @@ param_index(const coil_node *n, const char *name)
 }
 
 /* The result lazy of n, shaped as its inferred type (or element k of a tuple type). */
-static lazy *
-result(lowering *L, const coil_node *n, int k)
+lazy *
+op_result(lowering *L, const coil_node *n, int k)
 {
   const coil_type *t = &n->out->type;
   if (t->kind == COIL_TYPE_TUPLE)
@@ -60,14 +60,14 @@ result(lowering *L, const coil_node *n, int k)
   return lz_new(L, t->dtype, t->rank, sizes);
 }
 
-static void
-set_value(lowering *L, const coil_node *n, lazy *z)
+void
+op_set_value(lowering *L, const coil_node *n, lazy *z)
 {
   L->values[slot_of(L, n->out)] = z;
 }
 
-static void
-set_tuple(lowering *L, const coil_node *n, lazy **elems)
+void
+op_set_tuple(lowering *L, const coil_node *n, lazy **elems)
 {
   int k = n->out->type.nelems;
   lazy **t = COIL_ARENA_ARRAY(L->arena, lazy *, k);
@@ -82,8 +82,8 @@ wrap_dim(int64_t d, int rank)
   return (int)(d < 0 ? d + r : d);
 }
 
-static coil_dtype
-opmath(coil_dtype t)
+coil_dtype
+opmath_dtype(coil_dtype t)
 {
   return t == COIL_F16 || t == COIL_BF16 ? COIL_F32 : t;
 }
@@ -130,7 +130,7 @@ unary(lowering *L, int ew, const lexpr *x, coil_dtype dt, const coil_node *n)
   case EW_BITNOT:
     return lx_op(L, dt == COIL_BOOL ? COIL_KOP_NOT : COIL_KOP_BITNOT, dt, x, NULL, NULL);
   case EW_LEAKY_RELU: {
-    const lexpr *slope = lx_const(L, dt, num(lit(n, "negative_slope")), 0);
+    const lexpr *slope = lx_const(L, dt, num(op_lit(n, "negative_slope")), 0);
     const lexpr *pos = lx_op(L, COIL_KOP_GT, COIL_BOOL, x, lx_const(L, dt, 0, 0), NULL);
     return lx_op(L, COIL_KOP_WHERE, dt, pos, x, lx_op(L, COIL_KOP_MUL, dt, x, slope, NULL));
   }
@@ -149,7 +149,7 @@ unary(lowering *L, int ew, const lexpr *x, coil_dtype dt, const coil_node *n)
     return lx_op(L, COIL_KOP_MUL, dt, x, lx_op(L, COIL_KOP_SIGMOID, dt, x, NULL, NULL), NULL);
   case EW_GELU: {
     const lexpr *half = lx_const(L, dt, 0.5, 0), *one = lx_const(L, dt, 1.0, 0), *inner;
-    if (strcmp(lit(n, "approximate")->s, "tanh") == 0) { /* tanh(sqrt(2/pi)*(x + 0.044715 x^3)) */
+    if (strcmp(op_lit(n, "approximate")->s, "tanh") == 0) { /* tanh(sqrt(2/pi)*(x + 0.044715 x^3)) */
       const lexpr *x3 = lx_op(L, COIL_KOP_MUL, dt, x, lx_op(L, COIL_KOP_MUL, dt, x, x, NULL), NULL);
       const lexpr *t = lx_op(L, COIL_KOP_ADD, dt, x,
                              lx_op(L, COIL_KOP_MUL, dt, lx_const(L, dt, 0.044715, 0), x3, NULL), NULL);
@@ -174,14 +174,14 @@ unary(lowering *L, int ew, const lexpr *x, coil_dtype dt, const coil_node *n)
 static int
 lower_unary(lowering *L, const coil_node *n)
 {
-  lazy *out = result(L, n, 0), *x = arg(L, n, 0);
+  lazy *out = op_result(L, n, 0), *x = op_arg(L, n, 0);
   int ew = n->op->sub;
-  coil_dtype dt = ew == EW_LOGICAL_NOT ? opmath(x->dtype) : opmath(out->dtype);
+  coil_dtype dt = ew == EW_LOGICAL_NOT ? opmath_dtype(x->dtype) : opmath_dtype(out->dtype);
   if (ew == EW_BITNOT)
     dt = out->dtype;
   const lexpr *v = unary(L, ew, operand(L, &n->bound[0], x, out, dt), dt, n);
   out->expr = lx_cast(L, v, out->dtype);
-  set_value(L, n, out);
+  op_set_value(L, n, out);
   return 0;
 }
 
@@ -197,25 +197,25 @@ static const coil_kop binary_kops[] = {
 static int
 lower_binary(lowering *L, const coil_node *n)
 {
-  lazy *out = result(L, n, 0);
+  lazy *out = op_result(L, n, 0);
   const coil_lit *la = &n->bound[0], *lb = &n->bound[1];
   int ew = n->op->sub;
   const coil_lit *lits[2] = {la, lb};
   coil_dtype common = coil_infer_common_dtype(lits, 2);
-  const coil_lit *mode = lit(n, "rounding_mode");
+  const coil_lit *mode = op_lit(n, "rounding_mode");
   bool true_div = ew == EW_DIV || (ew == EW_DIV_MODE && mode->kind == COIL_LIT_NONE);
-  coil_dtype dt = opmath(true_div && !coil_dtype_is_float(common) ? COIL_F32 : common);
+  coil_dtype dt = opmath_dtype(true_div && !coil_dtype_is_float(common) ? COIL_F32 : common);
   if (ew == EW_LOGICAL_AND || ew == EW_LOGICAL_OR)
     dt = COIL_BOOL;
-  const lexpr *a = operand(L, la, arg(L, n, 0), out, ew == EW_LOGICAL_AND || ew == EW_LOGICAL_OR ? COIL_BOOL : dt);
-  const lexpr *b = operand(L, lb, arg(L, n, 1), out, ew == EW_LOGICAL_AND || ew == EW_LOGICAL_OR ? COIL_BOOL : dt);
+  const lexpr *a = operand(L, la, op_arg(L, n, 0), out, ew == EW_LOGICAL_AND || ew == EW_LOGICAL_OR ? COIL_BOOL : dt);
+  const lexpr *b = operand(L, lb, op_arg(L, n, 1), out, ew == EW_LOGICAL_AND || ew == EW_LOGICAL_OR ? COIL_BOOL : dt);
   if (ew == EW_LOGICAL_AND || ew == EW_LOGICAL_OR) { /* operands: nonzero */
-    a = operand(L, la, arg(L, n, 0), out, opmath(common));
-    b = operand(L, lb, arg(L, n, 1), out, opmath(common));
+    a = operand(L, la, op_arg(L, n, 0), out, opmath_dtype(common));
+    b = operand(L, lb, op_arg(L, n, 1), out, opmath_dtype(common));
     a = lx_op(L, COIL_KOP_NE, COIL_BOOL, a, lx_const(L, a->dtype, 0, 0), NULL);
     b = lx_op(L, COIL_KOP_NE, COIL_BOOL, b, lx_const(L, b->dtype, 0, 0), NULL);
   }
-  const coil_lit *al = lit(n, "alpha");
+  const coil_lit *al = op_lit(n, "alpha");
   if (al && !(al->kind == COIL_LIT_INT && al->i == 1)) {
     const lexpr *alpha = al->kind == COIL_LIT_FLOAT ? lx_const(L, dt, al->f, 0)
                                                     : lx_cast(L, lx_const(L, COIL_I64, 0, al->i), dt);
@@ -238,20 +238,20 @@ lower_binary(lowering *L, const coil_node *n)
   else
     v = lx_op(L, binary_kops[ew], dt, a, b, NULL);
   out->expr = lx_cast(L, v, out->dtype);
-  set_value(L, n, out);
+  op_set_value(L, n, out);
   return 0;
 }
 
 static int
 lower_where(lowering *L, const coil_node *n)
 {
-  lazy *out = result(L, n, 0);
+  lazy *out = op_result(L, n, 0);
   coil_dtype dt = out->dtype;
-  const lexpr *c = operand(L, &n->bound[0], arg(L, n, 0), out, COIL_BOOL);
-  const lexpr *a = operand(L, &n->bound[1], arg(L, n, 1), out, dt);
-  const lexpr *b = operand(L, &n->bound[2], arg(L, n, 2), out, dt);
+  const lexpr *c = operand(L, &n->bound[0], op_arg(L, n, 0), out, COIL_BOOL);
+  const lexpr *a = operand(L, &n->bound[1], op_arg(L, n, 1), out, dt);
+  const lexpr *b = operand(L, &n->bound[2], op_arg(L, n, 2), out, dt);
   out->expr = lx_op(L, COIL_KOP_WHERE, dt, c, a, b);
-  set_value(L, n, out);
+  op_set_value(L, n, out);
   return 0;
 }
 
@@ -259,34 +259,34 @@ lower_where(lowering *L, const coil_node *n)
 static int
 lower_clamp(lowering *L, const coil_node *n)
 {
-  lazy *out = result(L, n, 0);
-  coil_dtype dt = opmath(out->dtype);
-  const lexpr *v = operand(L, &n->bound[0], arg(L, n, 0), out, dt);
+  lazy *out = op_result(L, n, 0);
+  coil_dtype dt = opmath_dtype(out->dtype);
+  const lexpr *v = operand(L, &n->bound[0], op_arg(L, n, 0), out, dt);
   if (n->bound[1].kind != COIL_LIT_NONE)
-    v = lx_op(L, COIL_KOP_MAX, dt, v, operand(L, &n->bound[1], arg(L, n, 1), out, dt), NULL);
+    v = lx_op(L, COIL_KOP_MAX, dt, v, operand(L, &n->bound[1], op_arg(L, n, 1), out, dt), NULL);
   if (n->bound[2].kind != COIL_LIT_NONE)
-    v = lx_op(L, COIL_KOP_MIN, dt, v, operand(L, &n->bound[2], arg(L, n, 2), out, dt), NULL);
+    v = lx_op(L, COIL_KOP_MIN, dt, v, operand(L, &n->bound[2], op_arg(L, n, 2), out, dt), NULL);
   out->expr = lx_cast(L, v, out->dtype);
-  set_value(L, n, out);
+  op_set_value(L, n, out);
   return 0;
 }
 
 static int
 lower_to_copy(lowering *L, const coil_node *n)
 {
-  lazy *out = result(L, n, 0);
-  out->expr = operand(L, &n->bound[0], arg(L, n, 0), out, out->dtype);
-  set_value(L, n, out);
+  lazy *out = op_result(L, n, 0);
+  out->expr = operand(L, &n->bound[0], op_arg(L, n, 0), out, out->dtype);
+  op_set_value(L, n, out);
   return 0;
 }
 
 static int
 lower_creation(lowering *L, const coil_node *n)
 {
-  lazy *out = result(L, n, 0);
+  lazy *out = op_result(L, n, 0);
   const coil_op *op = n->op;
   if (op->rule == COIL_RULE_ARANGE) { /* start + d0 * step */
-    const coil_lit *s = lit(n, "start"), *st = lit(n, "step");
+    const coil_lit *s = op_lit(n, "start"), *st = op_lit(n, "step");
     double start = s ? num(s) : 0, step = st ? num(st) : 1;
     coil_dtype dt = coil_dtype_is_float(out->dtype) ? COIL_F64 : COIL_I64;
     if (dt == COIL_I64) {
@@ -298,15 +298,15 @@ lower_creation(lowering *L, const coil_node *n)
                            lx_op(L, COIL_KOP_MUL, dt, i, lx_const(L, dt, step, (int64_t)step), NULL), NULL);
     out->expr = lx_cast(L, v, out->dtype);
   } else {
-    const coil_lit *v = op->rule == COIL_RULE_FULL ? lit(n, op->sub ? "s" : "fill_value")
-                        : op->sub == 0             ? lit(n, "fill_value")
+    const coil_lit *v = op->rule == COIL_RULE_FULL ? op_lit(n, op->sub ? "s" : "fill_value")
+                        : op->sub == 0             ? op_lit(n, "fill_value")
                                                    : NULL;
     double f = v ? num(v) : op->sub == 2;
     int64_t i = v ? (v->kind == COIL_LIT_FLOAT ? (int64_t)v->f : v->i) : op->sub == 2;
     coil_dtype src = v && v->kind == COIL_LIT_FLOAT ? COIL_F64 : COIL_I64;
     out->expr = lx_cast(L, lx_const(L, src, f, i), out->dtype);
   }
-  set_value(L, n, out);
+  op_set_value(L, n, out);
   return 0;
 }
 
@@ -363,13 +363,13 @@ broadcast_back(lowering *L, const lazy *r, const lazy *x, const bool *red, const
 static int
 lower_reduce(lowering *L, const coil_node *n)
 {
-  lazy *x = arg(L, n, 0), *out = result(L, n, 0);
+  lazy *x = op_arg(L, n, 0), *out = op_result(L, n, 0);
   bool red[COIL_MAX_RANK];
-  reduce_mask(lit(n, "dim"), x->rank, red);
-  const coil_lit *kd = lit(n, "keepdim");
+  reduce_mask(op_lit(n, "dim"), x->rank, red);
+  const coil_lit *kd = op_lit(n, "keepdim");
   bool keep = kd && kd->i;
   int sub = n->op->sub;
-  coil_dtype acc = opmath(out->dtype);
+  coil_dtype acc = opmath_dtype(out->dtype);
   static const coil_reduction kinds[] = {[RED_SUM] = COIL_REDUCE_SUM, [RED_MEAN] = COIL_REDUCE_SUM,
                                          [RED_PROD] = COIL_REDUCE_PROD, [RED_MAX] = COIL_REDUCE_MAX,
                                          [RED_MIN] = COIL_REDUCE_MIN, [RED_ANY] = COIL_REDUCE_ANY};
@@ -390,7 +390,7 @@ lower_reduce(lowering *L, const coil_node *n)
     r = m;
   }
   out->expr = lx_cast(L, lz_at(L, r, out->dvars), out->dtype);
-  set_value(L, n, out);
+  op_set_value(L, n, out);
   return 0;
 }
 
@@ -399,12 +399,12 @@ lower_reduce(lowering *L, const coil_node *n)
 static int
 lower_var(lowering *L, const coil_node *n)
 {
-  lazy *x = arg(L, n, 0);
+  lazy *x = op_arg(L, n, 0);
   bool red[COIL_MAX_RANK];
-  reduce_mask(lit(n, "dim"), x->rank, red);
-  const coil_lit *cl = lit(n, "correction");
+  reduce_mask(op_lit(n, "dim"), x->rank, red);
+  const coil_lit *cl = op_lit(n, "correction");
   double corr = cl->kind == COIL_LIT_NONE ? 1.0 : num(cl);
-  coil_dtype acc = opmath(x->dtype);
+  coil_dtype acc = opmath_dtype(x->dtype);
   lazy *xf = cast_view(L, x, acc);
   lazy *mean = lz_reduce(L, xf, red, true, COIL_REDUCE_WELFORD_MEAN, acc);
   lazy *m2 = lz_reduce(L, xf, red, true, COIL_REDUCE_WELFORD_M2, acc);
@@ -412,10 +412,10 @@ lower_var(lowering *L, const coil_node *n)
   lazy *outs[2];
   int nout = n->op->sub == 1 ? 2 : 1;
   for (int k = 0; k < nout; k++) {
-    lazy *o = outs[k] = result(L, n, k);
+    lazy *o = outs[k] = op_result(L, n, k);
     const coil_sym *idx[COIL_MAX_RANK];
     int j = 0;
-    const coil_lit *kd = lit(n, "keepdim");
+    const coil_lit *kd = op_lit(n, "keepdim");
     for (int i = 0; i < x->rank; i++)
       idx[i] = red[i] ? K(L, 0) : o->dvars[kd->i ? i : j++];
     if (kd->i)
@@ -429,34 +429,34 @@ lower_var(lowering *L, const coil_node *n)
     o->expr = lx_cast(L, v, o->dtype);
   }
   if (nout == 2)
-    set_tuple(L, n, outs);
+    op_set_tuple(L, n, outs);
   else
-    set_value(L, n, outs[0]);
+    op_set_value(L, n, outs[0]);
   return 0;
 }
 
 static int
 lower_arg(lowering *L, const coil_node *n)
 {
-  lazy *x = arg(L, n, 0);
+  lazy *x = op_arg(L, n, 0);
   bool red[COIL_MAX_RANK];
-  reduce_mask(lit(n, "dim"), x->rank, red);
-  bool keep = lit(n, "keepdim")->i;
+  reduce_mask(op_lit(n, "dim"), x->rank, red);
+  bool keep = op_lit(n, "keepdim")->i;
   bool is_max = n->op->sub == RED_MAX;
-  coil_dtype acc = opmath(x->dtype);
+  coil_dtype acc = opmath_dtype(x->dtype);
   lazy *xf = cast_view(L, x, acc);
   lazy *idx = lz_reduce(L, xf, red, keep, is_max ? COIL_REDUCE_ARGMAX : COIL_REDUCE_ARGMIN, COIL_I64);
   if (n->op->rule == COIL_RULE_ARG) {
-    lazy *out = result(L, n, 0);
+    lazy *out = op_result(L, n, 0);
     out->expr = lz_at(L, idx, out->dvars);
-    set_value(L, n, out);
+    op_set_value(L, n, out);
     return 0;
   }
   lazy *val = lz_reduce(L, xf, red, keep, is_max ? COIL_REDUCE_MAX : COIL_REDUCE_MIN, acc);
-  lazy *outs[2] = {result(L, n, 0), result(L, n, 1)};
+  lazy *outs[2] = {op_result(L, n, 0), op_result(L, n, 1)};
   outs[0]->expr = lx_cast(L, lz_at(L, val, outs[0]->dvars), outs[0]->dtype);
   outs[1]->expr = lz_at(L, idx, outs[1]->dvars);
-  set_tuple(L, n, outs);
+  op_set_tuple(L, n, outs);
   return 0;
 }
 
@@ -464,11 +464,11 @@ lower_arg(lowering *L, const coil_node *n)
 static int
 lower_softmax(lowering *L, const coil_node *n)
 {
-  lazy *x = arg(L, n, 0), *out = result(L, n, 0);
+  lazy *x = op_arg(L, n, 0), *out = op_result(L, n, 0);
   bool red[COIL_MAX_RANK] = {0};
   if (x->rank > 0)
-    red[wrap_dim(lit(n, "dim")->i, x->rank)] = true;
-  coil_dtype acc = opmath(out->dtype);
+    red[wrap_dim(op_lit(n, "dim")->i, x->rank)] = true;
+  coil_dtype acc = opmath_dtype(out->dtype);
   lazy *xf = cast_view(L, x, acc);
   lazy *mx = lz_reduce(L, xf, red, true, COIL_REDUCE_MAX, acc);
   lazy *sh = lz_new(L, acc, x->rank, x->sizes);
@@ -482,7 +482,7 @@ lower_softmax(lowering *L, const coil_node *n)
                        : lx_op(L, COIL_KOP_SUB, acc, lz_at(L, sh, out->dvars),
                                lx_op(L, COIL_KOP_LOG, acc, s, NULL, NULL), NULL);
   out->expr = lx_cast(L, v, out->dtype);
-  set_value(L, n, out);
+  op_set_value(L, n, out);
   return 0;
 }
 
@@ -495,18 +495,18 @@ vec_at(lowering *L, lazy *v, const coil_sym *i, coil_dtype dt)
 static int
 lower_layer_norm(lowering *L, const coil_node *n)
 {
-  lazy *x = arg(L, n, 0), *w = arg(L, n, param_index(n, "weight")), *b = arg(L, n, param_index(n, "bias"));
-  int nn = lit(n, "normalized_shape")->n;
-  double eps = lit(n, "eps")->f;
+  lazy *x = op_arg(L, n, 0), *w = op_arg(L, n, param_index(n, "weight")), *b = op_arg(L, n, param_index(n, "bias"));
+  int nn = op_lit(n, "normalized_shape")->n;
+  double eps = op_lit(n, "eps")->f;
   bool red[COIL_MAX_RANK] = {0};
   for (int i = x->rank - nn; i < x->rank; i++)
     red[i] = true;
-  coil_dtype acc = opmath(x->dtype);
+  coil_dtype acc = opmath_dtype(x->dtype);
   lazy *xf = cast_view(L, x, acc);
   const lexpr *cnt = lx_cast(L, lx_index(L, reduced_count(L, x, red)), acc);
   lazy *mean = lz_reduce(L, xf, red, true, COIL_REDUCE_WELFORD_MEAN, acc);
   lazy *m2 = lz_reduce(L, xf, red, true, COIL_REDUCE_WELFORD_M2, acc);
-  lazy *outs[3] = {result(L, n, 0), result(L, n, 1), result(L, n, 2)};
+  lazy *outs[3] = {op_result(L, n, 0), op_result(L, n, 1), op_result(L, n, 2)};
   /* out = (x - mean) * rstd * w + b, over x's dims */
   lazy *o = outs[0];
   const lexpr *mu = broadcast_back(L, mean, x, red, o);
@@ -531,19 +531,19 @@ lower_layer_norm(lowering *L, const coil_node *n)
       mk = lx_op(L, COIL_KOP_RSQRT, acc, lx_op(L, COIL_KOP_ADD, acc, mk, lx_const(L, acc, eps, 0), NULL), NULL, NULL);
     s->expr = lx_cast(L, mk, s->dtype);
   }
-  set_tuple(L, n, outs);
+  op_set_tuple(L, n, outs);
   return 0;
 }
 
 static int
 lower_batch_norm(lowering *L, const coil_node *n)
 {
-  lazy *x = arg(L, n, 0);
-  lazy *w = arg(L, n, 1), *b = arg(L, n, 2), *rm = arg(L, n, 3), *rv = arg(L, n, 4);
-  double eps = lit(n, "eps")->f;
-  lazy *outs[3] = {result(L, n, 0), result(L, n, 1), result(L, n, 2)};
+  lazy *x = op_arg(L, n, 0);
+  lazy *w = op_arg(L, n, 1), *b = op_arg(L, n, 2), *rm = op_arg(L, n, 3), *rv = op_arg(L, n, 4);
+  double eps = op_lit(n, "eps")->f;
+  lazy *outs[3] = {op_result(L, n, 0), op_result(L, n, 1), op_result(L, n, 2)};
   lazy *o = outs[0];
-  coil_dtype acc = opmath(x->dtype);
+  coil_dtype acc = opmath_dtype(x->dtype);
   const coil_sym *c = o->dvars[1];
   const lexpr *v = lx_op(L, COIL_KOP_SUB, acc, lx_cast(L, lz_at(L, x, o->dvars), acc), vec_at(L, rm, c, acc), NULL);
   v = lx_op(L, COIL_KOP_MUL, acc, v,
@@ -555,7 +555,7 @@ lower_batch_norm(lowering *L, const coil_node *n)
   o->expr = lx_cast(L, v, o->dtype);
   for (int k = 1; k < 3; k++) /* empty: nothing to compute */
     outs[k]->expr = lx_const(L, outs[k]->dtype, 0, 0);
-  set_tuple(L, n, outs);
+  op_set_tuple(L, n, outs);
   return 0;
 }
 
@@ -564,7 +564,7 @@ lower_batch_norm(lowering *L, const coil_node *n)
 static int
 lower_view(lowering *L, const coil_node *n)
 {
-  lazy *x = arg(L, n, 0), *out = result(L, n, 0);
+  lazy *x = op_arg(L, n, 0), *out = op_result(L, n, 0);
   const coil_sym *idx[COIL_MAX_RANK];
   switch (n->op->rule) {
   case COIL_RULE_RESHAPE: { /* flat offset in out, unravelled over x's sizes */
@@ -575,7 +575,7 @@ lower_view(lowering *L, const coil_node *n)
     }
     if (x->realized >= 0) { /* a contiguous buffer: the same flat offset (a ReinterpretView) */
       out->expr = lx_load(L, x->realized, flat);
-      set_value(L, n, out);
+      op_set_value(L, n, out);
       return 0;
     }
     stride = K(L, 1);
@@ -586,7 +586,7 @@ lower_view(lowering *L, const coil_node *n)
     break;
   }
   case COIL_RULE_PERMUTE: {
-    const coil_lit *p = lit(n, "dims");
+    const coil_lit *p = op_lit(n, "dims");
     for (int i = 0; i < out->rank; i++)
       idx[wrap_dim(p->items[i].i, x->rank)] = out->dvars[i];
     break;
@@ -597,8 +597,8 @@ lower_view(lowering *L, const coil_node *n)
     if (x->rank >= 2) {
       int a = 0, b = 1;
       if (n->op->sub == 1) {
-        a = wrap_dim(lit(n, "dim0")->i, x->rank);
-        b = wrap_dim(lit(n, "dim1")->i, x->rank);
+        a = wrap_dim(op_lit(n, "dim0")->i, x->rank);
+        b = wrap_dim(op_lit(n, "dim1")->i, x->rank);
       }
       idx[a] = out->dvars[b];
       idx[b] = out->dvars[a];
@@ -613,8 +613,8 @@ lower_view(lowering *L, const coil_node *n)
     }
     break;
   case COIL_RULE_SLICE: {
-    int d = wrap_dim(lit(n, "dim")->i, x->rank);
-    const coil_lit *ls = lit(n, "start");
+    int d = wrap_dim(op_lit(n, "dim")->i, x->rank);
+    const coil_lit *ls = op_lit(n, "start");
     const coil_sym *size = x->sizes[d], *start = K(L, 0);
     if (ls->kind != COIL_LIT_NONE) {
       start = ls->i < 0 ? coil_sym_add(L->sym, size, K(L, ls->i)) : K(L, ls->i);
@@ -622,25 +622,25 @@ lower_view(lowering *L, const coil_node *n)
     }
     for (int i = 0; i < x->rank; i++)
       idx[i] = out->dvars[i];
-    idx[d] = coil_sym_add(L->sym, start, coil_sym_mul(L->sym, out->dvars[d], K(L, lit(n, "step")->i)));
+    idx[d] = coil_sym_add(L->sym, start, coil_sym_mul(L->sym, out->dvars[d], K(L, op_lit(n, "step")->i)));
     break;
   }
   case COIL_RULE_SELECT: {
-    int d = wrap_dim(lit(n, "dim")->i, x->rank);
-    int64_t i0 = lit(n, "index")->i;
+    int d = wrap_dim(op_lit(n, "dim")->i, x->rank);
+    int64_t i0 = op_lit(n, "index")->i;
     for (int i = 0, j = 0; i < x->rank; i++)
       idx[i] = i == d ? (i0 < 0 ? coil_sym_add(L->sym, x->sizes[d], K(L, i0)) : K(L, i0)) : out->dvars[j++];
     break;
   }
   case COIL_RULE_UNSQUEEZE: {
-    int d = wrap_dim(lit(n, "dim")->i, x->rank + 1);
+    int d = wrap_dim(op_lit(n, "dim")->i, x->rank + 1);
     for (int i = 0; i < x->rank; i++)
       idx[i] = out->dvars[i < d ? i : i + 1];
     break;
   }
   case COIL_RULE_SQUEEZE: { /* the dims removed: those named (or all) whose size is 1 */
     bool named[COIL_MAX_RANK];
-    reduce_mask(n->op->sub == 0 ? NULL : lit(n, "dim"), x->rank, named);
+    reduce_mask(n->op->sub == 0 ? NULL : op_lit(n, "dim"), x->rank, named);
     for (int i = 0, j = 0; i < x->rank; i++) {
       int64_t s;
       bool gone = named[i] && coil_sym_is_const(x->sizes[i], &s) && s == 1;
@@ -654,21 +654,21 @@ lower_view(lowering *L, const coil_node *n)
     break;
   }
   out->expr = lz_at(L, x, idx);
-  set_value(L, n, out);
+  op_set_value(L, n, out);
   return 0;
 }
 
 static int
 lower_copy(lowering *L, const coil_node *n)
 {
-  lazy *out = result(L, n, 0);
-  out->expr = operand(L, &n->bound[1], arg(L, n, 1), out, out->dtype);
-  set_value(L, n, out);
+  lazy *out = op_result(L, n, 0);
+  out->expr = operand(L, &n->bound[1], op_arg(L, n, 1), out, out->dtype);
+  op_set_value(L, n, out);
   return 0;
 }
 
-static const lexpr *
-in_range(lowering *L, const coil_sym *i, const coil_sym *lo, const coil_sym *hi)
+const lexpr *
+lx_in_range(lowering *L, const coil_sym *i, const coil_sym *lo, const coil_sym *hi)
 {
   const lexpr *v = lx_index(L, i);
   const lexpr *a = lx_op(L, COIL_KOP_GE, COIL_BOOL, v, lx_index(L, lo), NULL);
@@ -677,8 +677,8 @@ in_range(lowering *L, const coil_sym *i, const coil_sym *lo, const coil_sym *hi)
 }
 
 /* An index clamped into [0, size - 1]: loads stay in bounds where a select discards them. */
-static const coil_sym *
-clamped(lowering *L, const coil_sym *i, const coil_sym *size)
+const coil_sym *
+clamped_index(lowering *L, const coil_sym *i, const coil_sym *size)
 {
   return coil_sym_min(L->sym, coil_sym_max(L->sym, i, K(L, 0)), coil_sym_add(L->sym, size, K(L, -1)));
 }
@@ -687,9 +687,9 @@ clamped(lowering *L, const coil_sym *i, const coil_sym *size)
 static int
 lower_cat(lowering *L, const coil_node *n)
 {
-  lazy *out = result(L, n, 0);
-  const coil_lit *l = lit(n, "tensors");
-  int d = wrap_dim(lit(n, "dim")->i, out->rank);
+  lazy *out = op_result(L, n, 0);
+  const coil_lit *l = op_lit(n, "tensors");
+  int d = wrap_dim(op_lit(n, "dim")->i, out->rank);
   const lexpr *v = NULL;
   const coil_sym *at[256 + 1];
   lazy *parts[256];
@@ -709,7 +709,7 @@ lower_cat(lowering *L, const coil_node *n)
     for (int i = 0; i < out->rank; i++)
       idx[i] = out->dvars[i];
     idx[d] = np == 1 ? coil_sym_sub(L->sym, out->dvars[d], at[k])
-                     : clamped(L, coil_sym_sub(L->sym, out->dvars[d], at[k]), parts[k]->sizes[d]);
+                     : clamped_index(L, coil_sym_sub(L->sym, out->dvars[d], at[k]), parts[k]->sizes[d]);
     const lexpr *e = lx_cast(L, lz_at(L, parts[k], idx), out->dtype);
     if (!v) {
       v = e;
@@ -719,20 +719,20 @@ lower_cat(lowering *L, const coil_node *n)
     }
   }
   out->expr = v ? v : lx_const(L, out->dtype, 0, 0);
-  set_value(L, n, out);
+  op_set_value(L, n, out);
   return 0;
 }
 
 static int
 lower_split(lowering *L, const coil_node *n)
 {
-  lazy *x = arg(L, n, 0);
-  int d = wrap_dim(lit(n, "dim")->i, x->rank);
+  lazy *x = op_arg(L, n, 0);
+  int d = wrap_dim(op_lit(n, "dim")->i, x->rank);
   int k = n->out->type.nelems;
   lazy **outs = COIL_ARENA_ARRAY(L->arena, lazy *, k);
   const coil_sym *at = K(L, 0);
   for (int e = 0; e < k; e++) {
-    lazy *o = outs[e] = result(L, n, e);
+    lazy *o = outs[e] = op_result(L, n, e);
     const coil_sym *idx[COIL_MAX_RANK];
     for (int i = 0; i < x->rank; i++)
       idx[i] = o->dvars[i];
@@ -740,15 +740,15 @@ lower_split(lowering *L, const coil_node *n)
     o->expr = lz_at(L, x, idx);
     at = coil_sym_add(L->sym, at, o->sizes[d]);
   }
-  set_tuple(L, n, outs);
+  op_set_tuple(L, n, outs);
   return 0;
 }
 
 static int
 lower_pad(lowering *L, const coil_node *n)
 {
-  lazy *x = arg(L, n, 0), *out = result(L, n, 0);
-  const coil_lit *pad = lit(n, "pad"), *val = lit(n, "value");
+  lazy *x = op_arg(L, n, 0), *out = op_result(L, n, 0);
+  const coil_lit *pad = op_lit(n, "pad"), *val = op_lit(n, "value");
   const coil_sym *idx[COIL_MAX_RANK];
   const lexpr *inside = NULL;
   for (int i = 0; i < x->rank; i++)
@@ -756,15 +756,15 @@ lower_pad(lowering *L, const coil_node *n)
   for (int p = 0; p < pad->n / 2; p++) {
     int i = x->rank - 1 - p;
     const coil_sym *src = coil_sym_sub(L->sym, out->dvars[i], K(L, pad->items[2 * p].i));
-    const lexpr *ok = in_range(L, src, K(L, 0), x->sizes[i]);
+    const lexpr *ok = lx_in_range(L, src, K(L, 0), x->sizes[i]);
     inside = inside ? lx_op(L, COIL_KOP_AND, COIL_BOOL, inside, ok, NULL) : ok;
-    idx[i] = clamped(L, src, x->sizes[i]);
+    idx[i] = clamped_index(L, src, x->sizes[i]);
   }
   const lexpr *fill = val->kind == COIL_LIT_FLOAT ? lx_const(L, out->dtype, val->f, (int64_t)val->f)
                                                   : lx_cast(L, lx_const(L, COIL_I64, 0, val->i), out->dtype);
   const lexpr *e = lz_at(L, x, idx);
   out->expr = inside ? lx_op(L, COIL_KOP_WHERE, out->dtype, inside, e, fill) : e;
-  set_value(L, n, out);
+  op_set_value(L, n, out);
   return 0;
 }
 
@@ -848,7 +848,7 @@ lower_extern(lowering *L, const coil_node *n, const char *op)
   e->nouts = nout;
   e->outs = COIL_ARENA_ARRAY(L->arena, int, nout);
   for (int k = 0; k < nout; k++) {
-    outs[k] = result(L, n, k);
+    outs[k] = op_result(L, n, k);
     int b = lbuf_new(L, outs[k]->dtype, outs[k]->rank, outs[k]->sizes);
     L->bufs[b].node = node;
     e->outs[k] = b;
@@ -865,9 +865,9 @@ lower_extern(lowering *L, const coil_node *n, const char *op)
   e = &L->nodes[node];
   e->out = e->outs[0];
   if (t->kind == COIL_TYPE_TUPLE)
-    set_tuple(L, n, outs);
+    op_set_tuple(L, n, outs);
   else
-    set_value(L, n, outs[0]);
+    op_set_value(L, n, outs[0]);
   return 0;
 }
 
@@ -878,8 +878,8 @@ lower_matmul(lowering *L, const coil_node *n)
 {
   if (n->op->sub != 2)
     return lower_extern(L, n, n->op->sub ? "aten.bmm.default" : "aten.mm.default");
-  lazy *bias = arg(L, n, 0), *out = result(L, n, 0);
-  int a = lz_as_view(L, arg(L, n, 1)), b = lz_as_view(L, arg(L, n, 2));
+  lazy *bias = op_arg(L, n, 0), *out = op_result(L, n, 0);
+  int a = lz_as_view(L, op_arg(L, n, 1)), b = lz_as_view(L, op_arg(L, n, 2));
   int mmb = lbuf_new(L, out->dtype, 2, out->sizes);
   int node = lnode_new(L, LN_EXTERN, mmb);
   lnode *e = &L->nodes[node];
@@ -891,10 +891,10 @@ lower_matmul(lowering *L, const coil_node *n)
   e->nouts = 1;
   e->outs = COIL_ARENA_ARRAY(L->arena, int, 1);
   e->outs[0] = mmb;
-  coil_dtype acc = opmath(out->dtype);
+  coil_dtype acc = opmath_dtype(out->dtype);
   const coil_sym *idx[2] = {out->dvars[0], out->dvars[1]};
   const lexpr *mm = lx_cast(L, lx_load(L, mmb, coil_sym_add(L->sym, coil_sym_mul(L->sym, idx[0], out->sizes[1]), idx[1])), acc);
-  double alpha = num(lit(n, "alpha")), beta = num(lit(n, "beta"));
+  double alpha = num(op_lit(n, "alpha")), beta = num(op_lit(n, "beta"));
   if (alpha != 1)
     mm = lx_op(L, COIL_KOP_MUL, acc, mm, lx_const(L, acc, alpha, 0), NULL);
   const lexpr *v = mm;
@@ -905,7 +905,7 @@ lower_matmul(lowering *L, const coil_node *n)
     v = lx_op(L, COIL_KOP_ADD, acc, bv, mm, NULL);
   }
   out->expr = lx_cast(L, v, out->dtype);
-  set_value(L, n, out);
+  op_set_value(L, n, out);
   return 0;
 }
 
