@@ -425,11 +425,23 @@ coil_lower_sizes(lowering *L, const coil_type *t, const coil_sym **out)
     out[i] = convert(L, t->dims[i]);
 }
 
+bool
+coil_lower_is_library(const lowering *L, const char *op, coil_dtype dt)
+{
+  for (int i = 0; i < L->nlibrary; i++)
+    if (strcmp(L->library[i].op, op) == 0 && (unsigned)dt < 32 && (L->library[i].dtypes >> dt & 1u))
+      return true;
+  return false;
+}
+
 int
-coil_lower(lowering *L, const coil_graph *g, coil_symctx *sym, coil_arena *a, coil_diag *d)
+coil_lower(lowering *L, const coil_graph *g, const coil_compile_options *o, coil_symctx *sym,
+           coil_arena *a, coil_diag *d)
 {
   memset(L, 0, sizeof *L);
   L->g = g;
+  L->nlibrary = o->library ? o->nlibrary : 0;
+  L->library = o->library;
   L->arena = a;
   L->sym = sym;
   L->d = d;

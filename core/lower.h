@@ -119,11 +119,17 @@ typedef struct lowering {
   lazy ***tuples;            /* per graph value: elements of tuple values */
   int ndvars;                /* counter for fresh dimension variables */
   const char *cur_origin;    /* the op being lowered */
+  int nlibrary;              /* library ops the target claims (coil_compile_options) */
+  const coil_library_claim *library;
   coil_diag *d;
 } lowering;
 
 /* lower.c */
-int coil_lower(lowering *L, const coil_graph *g, coil_symctx *sym, coil_arena *a, coil_diag *d);
+int coil_lower(lowering *L, const coil_graph *g, const coil_compile_options *o, coil_symctx *sym,
+               coil_arena *a, coil_diag *d);
+/* Whether op (one the core can also generate) is a library call for this result dtype: the
+ * compile options list it as claimed by the target plugin. */
+bool coil_lower_is_library(const lowering *L, const char *op, coil_dtype dt);
 /* The sizes of a graph type in the lowering's symbols (the graph's symbols renamed s0, s1...). */
 void coil_lower_sizes(lowering *L, const coil_type *t, const coil_sym **out);
 lazy *lz_new(lowering *L, coil_dtype dt, int rank, const coil_sym *const *sizes);
@@ -147,6 +153,9 @@ lazy *lz_reduce(lowering *L, const lazy *z, const bool *red, bool keepdim, coil_
                 coil_dtype out_dtype);
 /* z as a view for a library op: an existing buffer with strides, or realized first. */
 int lz_as_view(lowering *L, lazy *z);        /* >= 0 buffer, < 0: -1 - view index */
+
+/* lower_conv.c */
+int coil_lower_conv(lowering *L, const coil_node *n);
 
 /* lower_ops.c */
 int coil_lower_node(lowering *L, const coil_node *n);

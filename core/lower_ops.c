@@ -937,7 +937,11 @@ coil_lower_node(lowering *L, const coil_node *n)
   case COIL_RULE_SPLIT: return lower_split(L, n);
   case COIL_RULE_PAD: return lower_pad(L, n);
   case COIL_RULE_MATMUL: return lower_matmul(L, n);
-  case COIL_RULE_INDEX: case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING: case COIL_RULE_CONV:
+  case COIL_RULE_CONV: /* a library call where the target claims it, else a generated kernel */
+    if (!coil_lower_is_library(L, n->op->name, n->out->type.dtype))
+      return coil_lower_conv(L, n);
+    return lower_extern(L, n, n->op->name);
+  case COIL_RULE_INDEX: case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING:
   case COIL_RULE_POOL: case COIL_RULE_TOPK: case COIL_RULE_CUMSUM:
     return lower_extern(L, n, n->op->name);
   case COIL_RULE_ASSERT_META:
