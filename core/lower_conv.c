@@ -15,11 +15,21 @@
  * instead of scattering: output o reads input i = (o + pad - k*dilation) / stride where that
  * division is exact and i lies inside.
  *
- * The loop IR has at most COIL_MAX_RANK = 8 dims; a 3-D convolution needs 9, so there the input
- * channel and the first kernel dim share one reduced dim (c*K1 + k1): the kept dims stay the
- * output's, so the epilogue still fuses. Inputs that are not plain loads are realized first:
- * every input element is read Co*K times. */
+ * Which reduced dim is innermost decides how fast a backend runs it. With at least
+ * CHANNELS_INNERMOST channels per group (not transposed) the sum runs over K1..Kd, C/G, reading
+ * channels-last copies of x [N, I1..Id, C] and w [Co, K1..Kd, C/G], each made by a pointwise
+ * kernel (x's producer fuses into its copy): the inner loop then reads both contiguously, a
+ * vector loop on a CPU. With fewer (depthwise, the first layer) the window is innermost and x
+ * and w are read in place, realized first unless they are plain loads (each element is read
+ * Co*K times).
+ *
+ * The loop IR has at most COIL_MAX_RANK = 8 dims; a 3-D convolution needs 9, so there the first
+ * two reduced dims share one (their product; index by division and modulo): the kept dims stay
+ * the output's, so the epilogue still fuses. */
 #include "lower.h"
+
+/* Channels per group from which the sum runs over channels innermost. */
+#define CHANNELS_INNERMOST 8
 
 static const coil_sym *
 K(lowering *L, int64_t v)
@@ -31,6 +41,41 @@ static const lexpr *
 both(lowering *L, const lexpr *a, const lexpr *b)
 {
   return a ? lx_op(L, COIL_KOP_AND, COIL_BOOL, a, b, NULL) : b;
+}
+
+/* z [A, B, S1..Sd] copied to [A, S1..Sd, B] (realized: a kernel of its own, into which the
+ * pointwise work that computes z fuses). */
+static lazy *
+channels_last(lowering *L, const lazy *z)
+{
+  const coil_sym *sizes[COIL_MAX_RANK], *idx[COIL_MAX_RANK];
+  int r = z->rank;
+  sizes[0] = z->sizes[0];
+  for (int i = 2; i < r; i++)
+    sizes[i - 1] = z->sizes[i];
+  sizes[r - 1] = z->sizes[1];
+  lazy *t = lz_new(L, z->dtype, r, sizes);
+  idx[0] = t->dvars[0];
+  idx[1] = t->dvars[r - 1];
+  for (int i = 2; i < r; i++)
+    idx[i] = t->dvars[i - 1];
+  t->expr = lz_at(L, z, idx);
+  lz_realize(L, t);
+  return t;
+}
+
+/* Element idx (in z's own dim order) of z, or of its channels-last copy t. */
+static const lexpr *
+element(lowering *L, const lazy *z, const lazy *t, const coil_sym *const *idx, coil_dtype dt)
+{
+  if (!t)
+    return lx_cast(L, lz_at(L, z, idx), dt);
+  const coil_sym *ti[COIL_MAX_RANK];
+  ti[0] = idx[0];
+  for (int i = 2; i < z->rank; i++)
+    ti[i - 1] = idx[i];
+  ti[z->rank - 1] = idx[1];
+  return lx_cast(L, lz_at(L, t, ti), dt);
 }
 
 int
@@ -45,31 +90,54 @@ coil_lower_conv(lowering *L, const coil_node *n)
   int64_t cpg = cin / groups, opg = cout / groups; /* channels per group, in and out */
   int nsp = x->rank - 2;
   coil_dtype acc = opmath_dtype(out->dtype);
-  if (x->expr->kind != LX_LOAD)
-    lz_realize(L, x);
-  if (w->expr->kind != LX_LOAD)
-    lz_realize(L, w);
 
-  /* the reduced tensor's dims: N, Co, O1..Od, then C/G, K1..Kd (or C/G*K1, K2, K3) */
-  bool fold = 2 + 2 * nsp + 1 > COIL_MAX_RANK;
+  /* with enough channels per group the sum runs over them innermost, reading channels-last
+   * copies of x and w where they are contiguous (a vector loop on a CPU, coalesced loads on a
+   * GPU); otherwise over the kernel window innermost, from x and w as they are */
+  bool cl = !transposed && cpg >= CHANNELS_INNERMOST;
+  lazy *xt = NULL, *wt = NULL;
+  if (cl) {
+    xt = channels_last(L, x);
+    wt = channels_last(L, w);
+  } else {
+    if (x->expr->kind != LX_LOAD)
+      lz_realize(L, x);
+    if (w->expr->kind != LX_LOAD)
+      lz_realize(L, w);
+  }
+
+  /* the sum's dims after the output's: C/G, K1..Kd, or K1..Kd, C/G with channels innermost; a
+   * 3-D convolution merges the first two of them (else 9 dims) */
+  const coil_sym *rs[4];
+  int nrs = 0;
+  if (!cl)
+    rs[nrs++] = K(L, cpg);
+  for (int q = 0; q < nsp; q++)
+    rs[nrs++] = w->sizes[2 + q];
+  if (cl)
+    rs[nrs++] = K(L, cpg);
+  bool fold = out->rank + nrs > COIL_MAX_RANK;
   const coil_sym *sizes[COIL_MAX_RANK];
   int rank = 0;
   for (int i = 0; i < out->rank; i++)
     sizes[rank++] = out->sizes[i];
-  int c0 = rank;
-  sizes[rank++] = fold ? coil_sym_mul(L->sym, K(L, cpg), w->sizes[2]) : K(L, cpg);
-  for (int q = fold; q < nsp; q++)
-    sizes[rank++] = w->sizes[2 + q];
+  int r0 = rank;
+  sizes[rank++] = fold ? coil_sym_mul(L->sym, rs[0], rs[1]) : rs[0];
+  for (int i = 1 + fold; i < nrs; i++)
+    sizes[rank++] = rs[i];
   lazy *e = lz_new(L, acc, rank, sizes);
-  /* per dim of the sum: the output index o, the kernel index k; and the input channel c */
-  const coil_sym *o[3], *k[3], *c = e->dvars[c0];
+  const coil_sym *rv[4]; /* the index of each of rs[] */
+  for (int i = 0; i < nrs; i++)
+    rv[i] = i == 0 ? e->dvars[r0] : e->dvars[r0 + i - fold];
+  if (fold) {
+    rv[0] = coil_sym_floordiv(L->sym, e->dvars[r0], rs[1]);
+    rv[1] = coil_sym_mod(L->sym, e->dvars[r0], rs[1]);
+  }
+  /* per spatial dim the output index o and the kernel index k; the input channel c */
+  const coil_sym *o[3], *k[3], *c = rv[cl ? nsp : 0];
   for (int q = 0; q < nsp; q++) {
     o[q] = e->dvars[2 + q];
-    k[q] = e->dvars[c0 + 1 + q - fold];
-  }
-  if (fold) {
-    c = coil_sym_floordiv(L->sym, e->dvars[c0], w->sizes[2]);
-    k[0] = coil_sym_mod(L->sym, e->dvars[c0], w->sizes[2]);
+    k[q] = rv[cl ? q : q + 1];
   }
   const coil_sym *batch = e->dvars[0], *co = e->dvars[1];
   const coil_sym *g = coil_sym_floordiv(L->sym, co, K(L, opg));
@@ -100,13 +168,13 @@ coil_lower_conv(lowering *L, const coil_node *n)
     xi[2 + q] = masked ? clamped_index(L, i, size) : i;
     wi[2 + q] = k[q];
   }
-  const lexpr *xv = lx_cast(L, lz_at(L, x, xi), acc);
+  const lexpr *xv = element(L, x, xt, xi, acc);
   if (inside)
     xv = lx_op(L, COIL_KOP_WHERE, acc, inside, xv, lx_const(L, acc, 0, 0));
-  e->expr = lx_op(L, COIL_KOP_MUL, acc, xv, lx_cast(L, lz_at(L, w, wi), acc), NULL);
+  e->expr = lx_op(L, COIL_KOP_MUL, acc, xv, element(L, w, wt, wi, acc), NULL);
 
   bool red[COIL_MAX_RANK] = {0};
-  for (int i = c0; i < rank; i++)
+  for (int i = r0; i < rank; i++)
     red[i] = true;
   lazy *sum = lz_reduce(L, e, red, false, COIL_REDUCE_SUM, acc);
 

@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "cache.h"
 #include "coil/coil.h"
+#include "coil/sym.h"
 
 static const char conv_relu[] =
     "coil 1\n"
@@ -85,7 +86,7 @@ Test(lower_conv, generated_is_one_kernel_with_bias_and_relu)
   const coil_kernel *k = &p->kernels[0];
   cr_expect(strstr(k->name, "_convolution_") != NULL, "the kernel says what it holds: %s", k->name);
   cr_expect_str_eq(k->source_ops, "aten.convolution.default aten.relu.default");
-  cr_expect_eq(k->nr, 3, "reduced over C, KH, KW");
+  cr_expect_eq(k->nr, 3, "reduced over C, KH, KW (3 channels: the window innermost)");
   cr_expect_eq(k->nx, 4, "kept N, Co, OH, OW");
   coil_wir_free(p);
   coil_graph_free(g);
@@ -143,6 +144,25 @@ Test(lower_conv, three_d_fits_the_loop_dims)
   cr_assert_eq(p->nkernels, 1);
   cr_expect_eq(p->kernels[0].nx, 5, "kept N, Co, O1, O2, O3");
   cr_expect_eq(p->kernels[0].nr, 3, "C/G with K1, then K2, K3");
+  coil_wir_free(p);
+  coil_graph_free(g);
+}
+
+Test(lower_conv, many_channels_are_summed_innermost)
+{
+  static const char wide[] =
+      "coil 1\n"
+      "graph wide(%x: f32[1, 16, 6, 6], %w: f32[8, 16, 3, 3] param) {\n"
+      "  %c = aten.convolution.default(%x, %w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
+      "  return (%c)\n"
+      "}\n";
+  coil_graph *g = graph_of(wide, "f32");
+  coil_wir_program *p = compile(g, NULL, 0);
+  cr_expect_eq(count_lines(p, COIL_LINE_KERNEL_CALL), 3, "channels-last copies of x and w, then the sum");
+  const coil_kernel *k = &p->kernels[p->nkernels - 1];
+  int64_t inner = 0;
+  cr_assert_eq(k->nr, 3);
+  cr_expect(coil_sym_is_const(k->rsize[2], &inner) && inner == 16, "the innermost reduced dim is the channels");
   coil_wir_free(p);
   coil_graph_free(g);
 }
