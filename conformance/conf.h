@@ -46,6 +46,7 @@ typedef struct conf_ctx {
   bool verbose;                /* a line per case as it finishes */
   bool list_only;              /* print the ids of the cases instead of running them */
   const char *source_dir;      /* where conformance/models lives */
+  const char *convolution;     /* [coil] convolution of the ini file: auto, generated, library */
   conf_result *results;        /* every finished case, in the order given */
   int nresults, cap;
 } conf_ctx;
@@ -69,6 +70,10 @@ coil_plugin_options conf_options(const conf_ctx *c);
 /* Opens the plugin and creates an instance; on failure fills r (FAIL) and returns -1. */
 int conf_open(const conf_ctx *c, coil_loaded_plugin **lp, coil_plugin **inst, conf_result *r);
 void conf_close(coil_loaded_plugin *lp, coil_plugin *inst);
+/* The core's program of g for this plugin: library ops it claims (after [coil] convolution) are
+ * library calls, the rest generated. NULL with the reason in d. */
+coil_wir_program *conf_compile(const conf_ctx *c, const coil_loaded_plugin *lp, const coil_plugin *inst,
+                               const coil_graph *g, coil_diag *d);
 /* A case's program in the plugin: compiled by the core, checked against the plugin's claims,
  * compiled by the plugin into a temporary directory and loaded (conf_prepare), released with
  * conf_release (which takes one that failed half way too). */

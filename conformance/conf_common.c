@@ -202,6 +202,16 @@ conf_close(coil_loaded_plugin *lp, coil_plugin *inst)
   coil_plugin_close(lp);
 }
 
+coil_wir_program *
+conf_compile(const conf_ctx *c, const coil_loaded_plugin *lp, const coil_plugin *inst, const coil_graph *g,
+             coil_diag *d)
+{
+  coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS];
+  coil_compile_options o = {.fuse = true, .verify = true};
+  coil_backend_compile_options(lp, inst, c->convolution, claims, &o);
+  return coil_compile_graph(g, &o, d);
+}
+
 bool
 conf_program_supported(const coil_loaded_plugin *lp, const coil_plugin *inst, const coil_wir_program *p,
                        char *why, size_t n)
@@ -242,13 +252,12 @@ conf_prepare(const conf_ctx *c, const coil_graph *g, const char *what, conf_prep
   coil_diag d = {0};
   memset(x, 0, sizeof *x);
   r->status = CONF_FAIL;
-  coil_compile_options copts = {.fuse = true, .verify = true};
-  if (!(x->p = coil_compile_graph(g, &copts, &d))) {
+  if (conf_open(c, &x->lp, &x->inst, r))
+    return -1;
+  if (!(x->p = conf_compile(c, x->lp, x->inst, g, &d))) {
     snprintf(r->msg, sizeof r->msg, "the core cannot compile the %s: %.400s", what, d.msg);
     return -1;
   }
-  if (conf_open(c, &x->lp, &x->inst, r))
-    return -1;
   char why[256];
   if (!(x->lp->api.features & COIL_FEATURE_EXECUTES)) {
     r->status = CONF_SKIP;

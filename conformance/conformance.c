@@ -168,6 +168,7 @@ main(int argc, char **argv)
   c.noptions += coil_config_general_options(cfg, k2 + c.noptions, v2 + c.noptions); /* coil.mode, ... */
   c.option_keys = k2;
   c.option_values = v2;
+  c.convolution = coil_config_get(cfg, "convolution");
 
   if (print_case)
     return conf_print_case(&c, stdout) == 0 ? 0 : 1;

@@ -141,13 +141,12 @@ run_emit(const conf_ctx *c, int i, void *user, conf_result *r)
   r->status = CONF_FAIL;
   r->nmse = -1;
   coil_graph *g = coil_graph_load(graphs[i], &d);
-  coil_compile_options copts = {.fuse = true, .verify = true};
-  if (!g || !(p = coil_compile_graph(g, &copts, &d))) {
+  if (conf_open(c, &lp, &inst, r))
+    goto done;
+  if (!g || !(p = conf_compile(c, lp, inst, g, &d))) {
     snprintf(r->msg, sizeof r->msg, "%.400s", d.msg);
     goto done;
   }
-  if (conf_open(c, &lp, &inst, r))
-    goto done;
   if (!mkdtemp(dir)) {
     snprintf(r->msg, sizeof r->msg, "mkdtemp: %s", strerror(errno));
     goto done;

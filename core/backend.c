@@ -25,6 +25,23 @@ toolchain_identity(const coil_loaded_plugin *lp, coil_plugin *inst)
   return id ? id : "";
 }
 
+void
+coil_backend_compile_options(const coil_loaded_plugin *lp, const coil_plugin *inst,
+                              const char *convolution, coil_library_claim *claims,
+                              coil_compile_options *o)
+{
+  static const char *const op = "aten.convolution.default";
+  const char *how = convolution ? convolution : "auto";
+  uint32_t dtypes = 0;
+  for (int t = 0; t < COIL_DTYPE_COUNT; t++)
+    if (strcmp(how, "library") == 0 ||
+        (strcmp(how, "auto") == 0 && lp && coil_plugin_supports(lp, inst, op, (coil_dtype)t) == COIL_SUPPORTED))
+      dtypes |= 1u << t;
+  claims[0] = (coil_library_claim){.op = op, .dtypes = dtypes};
+  o->library = claims;
+  o->nlibrary = dtypes ? 1 : 0;
+}
+
 int
 coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_env *env,
                  const coil_tensor_list *inputs, coil_tensor_list *outputs, coil_diag *d)
@@ -33,11 +50,8 @@ coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_en
   if (strcmp(backend, "ref") == 0)
     return coil_ref_run(g, inputs, outputs, d);
 
-  coil_compile_options copts = {.fuse = true, .verify = true, .dump_dir = env ? env->dump_dir : NULL};
-  coil_wir_program *p = coil_compile_graph(g, &copts, d);
-  if (!p)
-    return -1;
   int rc = -1;
+  coil_wir_program *p = NULL;
   coil_loaded_plugin *lp = NULL;
   coil_plugin *inst = NULL;
   coil_artifact *art = NULL;
@@ -53,6 +67,12 @@ coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_en
   const char *const *dirs = env ? (const char *const *)env->dirs.dirs : NULL;
   if (coil_plugin_open(backend, dirs, env ? env->dirs.n : 0, &lp, d) ||
       coil_plugin_create(lp, &opts, &inst, d))
+    goto done;
+  /* compiled for this plugin: what it claims as library calls decides what is generated */
+  coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS];
+  coil_compile_options copts = {.fuse = true, .verify = true, .dump_dir = env ? env->dump_dir : NULL};
+  coil_backend_compile_options(lp, inst, env ? env->convolution : NULL, claims, &copts);
+  if (!(p = coil_compile_graph(g, &copts, d)))
     goto done;
 
   if (env && env->cache_dir && *env->cache_dir) {

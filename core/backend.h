@@ -19,8 +19,20 @@ typedef struct coil_backend_env {
   const char *dump_dir;            /* compile dumps, or NULL */
   const char *cache_dir;           /* the compile cache (cache.h); NULL or "": compile into a
                                       temporary directory, removed after the run */
+  const char *convolution;         /* [coil] convolution: auto (also NULL), generated, library */
   coil_backend_stats *stats;       /* counted into when not NULL */
 } coil_backend_env;
+
+/* Library ops the core can also generate (aten.convolution.default): at most this many claims. */
+#define COIL_BACKEND_MAX_CLAIMS 1
+
+/* Sets o->library and o->nlibrary (into claims, which o points at afterwards) for a program
+ * that plugin lp will run, with [coil] convolution = `convolution`: "auto" or NULL claims the
+ * dtypes for which the plugin's supports() says yes to aten.convolution.default (none when lp is
+ * NULL: no plugin to ask), "library" every dtype, "generated" none. */
+void coil_backend_compile_options(const coil_loaded_plugin *lp, const coil_plugin *inst,
+                                  const char *convolution, coil_library_claim *claims,
+                                  coil_compile_options *o);
 
 /* Runs g on `backend` ("ref", or a plugin name or path) with inputs by graph input name; the
  * outputs are out0, out1, ... */

@@ -46,7 +46,7 @@ coil_compile_graph(const coil_graph *g, const coil_compile_options *o, coil_diag
   coil_strbuf pre = {0}, post = {0};
   /* lowering's dimension variables live in a scratch context; only size symbols and loop
    * variables reach the program's */
-  bool ok = coil_lower(&L, g, coil_symctx_new(scratch), scratch, d) == 0 &&
+  bool ok = coil_lower(&L, g, o, coil_symctx_new(scratch), scratch, d) == 0 &&
             coil_sched_build(&S, &L, o->fuse, d) == 0;
   if (ok && o->dump_dir) {
     coil_sched_dump(&S, false, &pre);

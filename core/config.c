@@ -21,7 +21,8 @@
 
 typedef enum {
   TYPE_NAME,   /* a plugin name: letters, digits, '_', '-' */
-  TYPE_CHOICE, /* one of the modes */
+  TYPE_MODE,   /* one of the modes */
+  TYPE_CHOICE, /* one of the option's choices */
   TYPE_BOOL,   /* true/false, yes/no, on/off, 1/0; stored as "true" or "false" */
   TYPE_PATH,   /* a path, '~' expanded; empty turns the feature off */
   TYPE_PATHS,  /* ':'-separated paths, each '~' expanded; empty means none */
@@ -32,15 +33,20 @@ static const struct option {
   value_type type;
   const char *def; /* built-in default, before '~' expansion */
   const char *env; /* the environment variable of the env layer */
+  const char *const *choices; /* TYPE_CHOICE: the values it takes, NULL-terminated */
 } options[] = {
-    {"backend", TYPE_NAME, "cpu", "COIL_BACKEND"},       /* plugin used when none is named */
-    {"mode", TYPE_CHOICE, "default", "COIL_MODE"},       /* a preset of modes[] below */
-    {"plugin_path", TYPE_PATHS, "", "COIL_PLUGIN_PATH"}, /* extra plugin directories */
-    {"cache_dir", TYPE_PATH, "~/.cache/coil", "COIL_CACHE_DIR"}, /* compile cache; "" = none */
-    {"debug_dump", TYPE_PATH, "", "COIL_DEBUG_DUMP"},    /* dump every stage here; "" = off */
-    {"verify", TYPE_BOOL, "true", "COIL_VERIFY"},        /* Wrapper IR verifier between passes */
-    {"graph_capture", TYPE_BOOL, "false", "COIL_GRAPH_CAPTURE"}, /* record launches, replay */
-    {"autotune", TYPE_BOOL, "false", "COIL_AUTOTUNE"},   /* benchmark kernel configs, keep best */
+    {"backend", TYPE_NAME, "cpu", "COIL_BACKEND", NULL},               /* plugin used when none is named */
+    {"mode", TYPE_MODE, "default", "COIL_MODE", NULL},                 /* a preset of modes[] below */
+    {"plugin_path", TYPE_PATHS, "", "COIL_PLUGIN_PATH", NULL},         /* extra plugin directories */
+    {"cache_dir", TYPE_PATH, "~/.cache/coil", "COIL_CACHE_DIR", NULL}, /* compile cache; "" = none */
+    {"debug_dump", TYPE_PATH, "", "COIL_DEBUG_DUMP", NULL},            /* dump every stage here; "" = off */
+    {"verify", TYPE_BOOL, "true", "COIL_VERIFY", NULL},                /* Wrapper IR verifier between passes */
+    {"graph_capture", TYPE_BOOL, "false", "COIL_GRAPH_CAPTURE", NULL}, /* record launches, replay */
+    {"autotune", TYPE_BOOL, "false", "COIL_AUTOTUNE", NULL},           /* benchmark kernel configs, keep best */
+    /* convolution: a library call where the plugin claims it (auto), always a generated kernel,
+     * or always a library call */
+    {"convolution", TYPE_CHOICE, "auto", "COIL_CONVOLUTION",
+     (const char *const[]){"auto", "generated", "library", NULL}},
 };
 enum { NOPTIONS = sizeof options / sizeof options[0] };
 
@@ -214,6 +220,21 @@ check_value(int k, const char *value, char **out, char *why, size_t wn)
     coil_strbuf_puts(&b, value);
     break;
   case TYPE_CHOICE: {
+    int m = 0;
+    while (o->choices[m] && strcmp(o->choices[m], value) != 0)
+      m++;
+    if (!o->choices[m]) {
+      coil_strbuf_printf(&b, "%s must be one of ", o->key);
+      for (m = 0; o->choices[m]; m++)
+        coil_strbuf_printf(&b, "%s%s", m ? ", " : "", o->choices[m]);
+      snprintf(why, wn, "%s; got '%s'", b.s, value);
+      coil_strbuf_free(&b);
+      return -1;
+    }
+    coil_strbuf_puts(&b, value);
+    break;
+  }
+  case TYPE_MODE: {
     int m = 0;
     while (m < NMODES && strcmp(modes[m].name, value) != 0)
       m++;

@@ -296,6 +296,25 @@ lz_load_buffer(lowering *L, lazy *z, int b)
 }
 
 int
+lz_is_buffer(lowering *L, lazy *z)
+{
+  if (z->realized >= 0)
+    return z->realized;
+  const lexpr *e = z->expr;
+  if (e->kind != LX_LOAD || e->nargs || e->dtype != z->dtype)
+    return -1;
+  const lbuf *b = &L->bufs[e->buffer];
+  if (b->dtype != z->dtype || b->rank != z->rank)
+    return -1;
+  for (int i = 0; i < z->rank; i++)
+    if (coil_sym_cmp(b->sizes[i], z->sizes[i]) != 0)
+      return -1;
+  if (coil_sym_cmp(e->index, contiguous_index(L, z->rank, z->sizes, z->dvars)) != 0)
+    return -1;
+  return z->realized = e->buffer;
+}
+
+int
 lz_realize(lowering *L, lazy *z)
 {
   if (z->realized >= 0)
@@ -415,7 +434,7 @@ same_sizes(lowering *L, const lbuf *b, const lazy *z)
 static int
 lz_output(lowering *L, lazy *z)
 {
-  if (z->realized >= 0 && same_sizes(L, &L->bufs[z->realized], z))
+  if (lz_is_buffer(L, z) >= 0 && same_sizes(L, &L->bufs[z->realized], z))
     return z->realized;
   const coil_sym *off, *coef[COIL_MAX_RANK], *dense[COIL_MAX_RANK];
   if (z->expr->kind == LX_LOAD && z->expr->dtype == z->dtype &&
@@ -479,11 +498,23 @@ coil_lower_sizes(lowering *L, const coil_type *t, const coil_sym **out)
     out[i] = convert(L, t->dims[i]);
 }
 
+bool
+coil_lower_is_library(const lowering *L, const char *op, coil_dtype dt)
+{
+  for (int i = 0; i < L->nlibrary; i++)
+    if (strcmp(L->library[i].op, op) == 0 && (unsigned)dt < 32 && (L->library[i].dtypes >> dt & 1u))
+      return true;
+  return false;
+}
+
 int
-coil_lower(lowering *L, const coil_graph *g, coil_symctx *sym, coil_arena *a, coil_diag *d)
+coil_lower(lowering *L, const coil_graph *g, const coil_compile_options *o, coil_symctx *sym,
+           coil_arena *a, coil_diag *d)
 {
   memset(L, 0, sizeof *L);
   L->g = g;
+  L->nlibrary = o->library ? o->nlibrary : 0;
+  L->library = o->library;
   L->arena = a;
   L->sym = sym;
   L->d = d;
@@ -543,9 +574,9 @@ coil_lower(lowering *L, const coil_graph *g, coil_symctx *sym, coil_arena *a, co
   for (int i = 0; i < g->noutputs; i++) {
     const coil_value *v = g->outputs[i];
     lazy *z = L->values[v->kind == COIL_VAL_NODE ? g->ninputs + v->index : v->index];
-    int o = lz_output(L, z);
-    L->outputs[i] = o;
-    L->bufs[o >= 0 ? o : L->views[-1 - o].buffer].is_output = true;
+    int ob = lz_output(L, z);
+    L->outputs[i] = ob;
+    L->bufs[ob >= 0 ? ob : L->views[-1 - ob].buffer].is_output = true;
   }
   return 0;
 }

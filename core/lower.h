@@ -121,11 +121,17 @@ typedef struct lowering {
   lazy ***tuples;            /* per graph value: elements of tuple values */
   int ndvars;                /* counter for fresh dimension variables */
   const char *cur_origin;    /* the op being lowered */
+  int nlibrary;              /* library ops the target claims (coil_compile_options) */
+  const coil_library_claim *library;
   coil_diag *d;
 } lowering;
 
 /* lower.c */
-int coil_lower(lowering *L, const coil_graph *g, coil_symctx *sym, coil_arena *a, coil_diag *d);
+int coil_lower(lowering *L, const coil_graph *g, const coil_compile_options *o, coil_symctx *sym,
+               coil_arena *a, coil_diag *d);
+/* Whether op (one the core can also generate) is a library call for this result dtype: the
+ * compile options list it as claimed by the target plugin. */
+bool coil_lower_is_library(const lowering *L, const char *op, coil_dtype dt);
 /* The sizes of a graph type in the lowering's symbols (the graph's symbols renamed s0, s1...). */
 void coil_lower_sizes(lowering *L, const coil_type *t, const coil_sym **out);
 lazy *lz_new(lowering *L, coil_dtype dt, int rank, const coil_sym *const *sizes);
@@ -142,6 +148,9 @@ const lexpr *lx_subst(lowering *L, const lexpr *e, int n, const int *vars,
 /* The element of z at index idx (one expression per dimension of z). */
 const lexpr *lz_at(lowering *L, const lazy *z, const coil_sym *const *idx);
 int lz_realize(lowering *L, lazy *z);        /* returns the buffer; z becomes a load of it */
+/* The buffer z is, when z is exactly a contiguous load of a whole buffer of z's sizes (as a
+ * reduction's result read back is): then also z->realized. Else -1. */
+int lz_is_buffer(lowering *L, lazy *z);
 int lbuf_new(lowering *L, coil_dtype dt, int rank, const coil_sym *const *sizes);
 int lnode_new(lowering *L, lnode_kind kind, int out);
 /* A reduction of z over dims red[] (keepdim: size-1 dims stay); realized. */
@@ -149,6 +158,9 @@ lazy *lz_reduce(lowering *L, const lazy *z, const bool *red, bool keepdim, coil_
                 coil_dtype out_dtype);
 /* z as a view for a library op: an existing buffer with strides, or realized first. */
 int lz_as_view(lowering *L, lazy *z);        /* >= 0 buffer, < 0: -1 - view index */
+
+/* lower_conv.c */
+int coil_lower_conv(lowering *L, const coil_node *n);
 
 /* lower_ops.c */
 int coil_lower_node(lowering *L, const coil_node *n);

@@ -573,7 +573,7 @@ lower_view(lowering *L, const coil_node *n)
       flat = coil_sym_add(L->sym, flat, coil_sym_mul(L->sym, out->dvars[i], stride));
       stride = coil_sym_mul(L->sym, stride, out->sizes[i]);
     }
-    if (x->realized >= 0) { /* a contiguous buffer: the same flat offset (a ReinterpretView) */
+    if (lz_is_buffer(L, x) >= 0) { /* a contiguous buffer: the same flat offset (a ReinterpretView) */
       out->expr = lx_load(L, x->realized, flat);
       op_set_value(L, n, out);
       return 0;
@@ -938,7 +938,11 @@ coil_lower_node(lowering *L, const coil_node *n)
   case COIL_RULE_PAD: return lower_pad(L, n);
   case COIL_RULE_MATMUL: return lower_matmul(L, n);
   case COIL_RULE_POOL: return coil_lower_pool(L, n);
-  case COIL_RULE_INDEX: case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING: case COIL_RULE_CONV:
+  case COIL_RULE_CONV: /* a library call where the target claims it, else a generated kernel */
+    if (!coil_lower_is_library(L, n->op->name, n->out->type.dtype))
+      return coil_lower_conv(L, n);
+    return lower_extern(L, n, n->op->name);
+  case COIL_RULE_INDEX: case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING:
   case COIL_RULE_TOPK: case COIL_RULE_CUMSUM:
     return lower_extern(L, n, n->op->name);
   case COIL_RULE_ASSERT_META:

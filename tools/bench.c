@@ -1,9 +1,14 @@
-/* bench.c — two benchmarks of the `coil bench` command.
+/* bench.c — the benchmarks of the `coil bench` command.
  *
  * `coil bench`: the cpu plugin on the benchmark graphs at 4096x4096 f32 (pointwise gelu(x*w+b),
  * softmax and layer_norm over the last dim, row sum, rmsnorm + residual): compile times (the
  * core, a cold compile with the C compiler, a cache hit), then GB/s of the minimal traffic and
  * its ratio to a memcpy of the same bytes by as many threads, at 1 and 2 threads.
+ *
+ * `coil bench --conv`: the cpu plugin on ResNet-style 3x3 convolutions, compiled two ways in one
+ * run: as its library call (im2col + OpenBLAS gemm) and as the core's generated kernel
+ * ([coil] convolution = library / generated), alternating for a few rounds; median times,
+ * GFLOP/s and the ratio generated / library.
  *
  * `coil bench --core-only`: how the compiler core scales. It generates graphs of up to N
  * statements (blocks of mm, bias add, relu, a row sum, a division and a residual add, as in a
@@ -217,14 +222,16 @@ copy_gbps(size_t bytes, int threads)
   return (double)bytes / median(t, 9) / 1e9;
 }
 
-/* Compiles g for the cpu plugin with `threads`, runs it reps times, returns the median time. */
+/* Compiles g (with options copts, or the defaults) for the cpu plugin with `threads`, warms it
+ * up, runs it 9 times, returns the median time. */
 static int
-time_graph(const bench_graph *bg, const char *plugin_dir, int threads, double *seconds, coil_diag *d)
+time_graph(const bench_graph *bg, const char *plugin_dir, int threads, const coil_compile_options *copts,
+           double *seconds, coil_diag *d)
 {
   coil_graph *g = coil_graph_parse(bg->name, bg->text, strlen(bg->text), d);
   if (!g)
     return -1;
-  coil_wir_program *p = coil_compile_graph(g, NULL, d);
+  coil_wir_program *p = coil_compile_graph(g, copts, d);
   if (!p)
     return -1;
   coil_loaded_plugin *lp = NULL;
@@ -392,7 +399,7 @@ coil_bench_cpu(int argc, char **argv, const char *plugin_dir)
     for (int threads = 1; threads <= 2; threads++) {
       double s;
       coil_diag d = {0};
-      if (time_graph(&graphs[i], plugin_dir, threads, &s, &d)) {
+      if (time_graph(&graphs[i], plugin_dir, threads, NULL, &s, &d)) {
         fprintf(stderr, "%s: %s\n", graphs[i].name, d.msg);
         return 1;
       }
@@ -401,5 +408,73 @@ coil_bench_cpu(int argc, char **argv, const char *plugin_dir)
       fflush(stdout);
     }
   nftw(cache, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  return 0;
+}
+
+/* ---- coil bench --conv: generated convolution against the cpu plugin's library call ---- */
+
+typedef struct {
+  const char *name;
+  int c, hw;                 /* channels in and out, height and width (3x3, stride 1, pad 1) */
+} conv_layer;
+
+static const conv_layer conv_layers[] = {
+    {"resnet_64x56x56", 64, 56},
+    {"resnet_128x28x28", 128, 28},
+    {"resnet_256x14x14", 256, 14},
+};
+
+int
+coil_bench_conv(int argc, char **argv, const char *plugin_dir)
+{
+  int rounds = 3, threads = 2;
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+      rounds = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+      threads = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--conv") != 0) {
+      fprintf(stderr, "coil: usage: coil bench --conv [--rounds N] [--threads T]\n");
+      return 2;
+    }
+  }
+  if (rounds < 1 || rounds > 100 || threads < 1 || threads > 4096) {
+    fprintf(stderr, "coil: --rounds must be 1 to 100 and --threads 1 to 4096\n");
+    return 2;
+  }
+  if (!plugin_dir) {
+    fprintf(stderr, "coil: no plugin directory for the cpu plugin\n");
+    return 1;
+  }
+  /* the claims each way, as coil_backend_compile_options makes them for [coil] convolution */
+  coil_library_claim library = {"aten.convolution.default", ~0u};
+  coil_compile_options lib = {.fuse = true, .verify = true, .library = &library, .nlibrary = 1};
+  coil_compile_options gen = {.fuse = true, .verify = true};
+  printf("coil bench --conv: cpu plugin, %d thread%s, f32, 3x3 stride 1 pad 1, no bias; median of 9 runs "
+         "per round\n", threads, threads == 1 ? "" : "s");
+  printf("%-18s %6s %12s %10s %12s %10s %10s\n", "layer", "round", "library_ms", "GFLOP/s", "generated_ms",
+         "GFLOP/s", "gen/lib");
+  for (size_t l = 0; l < sizeof conv_layers / sizeof *conv_layers; l++) {
+    const conv_layer *cl = &conv_layers[l];
+    char text[512];
+    snprintf(text, sizeof text,
+             "coil 1\ngraph g(%%x: f32[1, %d, %d, %d], %%w: f32[%d, %d, 3, 3]) {\n"
+             "  %%y = aten.convolution.default(%%x, %%w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
+             "  return (%%y)\n}\n",
+             cl->c, cl->hw, cl->hw, cl->c, cl->c);
+    bench_graph bg = {cl->name, text, 0};
+    double flops = 2.0 * cl->c * cl->c * 9 * cl->hw * cl->hw;
+    for (int r = 0; r < rounds; r++) {
+      double tl, tg;
+      coil_diag d = {0};
+      if (time_graph(&bg, plugin_dir, threads, &lib, &tl, &d) || time_graph(&bg, plugin_dir, threads, &gen, &tg, &d)) {
+        fprintf(stderr, "%s: %s\n", cl->name, d.msg);
+        return 1;
+      }
+      printf("%-18s %6d %12.3f %10.1f %12.3f %10.1f %9.2fx\n", cl->name, r + 1, 1e3 * tl, flops / tl / 1e9, 1e3 * tg,
+             flops / tg / 1e9, tg / tl);
+      fflush(stdout);
+    }
+  }
   return 0;
 }

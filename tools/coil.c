@@ -52,6 +52,9 @@ static const char usage[] =
     "  bench --backend cuda [--compile-only] [--autotune] [--json FILE] [--only NAME]\n"
     "                          the cuda plugin on the GPU benchmark graphs: kernel time, GB/s,\n"
     "                          host time per call, with CUDA graphs, compile times\n"
+    "  bench --conv [--rounds N] [--threads T]\n"
+    "                          the cpu plugin's convolution: generated kernel against its library\n"
+    "                          call (im2col + OpenBLAS) on ResNet 3x3 layers, same run\n"
     "  bench --core-only [--nodes N]\n"
     "                          time parse + compile on generated graphs up to N statements\n"
     "  help                    show this text\n"
@@ -122,10 +125,21 @@ now_seconds(void)
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int plugin_compile(const char *backend, const coil_wir_program *p, const char *dump_dir,
-                          coil_diag *d);
-static int artifact_compile(const char *backend, const coil_graph *g, const coil_wir_program *p,
-                            const char *dir, const char *weights, coil_diag *d);
+/* What running on a backend needs: the effective configuration and the plugin's options. */
+typedef struct backend_setup {
+  coil_config *config;
+  coil_backend_env env;
+  const char *name;           /* the backend to run on */
+  const char **keys, **values; /* the plugin's options without `library` */
+} backend_setup;
+static int setup_backend(backend_setup *b, const char *flag_backend, const char *config_file, coil_diag *d);
+static void backend_teardown(backend_setup *b);
+static int open_backend(const backend_setup *bs, coil_loaded_plugin **lp, coil_plugin **inst, coil_diag *d);
+static int plugin_compile(const backend_setup *bs, const coil_loaded_plugin *lp, coil_plugin *inst,
+                          const coil_wir_program *p, const char *dump_dir, coil_diag *d);
+static int artifact_compile(const backend_setup *bs, const coil_loaded_plugin *lp, coil_plugin *inst,
+                            const coil_graph *g, const coil_wir_program *p, const char *dir,
+                            const char *weights, coil_diag *d);
 
 static int
 cmd_compile(int argc, char **argv)
@@ -158,16 +172,33 @@ cmd_compile(int argc, char **argv)
   if (embed && !artifact)
     return usage_error("--embed-weights needs --backend NAME and -o DIR%s", "");
   coil_diag d = {0};
+  /* the program is compiled for the plugin named, if any: what it claims as library calls
+   * (and [coil] convolution) decides what the core generates */
+  bool plugin = backend && strcmp(backend, "ref") != 0;
+  backend_setup bs;
+  coil_loaded_plugin *lp = NULL;
+  coil_plugin *inst = NULL;
+  if (setup_backend(&bs, plugin ? backend : "ref", NULL, &d) || (plugin && open_backend(&bs, &lp, &inst, &d))) {
+    if (inst)
+      coil_plugin_destroy(lp, inst);
+    coil_plugin_close(lp);
+    backend_teardown(&bs);
+    return fail(&d);
+  }
   double t0 = now_seconds();
   coil_graph *g = coil_graph_load(graph, &d);
-  if (!g)
-    return fail(&d);
   double t1 = now_seconds();
+  coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS];
   coil_compile_options o = {.fuse = fuse, .verify = true, .dump_dir = dump_dir};
-  coil_wir_program *p = coil_compile_graph(g, &o, &d);
+  coil_backend_compile_options(lp, inst, bs.env.convolution, claims, &o);
+  coil_wir_program *p = g ? coil_compile_graph(g, &o, &d) : NULL;
   double t2 = now_seconds();
   if (!p) {
     coil_graph_free(g);
+    if (inst)
+      coil_plugin_destroy(lp, inst);
+    coil_plugin_close(lp);
+    backend_teardown(&bs);
     return fail(&d);
   }
   int kernels = 0, externs = 0;
@@ -202,13 +233,17 @@ cmd_compile(int argc, char **argv)
   }
   int plugin_rc = 0;
   if (rc == 0 && artifact)
-    plugin_rc = artifact_compile(backend, g, p, out, embed, &d);
-  else if (rc == 0 && backend && strcmp(backend, "ref") != 0)
-    plugin_rc = plugin_compile(backend, p, dump_dir, &d);
+    plugin_rc = artifact_compile(&bs, lp, inst, g, p, out, embed, &d);
+  else if (rc == 0 && plugin)
+    plugin_rc = plugin_compile(&bs, lp, inst, p, dump_dir, &d);
   if (plugin_rc) {
     fprintf(stderr, "%s\n", d.msg);
     rc = 1;
   }
+  if (inst)
+    coil_plugin_destroy(lp, inst);
+  coil_plugin_close(lp);
+  backend_teardown(&bs);
   coil_wir_free(p);
   coil_graph_free(g);
   return rc;
@@ -232,7 +267,8 @@ lowers_to(const coil_op *op)
   case COIL_RULE_SPLIT: return "index functions (no data)";
   case COIL_RULE_MATMUL: return op->sub == 2 ? "library mm + pointwise epilogue" : "library call";
   case COIL_RULE_POOL: return "reduction over each output's window";
-  case COIL_RULE_INDEX: case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING: case COIL_RULE_CONV:
+  case COIL_RULE_CONV: return "reduction + pointwise epilogue, or a library call the plugin claims";
+  case COIL_RULE_INDEX: case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING:
   case COIL_RULE_TOPK:
     return "library call";
   case COIL_RULE_ASSERT_META: return "nothing (checked at compile time)";
@@ -265,6 +301,10 @@ cmd_ops(int argc, char **argv)
          "reductions become kernels (fused with their neighbours), views only index functions,\n"
          "library calls extern_call lines. Every op runs on the interp plugin, which executes\n"
          "every kernel op and every library call listed.\n\n"
+         "Convolution (1-D to 3-D, grouped, depthwise, strided, padded, dilated, transposed) is a\n"
+         "generated kernel, a sum reduction with bias and what follows fused into its epilogue,\n"
+         "unless the target plugin claims `aten.convolution.default` as a library call (`cpu`\n"
+         "does: im2col + OpenBLAS); `[coil] convolution` overrides the choice (docs/config.md).\n\n"
          "%d ops.\n\n"
          "| op | kind | schema | ref | lowers to |\n|---|---|---|---|---|\n",
          (int)COIL_OP_COUNT);
@@ -622,13 +662,6 @@ builtin_plugin_dir(void)
 #endif
 }
 
-typedef struct {
-  coil_config *config;
-  coil_backend_env env;
-  const char *name;           /* the backend to run on */
-  const char **keys, **values; /* the plugin's options without `library` */
-} backend_setup;
-
 static void
 backend_teardown(backend_setup *b)
 {
@@ -679,50 +712,52 @@ setup_backend(backend_setup *b, const char *flag_backend, const char *config_fil
   b->env.option_keys = b->keys;
   b->env.option_values = b->values;
   b->env.cache_dir = coil_config_get(b->config, "cache_dir"); /* "" turns the cache off */
+  b->env.convolution = coil_config_get(b->config, "convolution");
   return 0;
+}
+
+static coil_plugin_options
+backend_options(const backend_setup *bs)
+{
+  return (coil_plugin_options){.struct_size = sizeof(coil_plugin_options), .count = (size_t)bs->env.noptions,
+                               .keys = bs->env.option_keys, .values = bs->env.option_values};
+}
+
+/* Opens the backend's plugin and creates an instance with its options. */
+static int
+open_backend(const backend_setup *bs, coil_loaded_plugin **lp, coil_plugin **inst, coil_diag *d)
+{
+  coil_plugin_options opts = backend_options(bs);
+  return coil_plugin_open(bs->name, (const char *const *)bs->env.dirs.dirs, bs->env.dirs.n, lp, d) ||
+                 coil_plugin_create(*lp, &opts, inst, d)
+             ? -1
+             : 0;
 }
 
 /* Hands p to the plugin's compile: into DUMP/BACKEND/ when dumping (the plugin's output code
  * beside the other dumps), else into a temporary directory removed afterwards. */
 static int
-plugin_compile(const char *backend, const coil_wir_program *p, const char *dump_dir, coil_diag *d)
+plugin_compile(const backend_setup *bs, const coil_loaded_plugin *lp, coil_plugin *inst,
+               const coil_wir_program *p, const char *dump_dir, coil_diag *d)
 {
-  backend_setup bs;
-  if (setup_backend(&bs, backend, NULL, d))
-    return -1;
   char dir[4096];
   bool keep = dump_dir != NULL;
-  if (keep && strlen(dump_dir) > 3000) {
-    backend_teardown(&bs);
+  if (keep && strlen(dump_dir) > 3000)
     return coil_diag_set(d, "%s: dump directory name too long", dump_dir);
-  }
   if (keep) {
-    snprintf(dir, sizeof dir, "%s/%s", dump_dir, bs.name);
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-      backend_teardown(&bs);
+    snprintf(dir, sizeof dir, "%s/%s", dump_dir, bs->name);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
       return coil_diag_set(d, "%s: cannot create: %s", dir, strerror(errno));
-    }
   } else {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/coil-compile-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-      backend_teardown(&bs);
+    if (!mkdtemp(dir))
       return coil_diag_set(d, "%s: cannot create a directory: %s", dir, strerror(errno));
-    }
   }
-  coil_loaded_plugin *lp = NULL;
-  coil_plugin *inst = NULL;
-  coil_plugin_options opts = {.struct_size = sizeof opts, .count = (size_t)bs.env.noptions,
-                              .keys = bs.env.option_keys, .values = bs.env.option_values};
-  int rc = coil_plugin_open(bs.name, (const char *const *)bs.env.dirs.dirs, bs.env.dirs.n, &lp, d) ||
-                   coil_plugin_create(lp, &opts, &inst, d) || coil_plugin_compile(lp, inst, p, dir, &opts, d)
-               ? -1
-               : 0;
+  coil_plugin_options opts = backend_options(bs);
+  int rc = coil_plugin_compile(lp, inst, p, dir, &opts, d) ? -1 : 0;
   if (rc == 0)
-    printf("plugin %s compiled it%s%s\n", bs.name, keep ? " into " : "", keep ? dir : "");
-  if (inst)
-    coil_plugin_destroy(lp, inst);
-  coil_plugin_close(lp);
+    printf("plugin %s compiled it%s%s\n", bs->name, keep ? " into " : "", keep ? dir : "");
   if (!keep) { /* the artifact was only a check: remove it */
     DIR *dp = opendir(dir);
     struct dirent *e;
@@ -737,7 +772,6 @@ plugin_compile(const char *backend, const coil_wir_program *p, const char *dump_
       closedir(dp);
     rmdir(dir);
   }
-  backend_teardown(&bs);
   return rc;
 }
 
@@ -746,34 +780,23 @@ plugin_compile(const char *backend, const coil_wir_program *p, const char *dump_
 /* Compiles p with the backend's plugin into the artifact directory dir (replacing an artifact
  * there), with the graph's name and output names and, when weights is set, its params. */
 static int
-artifact_compile(const char *backend, const coil_graph *g, const coil_wir_program *p,
-                 const char *dir, const char *weights, coil_diag *d)
+artifact_compile(const backend_setup *bs, const coil_loaded_plugin *lp, coil_plugin *inst,
+                 const coil_graph *g, const coil_wir_program *p, const char *dir,
+                 const char *weights, coil_diag *d)
 {
-  backend_setup bs;
-  if (setup_backend(&bs, backend, NULL, d))
-    return -1;
-  coil_loaded_plugin *lp = NULL;
-  coil_plugin *inst = NULL;
-  coil_plugin_options opts = {.struct_size = sizeof opts, .count = (size_t)bs.env.noptions,
-                              .keys = bs.env.option_keys, .values = bs.env.option_values};
+  coil_plugin_options opts = backend_options(bs);
   const char **names = calloc((size_t)g->noutputs + 1, sizeof *names);
   for (int i = 0; i < g->noutputs; i++)
     names[i] = g->outputs[i]->name;
   coil_artifact_write_opts o = {.graph_name = g->name, .noutput_names = g->noutputs,
                                 .output_names = names, .embed_weights = weights, .replace = true};
   int rc = -1;
-  if (coil_plugin_open(bs.name, (const char *const *)bs.env.dirs.dirs, bs.env.dirs.n, &lp, d) == 0 &&
-      coil_plugin_create(lp, &opts, &inst, d) == 0 &&
-      coil_artifact_write(lp, inst, p, &opts, &o, dir, d) == 0) {
+  if (coil_artifact_write(lp, inst, p, &opts, &o, dir, d) == 0) {
     printf("artifact %s: compiled by plugin %s %s%s%s\n", dir, lp->api.name, lp->api.version,
            weights ? ", with the params of " : "", weights ? weights : "");
     rc = 0;
   }
-  if (inst)
-    coil_plugin_destroy(lp, inst);
-  coil_plugin_close(lp);
   free(names);
-  backend_teardown(&bs);
   return rc;
 }
 
@@ -1041,6 +1064,9 @@ main(int argc, char **argv)
     char *colon = strchr(first, ':');
     if (colon)
       *colon = 0;
+    for (int i = 2; i < argc; i++)
+      if (strcmp(argv[i], "--conv") == 0)
+        return coil_bench_conv(argc - 2, argv + 2, first[0] ? first : builtin_plugin_dir());
     for (int i = 2; i + 1 < argc; i++)
       if (strcmp(argv[i], "--backend") == 0 && strcmp(argv[i + 1], "cuda") == 0)
         return coil_bench_cuda(argc - 2, argv + 2, first[0] ? first : builtin_plugin_dir());

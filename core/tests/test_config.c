@@ -22,7 +22,7 @@
 
 static const char *const env_vars[] = {"COIL_BACKEND",    "COIL_MODE",    "COIL_PLUGIN_PATH",
                                         "COIL_CACHE_DIR",  "COIL_DEBUG_DUMP", "COIL_VERIFY",
-                                        "COIL_GRAPH_CAPTURE", "COIL_AUTOTUNE", "COIL_CONFIG"};
+                                        "COIL_GRAPH_CAPTURE", "COIL_AUTOTUNE", "COIL_CONVOLUTION", "COIL_CONFIG"};
 
 /* Every test starts from a known environment: no COIL_* variables, HOME=/home/tester. */
 static void
@@ -98,6 +98,7 @@ Test(config, defaults)
   expect(c, "verify", "true", "default");
   expect(c, "graph_capture", "false", "default");
   expect(c, "autotune", "false", "default");
+  expect(c, "convolution", "auto", "default");
   cr_assert(coil_config_get_bool(c, "verify"));
   cr_assert_not(coil_config_get_bool(c, "autotune"));
   cr_assert_null(coil_config_get(c, "threads"));
@@ -203,6 +204,7 @@ Test(config, every_key_has_its_environment_variable)
       {"COIL_VERIFY", "verify", "false"},
       {"COIL_GRAPH_CAPTURE", "graph_capture", "true"},
       {"COIL_AUTOTUNE", "autotune", "true"},
+      {"COIL_CONVOLUTION", "convolution", "generated"},
   };
   for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
     setenv(pairs[i][0], pairs[i][2], 1);
@@ -373,7 +375,7 @@ Test(config, command_line_errors)
   cr_assert_eq(coil_config_set(c, "mdoe", "default", &d), -1);
   cr_assert_str_eq(d.msg, "command line: error: unknown key 'mdoe' in [coil] (known: backend, "
                           "mode, plugin_path, cache_dir, debug_dump, verify, graph_capture, "
-                          "autotune); did you mean 'mode'?");
+                          "autotune, convolution); did you mean 'mode'?");
   memset(&d, 0, sizeof d);
   cr_assert_eq(coil_config_set(c, "backend", "../evil", &d), -1);
   cr_assert_str_eq(d.msg, "command line: error: backend must be a plugin name (letters, digits, "
@@ -382,8 +384,15 @@ Test(config, command_line_errors)
   cr_assert_eq(coil_config_set(c, "debug_dump", "a\tb", &d), -1);
   cr_assert_str_eq(d.msg, "command line: error: debug_dump: the value has a control character "
                           "(byte 0x09)");
+  memset(&d, 0, sizeof d);
+  cr_assert_eq(coil_config_set(c, "convolution", "cudnn", &d), -1);
+  cr_assert_str_eq(d.msg, "command line: error: convolution must be one of auto, generated, "
+                          "library; got 'cudnn'");
   expect(c, "backend", "cpu", "default");
   expect(c, "debug_dump", "", "default");
+  expect(c, "convolution", "auto", "default");
+  cr_assert_eq(coil_config_set(c, "convolution", "library", &d), 0, "%s", d.msg);
+  expect(c, "convolution", "library", "command line");
   coil_config_free(c);
 }
 
@@ -593,6 +602,7 @@ Test(config, explain_text)
       "verify        = true                     ; default\n"
       "graph_capture = false                    ; t.ini:2\n"
       "autotune      = true                     ; mode preset 'max-autotune'\n"
+      "convolution   = auto                     ; default\n"
       "\n"
       "[plugin.cuda]\n"
       "arch    = sm_90           ; t.ini:4\n"

@@ -143,6 +143,19 @@ check "compile --backend hands the program to the plugin" out_has "plugin interp
 check "the plugin's artifact sits beside the dumps" test -s "$tmp/pdump/interp/manifest.json"
 run "$coil" compile "$src/examples/mlp.coil" --backend nosuch
 check "compile with a missing plugin exits 1" rc_is 1
+# convolution: a library call where the plugin claims it (cpu), else a generated kernel
+cnn="$src/conformance/models/m02_small_cnn/graph.coil"
+run "$coil" compile "$cnn" --backend cpu --dump "$tmp/cnn_cpu"
+check "cpu claims convolution: an extern_call" grep -q "^extern_call aten.convolution.default" "$tmp/cnn_cpu/program.wir"
+run "$coil" compile "$cnn" --backend interp --dump "$tmp/cnn_interp"
+check "interp does not claim it: a generated kernel" grep -q "^kernel_call coil_per_fused_convolution_" "$tmp/cnn_interp/program.wir"
+check "interp does not claim it: no extern_call" bash -c "! grep -q '^extern_call aten.convolution' '$tmp/cnn_interp/program.wir'"
+COIL_CONVOLUTION=generated run "$coil" compile "$cnn" --backend cpu --dump "$tmp/cnn_gen"
+check "convolution = generated overrides the claim" grep -q "^kernel_call coil_per_fused_convolution_" "$tmp/cnn_gen/program.wir"
+COIL_CONVOLUTION=library run "$coil" compile "$cnn" -o "$tmp/cnn_lib.wir"
+check "convolution = library without a plugin" grep -q "^extern_call aten.convolution.default" "$tmp/cnn_lib.wir"
+run "$coil" compile "$cnn"
+check "no plugin to ask: auto generates" out_has "coil_per_fused_convolution_"
 # artifacts: compile --backend NAME -o DIR writes one; run DIR runs it without the graph
 run "$coil" compile "$src/examples/mlp.coil" --backend interp -o "$tmp/art"
 check "compile -o DIR exits 0" rc_is 0

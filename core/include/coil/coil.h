@@ -83,11 +83,25 @@ int coil_ref_run(const coil_graph *g, const coil_tensor_list *inputs, coil_tenso
                  coil_diag *d);
 
 /* ---- compiling ---- */
+
+/* A library op the core can also generate a kernel for (aten.convolution.default), claimed by
+ * the target plugin for some dtypes: its supports() says yes to the op on each of them. */
+typedef struct coil_library_claim {
+  const char *op;            /* the ATen overload, e.g. "aten.convolution.default" */
+  uint32_t dtypes;           /* bit (1u << dtype) for each result dtype claimed */
+} coil_library_claim;
+
 typedef struct coil_compile_options {
   bool fuse;                 /* fuse nodes into kernels (default true) */
   bool verify;               /* run the Wrapper IR verifier (default true) */
   const char *dump_dir;      /* if set: write graph.txt, ir_pre_fusion.txt, ir_post_fusion.txt,
                                 program.wir there */
+  /* Ops the core can either call as a library op or generate itself become extern_call lines
+   * where listed here for their result dtype, generated kernels everywhere else (none listed,
+   * the default: every one generated). The runtime fills the list from the plugin's supports()
+   * and [coil] convolution (coil_backend_compile_options in core/backend.h). */
+  int nlibrary;
+  const coil_library_claim *library; /* nlibrary claims, owned by the caller */
 } coil_compile_options;
 
 /* Lowers, schedules and emits g as a Wrapper IR program (owned by the caller: coil_wir_free).
