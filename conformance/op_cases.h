@@ -263,6 +263,21 @@ static const op_template op_templates[] = {
     {"aten.embedding.default", "", "T[A, B] i64[C, D]<A", "%out = aten.embedding.default(%a, %b)", DT_FL, S},
     {"aten.index.Tensor", "", "T[A, B] i64[C]<A", "%out = aten.index.Tensor(%a, [%b])", DT_ALL, S},
     {"aten.index.Tensor", "dim1", "T[A, B] i64[C]<B", "%out = aten.index.Tensor(%a, [None, %b])", DT_FL, 0},
+    /* indexing as indirect loads: indices at both bounds (negative ones wrap for index.Tensor),
+     * two index tensors broadcast together (adjacent: in place; apart: first), a consumer fused */
+    {"aten.index.Tensor", "bounds", "T[A, B]", "%i = aten.arange.start_step(-$A, $A, 1)\n%out = aten.index.Tensor(%a, [%i])",
+     DT_ALL, 0},
+    {"aten.index.Tensor", "two", "T[A, B, C] i64[D, 1]<A i64[1, 3]<B", "%out = aten.index.Tensor(%a, [%b, %c])", DT_FL, 0},
+    {"aten.index.Tensor", "apart", "T[A, B, C] i64[D, 1]<A i64[1, 3]<C", "%out = aten.index.Tensor(%a, [%b, None, %c])",
+     DT_FL | DT_I64, 0},
+    {"aten.embedding.default", "bounds", "T[A, B]", "%i = aten.arange.start_step(0, $A, 1)\n%out = aten.embedding.default(%a, %i)",
+     DT_FL, 0},
+    {"aten.embedding.default", "fused", "T[A, B] i64[C, D]<A T[B]",
+     "%e = aten.embedding.default(%a, %b)\n%m = aten.mul.Tensor(%e, %c)\n%out = aten.sum.dim_IntList(%m, [-1])", DT_FL, S},
+    {"aten.gather.default", "bounds", "T[A, B]",
+     "%i = aten.arange.start_step(0, $B, 1)\n%u = aten.unsqueeze.default(%i, 0)\n%e = aten.expand.default(%u, [$A, -1])\n"
+     "%out = aten.gather.default(%a, 1, %e)", DT_NUM, 0},
+    {"aten.gather.default", "dim0", "T[A, B] i64[C, B]<A", "%out = aten.gather.default(%a, 0, %b)", DT_FL, 0},
 };
 
 #endif

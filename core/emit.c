@@ -234,13 +234,37 @@ emit_expr(kbuild *kb, const lexpr *e)
 {
   coil_kinst in = {.dtype = e->dtype, .args = {-1, -1, -1}, .param = -1, .red = 0};
   switch (e->kind) {
-  case LX_LOAD:
-    for (int i = 0; i < kb->ninternal; i++)
-      if (kb->internals[i].buffer == e->buffer && coil_sym_cmp(kb->internals[i].index, e->index) == 0)
-        return kb->internals[i].value;
+  case LX_LOAD: {
+    const coil_sym *index = e->index;
+    if (e->nargs) { /* each indirect value first: variable q of the lowering becomes iN */
+      int vars[3];
+      const coil_sym *repl[3];
+      for (int i = 0; i < e->nargs; i++) {
+        int v = emit_expr(kb, e->args[i]);
+        char name[24];
+        snprintf(name, sizeof name, "i%d", v);
+        int64_t hi;
+        bool known = coil_sym_is_const(e->args[i]->bound, &hi) && hi > 0;
+        repl[i] = coil_sym_var(kb->E->L->sym, name);
+        coil_sym_set_range(kb->E->L->sym, repl[i], 0, known ? hi - 1 : INT64_MAX);
+        coil_sym_set_range(kb->E->p->sym, coil_wir_indirect_var(kb->E->p->sym, v), 0, known ? hi - 1 : INT64_MAX);
+        vars[i] = e->args[i]->index->var;
+      }
+      index = coil_sym_subst(kb->E->L->sym, index, e->nargs, vars, repl);
+    } else {
+      for (int i = 0; i < kb->ninternal; i++)
+        if (kb->internals[i].buffer == e->buffer && coil_sym_cmp(kb->internals[i].index, e->index) == 0)
+          return kb->internals[i].value;
+    }
     in.op = COIL_KOP_LOAD;
     in.param = param_for(kb, e->buffer, false);
-    in.index = imp(kb->E, e->index);
+    in.index = imp(kb->E, index);
+    return add_inst(kb, in);
+  }
+  case LX_INDIRECT:
+    in.op = COIL_KOP_INDIRECT;
+    in.args[0] = emit_expr(kb, e->args[0]);
+    in.index = imp(kb->E, e->bound);
     return add_inst(kb, in);
   case LX_CONST:
     in.op = COIL_KOP_CONST;

@@ -57,7 +57,7 @@ collect_origins(const lexpr *e, const char **seen, int *n, int cap)
 {
   for (int i = 0; i < e->nargs; i++)
     collect_origins(e->args[i], seen, n, cap);
-  if (e->kind != LX_OP || !e->origin || strcmp(e->origin, "output") == 0)
+  if ((e->kind != LX_OP && e->kind != LX_INDIRECT) || !e->origin || strcmp(e->origin, "output") == 0)
     return;
   for (int i = 0; i < *n; i++)
     if (seen[i] == e->origin || strcmp(seen[i], e->origin) == 0)
@@ -88,6 +88,32 @@ lx_load(lowering *L, int buffer, const coil_sym *index)
   lexpr *e = lx_alloc(L, LX_LOAD, L->bufs[buffer].dtype);
   e->buffer = buffer;
   e->index = index;
+  return e;
+}
+
+const lexpr *
+lx_load_at(lowering *L, int buffer, const coil_sym *index, int n, const lexpr *const *indirect)
+{
+  lexpr *e = (lexpr *)lx_load(L, buffer, index);
+  for (int i = 0; i < n && i < 3; i++) {
+    e->args[e->nargs++] = indirect[i];
+    e->size += indirect[i]->size;
+  }
+  return e;
+}
+
+const lexpr *
+lx_indirect(lowering *L, const lexpr *v, const coil_sym *bound)
+{
+  lexpr *e = lx_alloc(L, LX_INDIRECT, COIL_I64);
+  char name[32];
+  snprintf(name, sizeof name, "q%d", L->ndvars++);
+  e->index = coil_sym_var(L->sym, name);
+  int64_t hi;
+  coil_sym_set_range(L->sym, e->index, 0, coil_sym_is_const(bound, &hi) && hi > 0 ? hi - 1 : INT64_MAX);
+  e->bound = bound;
+  e->args[e->nargs++] = v;
+  e->size += v->size;
   return e;
 }
 
@@ -162,9 +188,21 @@ subst(lowering *L, memo *m, const lexpr *e, int n, const int *vars, const coil_s
     return m->vals[slot - m->keys];
   const lexpr *r = e;
   switch (e->kind) {
-  case LX_LOAD:
-    r = lx_load(L, e->buffer, coil_sym_subst(L->sym, e->index, n, vars, repl));
+  case LX_LOAD: {
+    const lexpr *a[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < e->nargs; i++)
+      a[i] = subst(L, m, e->args[i], n, vars, repl);
+    r = lx_load_at(L, e->buffer, coil_sym_subst(L->sym, e->index, n, vars, repl), e->nargs, a);
     break;
+  }
+  case LX_INDIRECT: { /* the same variable: each load names the node it takes it from */
+    lexpr *c = lx_alloc(L, LX_INDIRECT, COIL_I64);
+    *c = *e;
+    c->args[0] = subst(L, m, e->args[0], n, vars, repl);
+    c->size = 1 + c->args[0]->size;
+    r = c;
+    break;
+  }
   case LX_INDEX:
     r = lx_index(L, coil_sym_subst(L->sym, e->index, n, vars, repl));
     break;
@@ -399,7 +437,8 @@ lz_as_view(lowering *L, lazy *z)
   if (z->realized >= 0)
     return z->realized;
   const coil_sym *off, *coef[COIL_MAX_RANK];
-  if (z->expr->kind == LX_LOAD && z->expr->dtype == z->dtype && affine(L, z, z->expr->index, &off, coef)) {
+  if (z->expr->kind == LX_LOAD && !z->expr->nargs && z->expr->dtype == z->dtype &&
+      affine(L, z, z->expr->index, &off, coef)) {
     L->views = grow(L->arena, L->views, L->nviews, &L->capviews, sizeof *L->views);
     lview *v = &L->views[L->nviews];
     v->buffer = z->expr->buffer;
@@ -437,7 +476,7 @@ lz_output(lowering *L, lazy *z)
   if (lz_is_buffer(L, z) >= 0 && same_sizes(L, &L->bufs[z->realized], z))
     return z->realized;
   const coil_sym *off, *coef[COIL_MAX_RANK], *dense[COIL_MAX_RANK];
-  if (z->expr->kind == LX_LOAD && z->expr->dtype == z->dtype &&
+  if (z->expr->kind == LX_LOAD && !z->expr->nargs && z->expr->dtype == z->dtype &&
       L->bufs[z->expr->buffer].dtype == z->dtype && affine(L, z, z->expr->index, &off, coef)) {
     const coil_sym *stride = K(L, 1);
     bool is_dense = true;

@@ -24,6 +24,8 @@ typedef enum {
   LX_CONST,
   LX_INDEX,   /* the value of an index expression (i64) */
   LX_OP,      /* a kernel op (unary, binary, compare, where, cast) over operand expressions */
+  LX_INDIRECT,/* args[0], an integer, checked to lie in [0, bound): the value of variable `index`
+                 (a fresh q<N>) in the loads that name this node among their args */
 } lx_kind;
 
 typedef struct lexpr lexpr;
@@ -32,11 +34,14 @@ struct lexpr {
   coil_kop op;               /* LX_OP */
   coil_dtype dtype;
   int buffer;                /* LX_LOAD: index into the lowering's buffers */
-  const coil_sym *index;     /* LX_LOAD, LX_INDEX: over the tensor's dimension variables */
+  const coil_sym *index;     /* LX_LOAD, LX_INDEX: over the tensor's dimension variables (and
+                                the variables of the LX_INDIRECT args of a load); LX_INDIRECT:
+                                its variable */
+  const coil_sym *bound;     /* LX_INDIRECT */
   double f;                  /* LX_CONST, floating */
   int64_t i;                 /* LX_CONST, integer and bool */
   int nargs;
-  const lexpr *args[3];
+  const lexpr *args[3];      /* LX_OP: operands; LX_LOAD: the LX_INDIRECT values its index uses */
   int size;                  /* nodes in the tree (shared subtrees counted once per use) */
   const char *origin;        /* the ATen op whose lowering made it */
 };
@@ -141,6 +146,12 @@ const lexpr *lx_index(lowering *L, const coil_sym *index);
 const lexpr *lx_op(lowering *L, coil_kop op, coil_dtype dt, const lexpr *a, const lexpr *b,
                    const lexpr *c);
 const lexpr *lx_cast(lowering *L, const lexpr *a, coil_dtype dt);
+/* Indirect indexing: v (an integer expression) as an index into a dimension of `bound` elements,
+ * checked at run time; its variable (r->index) may appear in the index of a load made by
+ * lx_load_at with r among its indirect values (at most 3). */
+const lexpr *lx_indirect(lowering *L, const lexpr *v, const coil_sym *bound);
+const lexpr *lx_load_at(lowering *L, int buffer, const coil_sym *index, int n,
+                        const lexpr *const *indirect);
 /* e with variables vars[i] replaced by repl[i] in every index (memoised: shared subtrees stay
  * shared). */
 const lexpr *lx_subst(lowering *L, const lexpr *e, int n, const int *vars,
@@ -175,6 +186,9 @@ coil_dtype opmath_dtype(coil_dtype t);  /* the dtype arithmetic runs in: f16, bf
 const lexpr *lx_in_range(lowering *L, const coil_sym *i, const coil_sym *lo, const coil_sym *hi);
 /* i clamped into [0, size - 1]: a load that stays in bounds where a select discards it */
 const coil_sym *clamped_index(lowering *L, const coil_sym *i, const coil_sym *size);
+
+/* lower_index.c: embedding, gather and index.Tensor as indirect loads */
+int coil_lower_index(lowering *L, const coil_node *n);
 
 /* lower_pool.c: max_pool2d_with_indices and avg_pool2d as window reductions */
 int coil_lower_pool(lowering *L, const coil_node *n);

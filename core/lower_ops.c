@@ -942,7 +942,12 @@ coil_lower_node(lowering *L, const coil_node *n)
     if (!coil_lower_is_library(L, n->op->name, n->out->type.dtype))
       return coil_lower_conv(L, n);
     return lower_extern(L, n, n->op->name);
-  case COIL_RULE_INDEX: case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING:
+  case COIL_RULE_INDEX: case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING: {
+    int rc = coil_lower_index(L, n); /* 1: not as indirect loads (a bool mask) */
+    if (rc != 1)
+      return rc;
+    return lower_extern(L, n, n->op->name);
+  }
   case COIL_RULE_TOPK: case COIL_RULE_CUMSUM:
     return lower_extern(L, n, n->op->name);
   case COIL_RULE_ASSERT_META:

@@ -189,8 +189,9 @@ static bool
 loads_match(lowering *L, const lnode *n, const coil_sym *const *repl, const lexpr *e, int b,
             const coil_sym *want)
 {
-  if (e->kind == LX_LOAD && e->buffer == b && coil_sym_cmp(to_space(L, n, repl, e->index), want) != 0)
-    return false;
+  if (e->kind == LX_LOAD && e->buffer == b &&
+      (e->nargs || coil_sym_cmp(to_space(L, n, repl, e->index), want) != 0))
+    return false; /* an indirect load reads anywhere: its producer is never fused into it */
   for (int i = 0; i < e->nargs; i++)
     if (!loads_match(L, n, repl, e->args[i], b, want))
       return false;
@@ -679,7 +680,21 @@ dump_expr(const lowering *L, const lexpr *e, coil_strbuf *b, int depth)
   case LX_LOAD:
     coil_strbuf_printf(b, "load(t%d[", e->buffer);
     coil_sym_print(L->sym, e->index, COIL_SYM_PY_SYNTAX, b);
-    coil_strbuf_puts(b, "])");
+    coil_strbuf_puts(b, "]");
+    for (int i = 0; i < e->nargs; i++) { /* the indirect values its index uses */
+      coil_strbuf_puts(b, ", ");
+      dump_expr(L, e->args[i], b, depth + 1);
+    }
+    coil_strbuf_puts(b, ")");
+    return;
+  case LX_INDIRECT:
+    coil_strbuf_puts(b, "indirect(");
+    coil_sym_print(L->sym, e->index, COIL_SYM_PY_SYNTAX, b);
+    coil_strbuf_puts(b, " = ");
+    dump_expr(L, e->args[0], b, depth + 1);
+    coil_strbuf_puts(b, " < ");
+    coil_sym_print(L->sym, e->bound, COIL_SYM_PY_SYNTAX, b);
+    coil_strbuf_puts(b, ")");
     return;
   case LX_INDEX:
     coil_strbuf_puts(b, "index(");

@@ -133,6 +133,7 @@ typedef struct {
   const char *name;
   char *text;
   double min_bytes, flops;
+  int64_t index_range;       /* i64 inputs: uniform in [0, index_range) (0: 10) */
 } gpu_graph;
 
 static char *
@@ -152,6 +153,20 @@ fmt(const char *f, ...)
   return s;
 }
 
+/* Whether name is one of the comma-separated names of list (--only). */
+static bool
+listed(const char *list, const char *name)
+{
+  size_t n = strlen(name);
+  for (const char *c = list; *c;) {
+    size_t k = strcspn(c, ",");
+    if (k == n && strncmp(c, name, n) == 0)
+      return true;
+    c += k + (c[k] == ',');
+  }
+  return false;
+}
+
 static int
 make_graphs(gpu_graph *g)
 {
@@ -160,20 +175,20 @@ make_graphs(gpu_graph *g)
                        fmt("coil 1\ngraph g(%%x: f32[8192, 8192], %%w: f32[8192], %%b: f32[8192]) {\n"
                            "  %%m = aten.mul.Tensor(%%x, %%w)\n  %%a = aten.add.Tensor(%%m, %%b)\n"
                            "  %%y = aten.gelu.default(%%a)\n  return (%%y)\n}\n"),
-                       2.0 * 8192 * 8192 * 4, 0};
+                       2.0 * 8192 * 8192 * 4, 0, 0};
   g[n++] = (gpu_graph){"softmax_lastdim",
                        fmt("coil 1\ngraph g(%%x: f32[8192, 4096]) {\n  %%y = aten._softmax.default(%%x, -1, False)\n"
                            "  return (%%y)\n}\n"),
-                       2.0 * 8192 * 4096 * 4, 0};
+                       2.0 * 8192 * 4096 * 4, 0, 0};
   g[n++] = (gpu_graph){"layernorm",
                        fmt("coil 1\ngraph g(%%x: f32[8192, 4096], %%w: f32[4096], %%b: f32[4096]) {\n"
                            "  %%l = aten.native_layer_norm.default(%%x, [4096], %%w, %%b, 1e-05)\n"
                            "  %%y = getitem(%%l, 0)\n  return (%%y)\n}\n"),
-                       2.0 * 8192 * 4096 * 4, 0};
+                       2.0 * 8192 * 4096 * 4, 0, 0};
   g[n++] = (gpu_graph){"sum_dim1",
                        fmt("coil 1\ngraph g(%%x: f32[16384, 8192]) {\n  %%y = aten.sum.dim_IntList(%%x, [1])\n"
                            "  return (%%y)\n}\n"),
-                       16384.0 * 8192 * 4, 0};
+                       16384.0 * 8192 * 4, 0, 0};
   g[n++] = (gpu_graph){"rmsnorm_residual_fp16",
                        fmt("coil 1\ngraph g(%%x: f16[8192, 4096], %%r: f16[8192, 4096], %%w: f16[4096]) {\n"
                            "  %%h = aten.add.Tensor(%%x, %%r)\n  %%hf = aten._to_copy.default(%%h, dtype=f32)\n"
@@ -181,16 +196,16 @@ make_graphs(gpu_graph *g)
                            "  %%e = aten.add.Tensor(%%m, 1e-06)\n  %%s = aten.rsqrt.default(%%e)\n"
                            "  %%n = aten.mul.Tensor(%%h, %%s)\n  %%c = aten._to_copy.default(%%n, dtype=f16)\n"
                            "  %%y = aten.mul.Tensor(%%c, %%w)\n  return (%%y)\n}\n"),
-                       3.0 * 8192 * 4096 * 2, 0};
+                       3.0 * 8192 * 4096 * 2, 0, 0};
   g[n++] = (gpu_graph){"transpose_copy_f32", /* not in the anchor script: coil alone */
                        fmt("coil 1\ngraph g(%%x: f32[8192, 8192]) {\n  %%t = aten.t.default(%%x)\n"
                            "  %%y = aten.clone.default(%%t, memory_format=contiguous_format)\n  return (%%y)\n}\n"),
-                       2.0 * 8192 * 8192 * 4, 0};
+                       2.0 * 8192 * 8192 * 4, 0, 0};
   g[n++] = (gpu_graph){"mlp_fp16",
                        fmt("coil 1\ngraph g(%%x: f16[4096, 4096], %%w1: f16[4096, 4096], %%w2: f16[4096, 4096]) {\n"
                            "  %%h = aten.mm.default(%%x, %%w1)\n  %%g = aten.gelu.default(%%h)\n"
                            "  %%y = aten.mm.default(%%g, %%w2)\n  return (%%y)\n}\n"),
-                       0, 2.0 * 2 * 4096.0 * 4096 * 4096};
+                       0, 2.0 * 2 * 4096.0 * 4096 * 4096, 0};
   g[n++] = (gpu_graph){"attention_fp16",
                        fmt("coil 1\ngraph g(%%q: f16[8, 16, 1024, 64], %%k: f16[8, 16, 1024, 64], %%v: f16[8, 16, 1024, 64]) {\n"
                            "  %%kt = aten.transpose.int(%%k, -1, -2)\n"
@@ -204,7 +219,27 @@ make_graphs(gpu_graph *g)
                            "  %%v3 = aten.view.default(%%v, [128, 1024, 64])\n"
                            "  %%o3 = aten.bmm.default(%%p3, %%v3)\n"
                            "  %%o = aten.view.default(%%o3, [8, 16, 1024, 64])\n  return (%%o)\n}\n"),
-                       0, 2.0 * 2 * 8 * 16 * 1024.0 * 1024 * 64};
+                       0, 2.0 * 2 * 8 * 16 * 1024.0 * 1024 * 64, 0};
+  /* G1: GPT-2's first block input (token + position embeddings, the residual and its layer
+   * norm), and a ResNet block (convolution, batch norm, relu, max pool) */
+  g[n++] = (gpu_graph){"embedding_layernorm",
+                       fmt("coil 1\ngraph g(%%ids: i64[8, 1024], %%wte: f32[50257, 768], %%wpe: f32[1024, 768], "
+                           "%%w: f32[768], %%b: f32[768]) {\n"
+                           "  %%te = aten.embedding.default(%%wte, %%ids)\n  %%pos = aten.arange.start_step(0, 1024, 1)\n"
+                           "  %%pe = aten.embedding.default(%%wpe, %%pos)\n  %%h = aten.add.Tensor(%%te, %%pe)\n"
+                           "  %%l = aten.native_layer_norm.default(%%h, [768], %%w, %%b, 1e-05)\n  %%y = getitem(%%l, 0)\n"
+                           "  return (%%h, %%y)\n}\n"),
+                       8.0 * 1024 * 8 + 8.0 * 1024 * 768 * 4 + 1024.0 * 768 * 4 + 2 * 8.0 * 1024 * 768 * 4, 0, 50257};
+  g[n++] = (gpu_graph){"conv_bn_relu_maxpool",
+                       fmt("coil 1\ngraph g(%%x: f32[8, 64, 56, 56], %%w: f32[64, 64, 3, 3], %%g: f32[64], %%bb: f32[64], "
+                           "%%rm: f32[64], %%rv: f32[64]) {\n"
+                           "  %%c = aten.convolution.default(%%x, %%w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
+                           "  %%va = aten.abs.default(%%rv)\n"
+                           "  %%bn = aten._native_batch_norm_legit_no_training.default(%%c, %%g, %%bb, %%rm, %%va, 0.1, 1e-05)\n"
+                           "  %%n = getitem(%%bn, 0)\n  %%r = aten.relu.default(%%n)\n"
+                           "  %%mp = aten.max_pool2d_with_indices.default(%%r, [3, 3], [2, 2], [1, 1])\n"
+                           "  %%y = getitem(%%mp, 0)\n  return (%%y)\n}\n"),
+                       8.0 * 64 * 56 * 56 * 4 + 8.0 * 64 * 28 * 28 * 4, 2.0 * 8 * 64 * 56 * 56 * 64 * 9, 0};
   {
     char body[2048] = "", *w = body;
     const char *x = "%x";
@@ -216,7 +251,7 @@ make_graphs(gpu_graph *g)
       x = prev;
     }
     g[n++] = (gpu_graph){"small_chain_10ops_1k", fmt("coil 1\ngraph g(%%x: f32[1024]) {\n%s  return (%%a9)\n}\n", body),
-                         2.0 * 1024 * 4, 0};
+                         2.0 * 1024 * 4, 0, 0};
   }
   {
     char body[2048] = "", *w = body;
@@ -224,7 +259,7 @@ make_graphs(gpu_graph *g)
       w += snprintf(w, sizeof body - (size_t)(w - body), "  %%h%d = aten.mm.default(%%%s%d, %%w)\n  %%r%d = aten.relu.default(%%h%d)\n",
                     i, i ? "r" : "x", i ? i - 1 : 0, i, i);
     g[n++] = (gpu_graph){"small_8mm_64", fmt("coil 1\ngraph g(%%x0: f32[64, 64], %%w: f32[64, 64]) {\n%s  return (%%r7)\n}\n", body),
-                         0, 8 * 2.0 * 64 * 64 * 64};
+                         0, 8 * 2.0 * 64 * 64 * 64, 0};
   }
   return n;
 }
@@ -254,7 +289,7 @@ typedef struct {
 } dev_tensors;
 
 static void
-alloc_buffer(dev_tensors *d, const coil_buffer *b, bool random, uint64_t *seed)
+alloc_buffer(dev_tensors *d, const coil_buffer *b, bool random, uint64_t *seed, int64_t index_range)
 {
   int i = d->n++;
   int64_t numel = 1, s = 1;
@@ -275,7 +310,9 @@ alloc_buffer(dev_tensors *d, const coil_buffer *b, bool random, uint64_t *seed)
       *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
       v = (float)((double)(*seed >> 40) / 16777216.0 * 2.0 - 1.0);
     }
-    if (b->dtype == COIL_F16)
+    if (b->dtype == COIL_I64)
+      ((int64_t *)host)[e] = random ? (int64_t)(*seed >> 33) % (index_range > 0 ? index_range : 10) : -1;
+    else if (b->dtype == COIL_F16)
       ((uint16_t *)host)[e] = coil_f32_to_f16(v);
     else if (b->dtype == COIL_BF16)
       ((uint16_t *)host)[e] = coil_f32_to_bf16(v);
@@ -449,10 +486,10 @@ bench_graph(const gpu_graph *gg, const char *plugin_dir, bool compile_only, resu
   dev_tensors in = {0}, out = {0};
   uint64_t seed = 42;
   for (int i = 0; i < p->ninputs; i++)
-    alloc_buffer(&in, &p->buffers[p->inputs[i].buffer], true, &seed);
+    alloc_buffer(&in, &p->buffers[p->inputs[i].buffer], true, &seed, gg->index_range);
   const coil_line *ol = &p->lines[p->nlines - 1];
   for (int i = 0; i < ol->nargs; i++)
-    alloc_buffer(&out, &p->buffers[ol->args[i]], false, &seed); /* NaN: unwritten shows */
+    alloc_buffer(&out, &p->buffers[ol->args[i]], false, &seed, 0); /* NaN: unwritten shows */
   runner r = {lp, a, &in, &out};
   call(&r);
   for (int i = 0; i < out.n; i++)
@@ -502,18 +539,18 @@ coil_bench_cuda(int argc, char **argv, const char *plugin_dir)
     else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
       i++;
     else {
-      fprintf(stderr, "coil: usage: coil bench --backend cuda [--compile-only] [--autotune] [--json FILE] [--only NAME]\n");
+      fprintf(stderr, "coil: usage: coil bench --backend cuda [--compile-only] [--autotune] [--json FILE] [--only NAME[,NAME...]]\n");
       return 2;
     }
   }
-  gpu_graph graphs[16];
+  gpu_graph graphs[24];
   int n = make_graphs(graphs), rows = 0;
   if (compile_only) { /* no GPU needed: the core and NVRTC, through a fresh cache */
     printf("coil bench --backend cuda --compile-only: compile times (core, cold = code generation + NVRTC, cache hit)\n");
     printf("%-24s %9s %9s %9s\n", "graph", "core_ms", "cold_ms", "hit_ms");
     for (int i = 0; i < n; i++) {
       result res;
-      if ((only && strcmp(only, graphs[i].name) != 0))
+      if (only && !listed(only, graphs[i].name))
         continue;
       if (bench_graph(&graphs[i], plugin_dir, true, &res))
         return 1;
@@ -573,7 +610,7 @@ coil_bench_cuda(int argc, char **argv, const char *plugin_dir)
   printf("%-24s %9s %8s %6s %9s %9s %9s %8s %8s %8s\n", "graph", "kernel_ms", "GB/s", "%copy", "TFLOP/s", "call_us",
          "graph_ms", "g_call_us", "cold_ms", "hit_ms");
   for (int i = 0; i < n; i++) {
-    if (only && strcmp(only, graphs[i].name) != 0)
+    if (only && !listed(only, graphs[i].name))
       continue;
     result res;
     if (bench_graph(&graphs[i], plugin_dir, false, &res))

@@ -268,8 +268,9 @@ lowers_to(const coil_op *op)
   case COIL_RULE_MATMUL: return op->sub == 2 ? "library mm + pointwise epilogue" : "library call";
   case COIL_RULE_POOL: return "reduction over each output's window";
   case COIL_RULE_CONV: return "reduction + pointwise epilogue, or a library call the plugin claims";
-  case COIL_RULE_INDEX: case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING:
-  case COIL_RULE_TOPK:
+  case COIL_RULE_INDEX: return "pointwise with indirect loads (a bool mask: library call)";
+  case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING: return "pointwise with indirect loads";
+  case COIL_RULE_TOPK: case COIL_RULE_CUMSUM:
     return "library call";
   case COIL_RULE_ASSERT_META: return "nothing (checked at compile time)";
   case COIL_RULE_GETITEM: return "nothing (selects a tuple element)";

@@ -2,6 +2,7 @@
  * the program's arena (the old copy stays until the program is freed; programs are small). */
 #include "coil/wir.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const struct {
@@ -208,4 +209,29 @@ coil_wir_output_storage(coil_wir_program *p, int output)
   for (int i = 0; i < base->rank; i++)
     nb = coil_sym_mul(p->sym, nb, base->sizes[i]);
   return base->dtype == w->dtype && coil_sym_cmp(nv, nb) == 0 ? w->base : -1;
+}
+
+const coil_sym *
+coil_wir_indirect_var(coil_symctx *sym, int inst)
+{
+  char name[24];
+  snprintf(name, sizeof name, "i%d", inst);
+  return coil_sym_var(sym, name);
+}
+
+int
+coil_wir_indirect_of(const coil_symctx *sym, int var)
+{
+  if (var < 0 || var >= coil_sym_nvars(sym))
+    return -1;
+  const char *s = coil_sym_var_name(sym, var);
+  if (!s || s[0] != 'i' || !s[1] || strlen(s) > 10)
+    return -1;
+  int n = 0;
+  for (const char *c = s + 1; *c; c++) {
+    if (*c < '0' || *c > '9' || (c == s + 1 && *c == '0' && c[1]))
+      return -1;
+    n = n * 10 + (*c - '0');
+  }
+  return n;
 }

@@ -283,6 +283,18 @@ parse_inst(parser *p, kbuild *kb, coil_kinst *in)
       return -1;
     return wir_expect_punct(p, "]");
   case COIL_KOP_INDEX: return wir_expr(p, STOP_EOL, "index expression", &in->index);
+  case COIL_KOP_INDIRECT: { /* %N: i64 = indirect %v, BOUND: later indices may use iN */
+    if (wir_next(p) || parse_operand(p, kb, &in->args[0]))
+      return -1;
+    if (!wir_is_punct(p, ","))
+      return wir_expected(p, "','");
+    if (wir_expr(p, STOP_EOL, "bound", &in->index)) /* the text after the ',' */
+      return -1;
+    int64_t hi;
+    const coil_sym *iv = coil_wir_indirect_var(p->prog->sym, n);
+    coil_sym_set_range(p->prog->sym, iv, 0, coil_sym_is_const(in->index, &hi) && hi > 0 ? hi - 1 : INT64_MAX);
+    return 0;
+  }
   case COIL_KOP_CONST: return wir_next(p) || parse_const(p, in) ? -1 : 0;
   case COIL_KOP_REDUCE: {
     if (wir_next(p))

@@ -116,6 +116,10 @@ put_inst(const coil_wir_program *p, const coil_kernel *k, int n, coil_strbuf *ou
     coil_strbuf_puts(out, " ");
     put_sym(p, in->index, out);
     break;
+  case COIL_KOP_INDIRECT:
+    coil_strbuf_printf(out, " %%%d, ", in->args[0]);
+    put_sym(p, in->index, out);
+    break;
   case COIL_KOP_CONST:
     coil_strbuf_puts(out, " ");
     if ((unsigned)in->dtype < COIL_DTYPE_COUNT && coil_dtype_is_float(in->dtype))

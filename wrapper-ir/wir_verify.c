@@ -99,7 +99,7 @@ is_numbered(const char *s, const char *prefix)
 static bool
 is_reserved(const char *s)
 {
-  return is_numbered(s, "x") || is_numbered(s, "r") || strcmp(s, "min") == 0 ||
+  return is_numbered(s, "x") || is_numbered(s, "r") || is_numbered(s, "i") || strcmp(s, "min") == 0 ||
          strcmp(s, "max") == 0;
 }
 
@@ -281,8 +281,10 @@ check_types(verifier *v, const coil_kernel *k, int n)
     return 0;
   }
   case COIL_KCLASS_LEAF:
-    if (in->op == COIL_KOP_INDEX && t != COIL_I64)
-      return BAD("index is %s, expected i64", k->name, n, tn);
+    if ((in->op == COIL_KOP_INDEX || in->op == COIL_KOP_INDIRECT) && t != COIL_I64)
+      return BAD("%s is %s, expected i64", k->name, n, op, tn);
+    if (in->op == COIL_KOP_INDIRECT && !coil_dtype_is_int(a))
+      return BAD("indirect of %s, expected an integer operand", k->name, n, an);
     if (in->op == COIL_KOP_CONST && t == COIL_BOOL && in->i != 0 && in->i != 1)
       return BAD("bool const %lld, expected 0 or 1", k->name, n, (long long)in->i);
     if (in->op == COIL_KOP_CONST && coil_dtype_is_int(t)) {
@@ -378,17 +380,32 @@ check_inst(verifier *v, const coil_kernel *k, int n, bool *per_r, bool *stored)
   if (mem && (in->param < 0 || in->param >= k->nparams))
     return fail(v, "kernel %s, %%%d: %s of param %d, which does not exist", k->name, n, op,
                 in->param);
+  if (in->op == COIL_KOP_INDIRECT) { /* the bound: size symbols only */
+    if (!in->index)
+      return fail(v, "kernel %s, %%%d: indirect without a bound", k->name, n);
+    collect(v, in->index);
+    for (int i = 0; i < v->nvars; i++)
+      if (v->used[i] && (!v->allowed[i] || is_reserved(varname(v, i))))
+        return fail(v, "kernel %s, %%%d: the bound uses %s, which is not a size symbol of the kernel",
+                    k->name, n, varname(v, i));
+  }
   if (mem || in->op == COIL_KOP_INDEX) {
     if (!in->index)
       return fail(v, "kernel %s, %%%d: %s without an index expression", k->name, n, op);
     collect(v, in->index);
-    for (int i = 0; i < v->nvars; i++)
-      if (v->used[i] && !v->allowed[i])
+    bool by_r = false; /* through an indirect variable whose value varies along r */
+    for (int i = 0; i < v->nvars; i++) {
+      if (!v->used[i] || v->allowed[i])
+        continue;
+      int m = coil_wir_indirect_of(v->p->sym, i);
+      if (m < 0 || m >= n || k->insts[m].op != COIL_KOP_INDIRECT)
         return fail(v,
                     "kernel %s, %%%d: index uses %s, which is neither a loop variable nor a "
-                    "size symbol of the kernel",
-                    k->name, n, varname(v, i));
-    bool r = uses_r(v, k, in->index);
+                    "size symbol of the kernel%s",
+                    k->name, n, varname(v, i), m >= 0 ? " nor an indirect value defined above" : "");
+      by_r |= per_r[m];
+    }
+    bool r = by_r || uses_r(v, k, in->index);
     if (in->op == COIL_KOP_STORE && per_r[n] && !r)
       return fail(v,
                   "kernel %s, %%%d: store of a value that varies along r to an index without "

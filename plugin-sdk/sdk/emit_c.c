@@ -272,6 +272,53 @@ coil_c_value(const coil_c_dialect *dl, const coil_wir_program *p, const coil_ker
   }
 }
 
+int
+coil_kinst_indirect_deps(const coil_wir_program *p, const coil_kernel *k, int i, int *deps, int max)
+{
+  const coil_kinst *in = &k->insts[i];
+  int nv = coil_sym_nvars(p->sym), n = 0;
+  if (!in->index || in->op == COIL_KOP_INDIRECT || nv > 4096)
+    return 0;
+  bool used[4096];
+  memset(used, 0, sizeof(bool) * (size_t)nv);
+  coil_sym_vars_used(in->index, used, nv);
+  for (int v = 0; v < nv && n < max; v++) {
+    int m = used[v] ? coil_wir_indirect_of(p->sym, v) : -1;
+    if (m >= 0 && m < i && k->insts[m].op == COIL_KOP_INDIRECT)
+      deps[n++] = m;
+  }
+  return n;
+}
+
+bool
+coil_kernel_has_indirect(const coil_kernel *k)
+{
+  for (int i = 0; i < k->ninsts; i++)
+    if (k->insts[i].op == COIL_KOP_INDIRECT)
+      return true;
+  return false;
+}
+
+void
+coil_c_indirect_inst(const coil_wir_program *p, const coil_kernel *k, int i, const char *const *names,
+                     const char *store_oob, const char *pad, coil_strbuf *b)
+{
+  const coil_kinst *in = &k->insts[i];
+  coil_strbuf bound = {0};
+  coil_c_index(p, in->index, &bound);
+  coil_strbuf_printf(b, "%sconst int64_t %s = (int64_t)%s;\n", pad, names[i], names[in->args[0]]);
+  coil_strbuf_printf(b, "%sif (%s < 0 || %s >= (int64_t)(%s)) { ", pad, names[i], names[i], bound.s);
+  const char *at = strstr(store_oob, "%s"); /* the bad value goes where %s is */
+  coil_strbuf_putn(b, store_oob, at ? (size_t)(at - store_oob) : strlen(store_oob));
+  if (at) {
+    coil_strbuf_puts(b, names[i]);
+    coil_strbuf_puts(b, at + 2);
+  }
+  coil_strbuf_printf(b, " }\n%sconst int64_t i%d = %s < 0 || %s >= (int64_t)(%s) ? 0 : %s;\n", pad, i, names[i],
+                     names[i], bound.s, names[i]);
+  coil_strbuf_free(&bound);
+}
+
 void
 coil_c_per_r(const coil_wir_program *p, const coil_kernel *k, bool *per_r)
 {
@@ -290,6 +337,9 @@ coil_c_per_r(const coil_wir_program *p, const coil_kernel *k, bool *per_r)
     }
     for (int a = 0; a < coil_kop_arity(in->op); a++)
       per_r[i] = per_r[i] || (in->args[a] >= 0 && per_r[in->args[a]]);
+    int deps[8], nd = coil_kinst_indirect_deps(p, k, i, deps, 8);
+    for (int d = 0; d < nd; d++)
+      per_r[i] = per_r[i] || per_r[deps[d]];
   }
 }
 

@@ -79,6 +79,14 @@ emit_inst(kgen *g, int i, int depth)
 {
   const coil_kinst *in = &g->k->insts[i];
   coil_strbuf *b = g->b;
+  if (in->op == COIL_KOP_INDIRECT) { /* vI, then iI: in range, or 0 after recording the value */
+    char pad[2 * 32 + 1];
+    snprintf(pad, sizeof pad, "%*s", 2 * (depth < 32 ? depth : 32), "");
+    coil_c_indirect_inst(g->p, g->k, i, (const char *const *)g->names,
+                         "int64_t coil_none = INT64_MIN; __atomic_compare_exchange_n(coil_oob, &coil_none, %s, 0, "
+                         "__ATOMIC_RELAXED, __ATOMIC_RELAXED);" /* the first found */, pad, b);
+    return;
+  }
   indent(b, depth);
   if (in->op == COIL_KOP_STORE) {
     coil_c_store_inst(g->p, g->k, i, (const char *const *)g->names, b);
@@ -108,6 +116,9 @@ mark_cone(const kgen *g, int i, bool *cone)
   const coil_kinst *in = &g->k->insts[i];
   for (int a = 0; a < coil_kop_arity(in->op); a++)
     mark_cone(g, in->args[a], cone);
+  int deps[8], nd = coil_kinst_indirect_deps(g->p, g->k, i, deps, 8); /* the iN its index uses */
+  for (int d = 0; d < nd; d++)
+    mark_cone(g, deps[d], cone);
 }
 
 /* for (r0 ...) for (r1 ...) { — with `simd` on the innermost loop when asked */
@@ -198,7 +209,8 @@ plan_cone(kgen *g, int i, int depth, bool *cone, bool *keep)
   const coil_kinst *in = &g->k->insts[i];
   mark_cone(g, in->args[0], cone);
   for (int j = 0; j < g->k->ninsts && g->row; j++) {
-    if (!cone[j] || g->kept[j] || g->k->insts[j].op == COIL_KOP_LOAD || g->k->insts[j].op == COIL_KOP_INDEX)
+    if (!cone[j] || g->kept[j] || g->k->insts[j].op == COIL_KOP_LOAD || g->k->insts[j].op == COIL_KOP_INDEX ||
+        g->k->insts[j].op == COIL_KOP_INDIRECT) /* recomputed: its iN is declared where it is */
       continue;
     bool later = false;
     for (int q = i + 1; q < g->k->ninsts && !later; q++) {
@@ -495,7 +507,9 @@ emit_params(kgen *g)
     coil_strbuf_printf(g->b, "%sint64_t ", k->nparams || i ? ", " : "");
     sym_name(g->p, k->syms[i], g->b);
   }
-  if (!k->nparams && !k->nsyms)
+  if (coil_kernel_has_indirect(k))
+    coil_strbuf_printf(g->b, "%sint64_t *coil_oob", k->nparams || k->nsyms ? ", " : "");
+  else if (!k->nparams && !k->nsyms)
     coil_strbuf_puts(g->b, "void");
   coil_strbuf_puts(g->b, ")\n{\n");
 }
@@ -652,6 +666,7 @@ emit_wrapper(const coil_wir_program *p, coil_strbuf *b)
   coil_strbuf_puts(b, "  coil_nthreads = rt->threads > 0 ? rt->threads : omp_get_max_threads();\n");
   int nv = coil_sym_nvars(p->sym);
   coil_strbuf_printf(b, "  int64_t symv[%d] = {0};\n  (void)symv;\n", nv > 0 ? nv : 1);
+  coil_strbuf_puts(b, "  int64_t coil_oob = INT64_MIN; /* an index found out of range */\n  (void)coil_oob;\n");
   for (int i = 0; i < p->nlines; i++) /* the size symbols, bound below */
     if (p->lines[i].kind == COIL_LINE_SYMBOL)
       coil_strbuf_printf(b, "  int64_t %s = 0;\n", coil_sym_var_name(p->sym, p->lines[i].sym->var));
@@ -721,6 +736,14 @@ emit_wrapper(const coil_wir_program *p, coil_strbuf *b)
                            coil_c_storage_type(k->params[a].dtype), p->buffers[l->args[a]].name);
       for (int s = 0; s < k->nsyms; s++)
         coil_strbuf_printf(b, "%s%s", l->nargs || s ? ", " : "", coil_sym_var_name(p->sym, k->syms[s]->var));
+      if (coil_kernel_has_indirect(k)) { /* an index out of range: the run fails, naming it */
+        coil_strbuf_printf(b, "%s&coil_oob);\n", l->nargs || k->nsyms ? ", " : "");
+        coil_strbuf_printf(b, "  if (coil_oob != INT64_MIN) {\n    char what[256];\n"
+                              "    snprintf(what, sizeof what, \"index %%lld is out of range in %s (%s)\", (long long)coil_oob);\n"
+                              "    return rt->fail(rt->ctx, %d, what);\n  }\n",
+                           k->name, k->source_ops ? k->source_ops : "indirect", li);
+        break;
+      }
       coil_strbuf_puts(b, ");\n");
       break;
     }
@@ -787,7 +810,7 @@ cpu_codegen(const coil_wir_program *p, bool with_math, coil_strbuf *out, coil_di
   coil_strbuf_puts(out, coil_c_prelude());
   if (with_math)
     coil_strbuf_puts(out, "#include \"coil_cpu_math.h\"\n");
-  coil_strbuf_puts(out, "#include <omp.h>\n\n" COIL_CPU_RT_DECL "\nstatic int coil_nthreads = 1;\n\n");
+  coil_strbuf_puts(out, "#include <omp.h>\n#include <stdio.h>\n\n" COIL_CPU_RT_DECL "\nstatic int coil_nthreads = 1;\n\n");
   coil_strbuf_puts(out, welford_combine);
   for (int k = 0; k < p->nkernels; k++)
     emit_kernel(p, &p->kernels[k], with_math ? &dialect_math : &dialect_libm, out);

@@ -40,13 +40,13 @@ typedef struct {
   int tvar;          /* TRANSPOSE: the index in the kernel's x variables of the loads' unit dim */
 } cuda_plan;
 #define CUDA_UNALIGNED_SUFFIX "__unaligned"
-void cuda_plan_kernel(const coil_kernel *k, cuda_plan *out);
+void cuda_plan_kernel(const coil_wir_program *p, const coil_kernel *k, cuda_plan *out);
 /* max-autotune's configurations for kernel k: the default first, then other block sizes and
  * elements per thread (at most max). LOOPED kernels get a fixed block size (threads > 0). */
-int cuda_plan_candidates(const coil_kernel *k, cuda_plan *out, int max);
+int cuda_plan_candidates(const coil_wir_program *p, const coil_kernel *k, cuda_plan *out, int max);
 
 /* Whether pl is a plan kernel k can run with (a plans.txt read back is checked with it). */
-bool cuda_plan_valid(const coil_kernel *k, const cuda_plan *pl);
+bool cuda_plan_valid(const coil_wir_program *p, const coil_kernel *k, const cuda_plan *pl);
 /* max-autotune: times kernel k's candidate plans in coil-cuda-tune (a separate process with a
  * deadline) and sets *best to the fastest (the default when it cannot tune: symbolic sizes, no
  * GPU, no worker); appends what it did to log. */
@@ -127,6 +127,8 @@ struct coil_artifact {
   cublasLtHandle_t lt_handle;
   cuda_lt_plan *lt_plans;     /* per line */
   cuda_epilogue *epi;         /* per line */
+  CUdeviceptr oob;            /* programs with indirect loads: 2 long longs, [0] = 1 and [1] = the
+                                 value when a kernel found an index out of range; 0 otherwise */
 };
 
 /* Releases the capture of a (graph, static buffers), and its cuBLASLt plans. */

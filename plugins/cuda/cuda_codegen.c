@@ -307,9 +307,37 @@ fixed_rnumel(const coil_kernel *k)
   return r;
 }
 
-void
-cuda_plan_kernel(const coil_kernel *k, cuda_plan *out)
+/* Whether an indirect instruction of k varies along r (a gather along a reduced dim). */
+static bool
+indirect_per_r(const coil_wir_program *p, const coil_kernel *k)
 {
+  bool *per_r = calloc((size_t)k->ninsts + 1, sizeof(bool)), any = false;
+  if (!per_r)
+    return true;
+  coil_c_per_r(p, k, per_r);
+  for (int i = 0; i < k->ninsts; i++)
+    any = any || (k->insts[i].op == COIL_KOP_INDIRECT && per_r[i]);
+  free(per_r);
+  return any;
+}
+
+void
+cuda_plan_kernel(const coil_wir_program *p, const coil_kernel *k, cuda_plan *out)
+{
+  if (coil_kernel_has_indirect(k)) { /* indirect loads: scalar tiles, no row in registers per r */
+    if (k->nr == 0)
+      *out = (cuda_plan){CUDA_POINTWISE, 256, 4, 1, 1, 0};
+    else if (indirect_per_r(p, k) || fixed_rnumel(k) < 1 || fixed_rnumel(k) > CUDA_PERSISTENT_MAX)
+      *out = (cuda_plan){CUDA_LOOPED, 0, 0, 1, 0, 0};
+    else {
+      int64_t r = fixed_rnumel(k);
+      unsigned t = 32;
+      while (t < 256 && (int64_t)t * 8 < r)
+        t *= 2;
+      *out = (cuda_plan){CUDA_PERSISTENT, t, (int)((r + t - 1) / t), 1, 0, 0};
+    }
+    return;
+  }
   if (k->nr == 0) {
     int tv = transpose_var(k);
     if (tv >= 0)
@@ -353,6 +381,12 @@ emit_inst(kgen *g, int i, int depth)
 {
   const coil_kinst *in = &g->k->insts[i];
   coil_strbuf *b = g->b;
+  if (in->op == COIL_KOP_INDIRECT) { /* vI, then iI: in range, or 0 after recording the value */
+    char pad[2 * 32 + 1];
+    snprintf(pad, sizeof pad, "%*s", 2 * (depth < 32 ? depth : 32), "");
+    coil_c_indirect_inst(g->p, g->k, i, (const char *const *)g->names, "if (atomicCAS((unsigned long long *)coil_oob, 0ull, 1ull) == 0ull) coil_oob[1] = %s;", pad, b);
+    return;
+  }
   indent(b, depth);
   if (in->op == COIL_KOP_STORE) {
     coil_c_store_inst(g->p, g->k, i, (const char *const *)g->names, b);
@@ -376,6 +410,9 @@ mark_cone(const kgen *g, int i, bool *cone)
   const coil_kinst *in = &g->k->insts[i];
   for (int a = 0; a < coil_kop_arity(in->op); a++)
     mark_cone(g, in->args[a], cone);
+  int deps[8], nd = coil_kinst_indirect_deps(g->p, g->k, i, deps, 8); /* the iN its index uses */
+  for (int d = 0; d < nd; d++)
+    mark_cone(g, deps[d], cone);
 }
 
 /* Unravels flat index `flat` over sizes into the variables vars (last fastest). */
@@ -642,6 +679,8 @@ emit_params(kgen *g, const char *suffix)
                        coil_c_storage_type(k->params[i].dtype), k->params[i].name);
   for (int i = 0; i < k->nsyms; i++)
     coil_strbuf_printf(b, "%sint64_t %s", k->nparams || i ? ", " : "", var(g, k->syms[i]));
+  if (coil_kernel_has_indirect(k)) /* [0] = 1 and [1] = the value when an index is out of range */
+    coil_strbuf_printf(b, "%slong long *coil_oob", k->nparams || k->nsyms ? ", " : "");
   coil_strbuf_puts(b, ")\n{\n  const int64_t xnumel = ");
   product(g, k->nx, k->xsize);
   coil_strbuf_puts(b, ";\n");
@@ -1026,7 +1065,7 @@ emit_kernel(const coil_wir_program *p, const coil_kernel *k, const cuda_plan *pl
   if (pl)
     g.plan = *pl;
   else
-    cuda_plan_kernel(k, &g.plan);
+    cuda_plan_kernel(p, k, &g.plan);
   coil_c_per_r(p, k, g.per_r);
   for (int i = 0; i < k->ninsts; i++)
     g.names[i] = malloc(40);
@@ -1080,10 +1119,10 @@ cuda_program_source(const coil_wir_program *p, const cuda_plan *plans, coil_strb
 }
 
 bool
-cuda_plan_valid(const coil_kernel *k, const cuda_plan *pl)
+cuda_plan_valid(const coil_wir_program *p, const coil_kernel *k, const cuda_plan *pl)
 {
   cuda_plan d;
-  cuda_plan_kernel(k, &d);
+  cuda_plan_kernel(p, k, &d);
   bool pow2 = pl->threads >= 32 && pl->threads <= 1024 && (pl->threads & (pl->threads - 1)) == 0;
   if (pl->kind != d.kind || pl->vec != d.vec)
     return false;
@@ -1100,10 +1139,10 @@ cuda_plan_valid(const coil_kernel *k, const cuda_plan *pl)
 }
 
 int
-cuda_plan_candidates(const coil_kernel *k, cuda_plan *out, int max)
+cuda_plan_candidates(const coil_wir_program *p, const coil_kernel *k, cuda_plan *out, int max)
 {
   cuda_plan d;
-  cuda_plan_kernel(k, &d);
+  cuda_plan_kernel(p, k, &d);
   int n = 0;
   out[n++] = d;
   if (d.kind == CUDA_POINTWISE) {

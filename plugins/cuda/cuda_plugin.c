@@ -279,7 +279,7 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
     if (opt.autotune)
       cuda_tune_kernel(p, k, arch, &plans[k], &tlog);
     else
-      cuda_plan_kernel(&p->kernels[k], &plans[k]);
+      cuda_plan_kernel(p, &p->kernels[k], &plans[k]);
     const cuda_plan *q = &plans[k];
     coil_strbuf_printf(&ptext, "k%d %d %u %d %d %d %d\n", k, q->kind, q->threads, q->per_thread, q->vec, q->vec_per_thread,
                        q->tvar);
@@ -356,6 +356,8 @@ artifact_free(coil_artifact *a)
       a->blas->Destroy(a->blas_handle);
     if (a->blas_workspace)
       a->cu->MemFree(a->blas_workspace);
+    if (a->oob)
+      a->cu->MemFree(a->oob);
     for (int k = 0; k < a->nkernels; k++)
       if (a->modules[k])
         a->cu->ModuleUnload(a->modules[k]);
@@ -497,6 +499,13 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
       cuda_find_epilogues(p, a->epi);
     }
   }
+  bool indirect = false;
+  for (int k = 0; k < p->nkernels; k++)
+    indirect = indirect || coil_kernel_has_indirect(&p->kernels[k]);
+  if (!r && indirect && cu->MemAlloc(&a->oob, 2 * sizeof(long long))) {
+    artifact_free(a);
+    return coil_sdk_error(COIL_ERR_RUNTIME, "cuda: cannot allocate the index check's 16 bytes");
+  }
   snprintf(path, sizeof path, "%s/plans.txt", args->artifact_dir);
   char *plans = coil_sdk_read_file(path, 16u << 20, &len);
   if (!plans && p->nkernels) {
@@ -510,7 +519,7 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
       artifact_free(a);
       return coil_sdk_error(COIL_ERR_IO, "cuda: cannot read %s", path);
     }
-    if (!plan_from_file(plans, k, &a->plans[k]) || !cuda_plan_valid(&p->kernels[k], &a->plans[k])) {
+    if (!plan_from_file(plans, k, &a->plans[k]) || !cuda_plan_valid(p, &p->kernels[k], &a->plans[k])) {
       free(cubin), free(plans);
       artifact_free(a);
       return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: %s/plans.txt: no valid launch plan for kernel k%d (%s)",

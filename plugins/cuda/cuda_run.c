@@ -228,6 +228,12 @@ run_kernel(rctx *c, const coil_line *l)
       return e;
     params[k->nparams + i] = &syms[i];
   }
+  CUdeviceptr oob = c->a->oob;
+  if (coil_kernel_has_indirect(k)) {
+    if (!oob)
+      return fail(c, COIL_ERR_INTERNAL, "kernel %s has indirect loads but no index check", k->name);
+    params[k->nparams + k->nsyms] = &oob;
+  }
   const cuda_plan *pl = &c->a->plans[l->kernel];
   CUfunction f = c->a->functions[l->kernel];
   bool vec = pl->vec > 1;
@@ -814,6 +820,10 @@ run_lines(coil_artifact *a, const coil_plugin_run_args *args)
   }
   c.skip_line = -1;
   coil_error *e = bind_inputs(&c, args);
+  if (!e && a->oob) { /* no index out of range yet */
+    CUresult r = a->cu->MemsetD8Async(a->oob, 0, 2 * sizeof(long long), a->stream);
+    e = r ? cufail(&c, r, "cuMemsetD8Async") : NULL;
+  }
   for (c.line = 0; !e && c.line < p->nlines; c.line++)
     if (c.line != c.skip_line)
       e = run_line(&c, &p->lines[c.line], args);
@@ -1092,6 +1102,14 @@ cuda_run(coil_artifact *a, const coil_plugin_run_args *args)
     r = a->cu->StreamSynchronize(a->stream);
     if (!e && r)
       e = graph_fail(a, r, "cuStreamSynchronize (a kernel failed)");
+    long long oob[2] = {0, 0};
+    if (!e && a->oob && !(r = a->cu->MemcpyDtoHAsync(oob, a->oob, sizeof oob, a->stream)))
+      r = a->cu->StreamSynchronize(a->stream);
+    if (!e && r)
+      e = graph_fail(a, r, "reading the index check");
+    if (!e && oob[0]) /* the outputs hold garbage where the index was: the run failed */
+      e = coil_sdk_error(COIL_ERR_RUNTIME, "cuda: index %lld is out of range in program %s (an indirect load: "
+                         "embedding, gather or index)", oob[1], a->program->name);
   }
   pthread_mutex_unlock(&a->lock);
   return e;

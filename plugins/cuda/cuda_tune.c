@@ -161,7 +161,7 @@ void
 cuda_tune_kernel(const coil_wir_program *p, int k, const char *arch, cuda_plan *best, coil_strbuf *log)
 {
   const coil_kernel *kn = &p->kernels[k];
-  cuda_plan_kernel(kn, best);
+  cuda_plan_kernel(p, kn, best);
   coil_strbuf_printf(log, "kernel %s:\n", kn->name);
   const coil_line *call = NULL;
   for (int l = 0; l < p->nlines && !call; l++)
@@ -178,7 +178,7 @@ cuda_tune_kernel(const coil_wir_program *p, int k, const char *arch, cuda_plan *
     return;
   }
   cuda_plan cands[MAX_CANDIDATES];
-  int n = cuda_plan_candidates(kn, cands, MAX_CANDIDATES);
+  int n = cuda_plan_candidates(p, kn, cands, MAX_CANDIDATES);
   if (n < 2) {
     coil_strbuf_puts(log, "  default plan: nothing else to try\n");
     return;

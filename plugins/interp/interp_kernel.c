@@ -293,6 +293,10 @@ typedef struct krun {
   iplan *plan;                     /* per instruction (loads, stores, index) */
   ival **v;                        /* per instruction: 1 value, or R when per r */
   ival *pool;
+  int *ind;                        /* per variable: the indirect instruction it is (iN), or -1 */
+  bool *is_ind, *ind_r;            /* per variable: an indirect one; one whose value is per r */
+  bool any_ind;
+  int64_t rf;                      /* the r point being run (flat) */
 } krun;
 
 static bool
@@ -368,6 +372,9 @@ offset_at(krun *kr, int i, int64_t *off)
     return 0;
   }
   coil_diag tmp = {{0}};
+  for (int v = 0; kr->any_ind && v < kr->c->nvars; v++) /* indirect values at this point */
+    if (kr->ind[v] >= 0)
+      kr->vals[v] = kr->v[kr->ind[v]][kr->per_r[kr->ind[v]] ? kr->rf : 0].i;
   if (coil_sym_eval(kr->c->p->sym, kr->k->insts[i].index, kr->vals, kr->c->nvars, off, &tmp))
     return inst_err(kr, i, tmp.msg);
   return 0;
@@ -522,6 +529,7 @@ exec(krun *kr, int i, int64_t rf)
 {
   const coil_kinst *in = &kr->k->insts[i];
   ival *out = &kr->v[i][kr->per_r[i] ? rf : 0];
+  kr->rf = rf;
   switch (in->op) {
   case COIL_KOP_LOAD: {
     const rtbuf *b = kr->args[in->param];
@@ -548,6 +556,20 @@ exec(krun *kr, int i, int64_t rf)
     if (offset_at(kr, i, &off))
       return -1;
     *out = interp_convert((ival){.i = off}, COIL_I64, in->dtype);
+    return 0;
+  }
+  case COIL_KOP_INDIRECT: { /* the value as an index: in [0, bound), else the run fails */
+    int64_t v = opnd(kr, in->args[0], rf).i, bound;
+    coil_diag tmp = {{0}};
+    if (coil_sym_eval(kr->c->p->sym, in->index, kr->vals, kr->c->nvars, &bound, &tmp))
+      return inst_err(kr, i, tmp.msg);
+    if (v < 0 || v >= bound) {
+      char what[160];
+      snprintf(what, sizeof what, "index %" PRId64 " is out of range [0, %" PRId64 ") (%s)", v, bound,
+               kr->k->source_ops ? kr->k->source_ops : "indirect");
+      return inst_err(kr, i, what);
+    }
+    out->i = v;
     return 0;
   }
   case COIL_KOP_CAST:
@@ -589,7 +611,7 @@ check_inst(krun *kr, int i)
     if (in->op == COIL_KOP_STORE && !k->params[in->param].is_output)
       return interp_err(kr->c, "%%%d = store: %s is not an output param", i, k->params[in->param].name);
   }
-  if (cls == COIL_KCLASS_MEM || in->op == COIL_KOP_INDEX) {
+  if (cls == COIL_KCLASS_MEM || in->op == COIL_KOP_INDEX || in->op == COIL_KOP_INDIRECT) {
     if (!in->index)
       return interp_err(kr->c, "%%%d = %s has no index expression", i, coil_kop_name(in->op));
     snprintf(what, sizeof what, "the index of %%%d in kernel %s", i, k->name);
@@ -657,22 +679,33 @@ prepare(krun *kr, const coil_line *l)
       kr->X *= *ext;
   }
   memcpy(kr->vals, c->bind, sizeof(int64_t) * (size_t)c->nvars);
+  for (int v = 0; v < c->nvars; v++) { /* iN: the value of indirect instruction N */
+    int m = coil_wir_indirect_of(c->p->sym, v);
+    kr->ind[v] = m >= 0 && m < k->ninsts && k->insts[m].op == COIL_KOP_INDIRECT ? m : -1;
+    kr->is_ind[v] = kr->ind[v] >= 0;
+    kr->is_loop[v] = kr->is_loop[v] || kr->is_ind[v]; /* set per point, as loop variables are */
+    kr->any_ind = kr->any_ind || kr->is_ind[v];
+  }
   size_t slots = 0;
   for (int i = 0; i < k->ninsts; i++) {
     const coil_kinst *in = &k->insts[i];
     if (check_inst(kr, i))
       return -1;
     if (in->op == COIL_KOP_LOAD || in->op == COIL_KOP_INDEX)
-      kr->per_r[i] = mentions(in->index, kr->is_r, c->nvars);
+      kr->per_r[i] = mentions(in->index, kr->is_r, c->nvars) || mentions(in->index, kr->ind_r, c->nvars);
     else if (in->op == COIL_KOP_STORE)
-      kr->per_r[i] = mentions(in->index, kr->is_r, c->nvars) || kr->per_r[in->args[0]];
+      kr->per_r[i] = mentions(in->index, kr->is_r, c->nvars) || mentions(in->index, kr->ind_r, c->nvars) ||
+                     kr->per_r[in->args[0]];
     else if (in->op != COIL_KOP_REDUCE)
       for (int a = 0; a < coil_kop_arity(in->op); a++)
         kr->per_r[i] = kr->per_r[i] || kr->per_r[in->args[a]];
     slots += kr->per_r[i] ? (size_t)kr->R : 1;
+    for (int v = 0; in->op == COIL_KOP_INDIRECT && v < c->nvars; v++)
+      if (kr->ind[v] == i)
+        kr->ind_r[v] = kr->per_r[i];
     if (in->index && (coil_kop_class_of(in->op) == COIL_KCLASS_MEM || in->op == COIL_KOP_INDEX)) {
       iplan *pl = &kr->plan[i];
-      pl->affine = affine(in->index, kr->is_loop, c->nvars);
+      pl->affine = affine(in->index, kr->is_loop, c->nvars) && !mentions(in->index, kr->is_ind, c->nvars);
       if (!pl->affine)
         continue;
       coil_diag tmp = {{0}};
@@ -765,8 +798,12 @@ interp_kernel_call(ictx *c, const coil_line *l)
   kr.per_r = calloc(ni, sizeof *kr.per_r);
   kr.plan = calloc(ni, sizeof *kr.plan);
   kr.v = calloc(ni, sizeof *kr.v);
+  kr.ind = calloc(nv, sizeof *kr.ind);
+  kr.is_ind = calloc(nv, sizeof *kr.is_ind);
+  kr.ind_r = calloc(nv, sizeof *kr.ind_r);
   int rc;
-  if (!kr.args || !kr.vals || !kr.is_loop || !kr.is_r || !kr.per_r || !kr.plan || !kr.v)
+  if (!kr.args || !kr.vals || !kr.is_loop || !kr.is_r || !kr.per_r || !kr.plan || !kr.v || !kr.ind ||
+      !kr.is_ind || !kr.ind_r)
     rc = interp_err(c, "out of memory");
   else
     rc = prepare(&kr, l) ? -1 : run_points(&kr);
@@ -777,6 +814,9 @@ interp_kernel_call(ictx *c, const coil_line *l)
   free(kr.per_r);
   free(kr.plan);
   free(kr.v);
+  free(kr.ind);
+  free(kr.is_ind);
+  free(kr.ind_r);
   free(kr.pool);
   return rc;
 }

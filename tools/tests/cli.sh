@@ -261,6 +261,26 @@ run "$coil" run "$src/examples/softmax_rows.coil" --backend cpu --size rows=11 -
 run "$coil" run "$src/examples/softmax_rows.coil" --backend ref --size rows=11 --seed 7 --expect "$tmp/c11.st"
 check "the same cpu artifact serves another size" rc_is 0
 
+# an index out of range: a clear error on every executing backend, naming the op, never a
+# wild read (indices made by arange, so no input file is needed)
+printf 'coil 1\ngraph bad_embedding(%%w: f32[10, 4]) {\n  %%i = aten.arange.start_step(0, 11, 1)\n  %%out = aten.embedding.default(%%w, %%i)\n  return (%%out)\n}\n' >"$tmp/bad_emb.coil"
+printf 'coil 1\ngraph bad_gather(%%x: f32[3, 4]) {\n  %%i = aten.arange.start_step(-1, 2, 1)\n  %%u = aten.unsqueeze.default(%%i, 0)\n  %%e = aten.expand.default(%%u, [3, -1])\n  %%out = aten.gather.default(%%x, 1, %%e)\n  return (%%out)\n}\n' >"$tmp/bad_gather.coil"
+printf 'coil 1\ngraph bad_index(%%x: f32[5, 6]) {\n  %%i = aten.arange.start_step(-7, 0, 1)\n  %%out = aten.index.Tensor(%%x, [%%i])\n  return (%%out)\n}\n' >"$tmp/bad_index.coil"
+for b in ref interp cpu; do
+  run "$coil" run "$tmp/bad_emb.coil" --backend "$b" --no-cache
+  check "$b: embedding index 10 of 10 rows fails" rc_is 1
+  check "$b: the embedding error names the index" err_has "index 10 is out of range"
+  check "$b: the embedding error names the op" err_has "aten.embedding.default"
+  run "$coil" run "$tmp/bad_gather.coil" --backend "$b" --no-cache
+  check "$b: a negative gather index fails" rc_is 1
+  check "$b: the gather error names the index and op" err_has "index -1 is out of"
+  check "$b: the gather error names the op" err_has "aten.gather.default"
+  run "$coil" run "$tmp/bad_index.coil" --backend "$b" --no-cache
+  check "$b: index -7 of 5 rows fails" rc_is 1
+  check "$b: the index.Tensor error names the index as written" err_has "index -7 is out of"
+  check "$b: the index.Tensor error names the op" err_has "aten.index.Tensor"
+done
+
 # ops: docs/ops.md is generated from the op table and must be up to date
 run "$coil" ops --markdown
 check "ops --markdown exits 0" rc_is 0

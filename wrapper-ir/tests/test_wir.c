@@ -1060,3 +1060,30 @@ Test(verify, text_that_would_not_read_back)
   P->kernels[0].params[1].name = "out 0";
   verify_fails(P, "kernel coil_per_fused__softmax_0: param 2's name is not an identifier");
 }
+
+/* Indirect indexing (1.2): iN is usable only after %N = indirect; its operand is an integer. */
+Test(wir, indirect_variables_are_checked)
+{
+  static const char *const cases[][2] = {
+      {"  %0: i64 = load in0[x0]\n  %1: f32 = load in1[i2]\n  %2: i64 = indirect %0, 10\n",
+       "index uses i2, which is neither a loop variable nor a size symbol of the kernel nor an indirect value defined above"},
+      {"  %0: f32 = load in1[x0]\n  %1: i64 = indirect %0, 10\n  %2: f32 = load in1[i1]\n",
+       "indirect of f32, expected an integer operand"},
+      {"  %0: i64 = load in0[x0]\n  %1: i64 = indirect %0, x0\n  %2: f32 = load in1[i1]\n",
+       "the bound uses x0, which is not a size symbol of the kernel"},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "wir 1.2\nprogram t\ninput arg0 'ix': i64[3] stride [1]\ninput arg1 'w': f32[10] stride [1]\n\n"
+             "kernel k pointwise x[3] {\n  param in0: i64\n  param in1: f32\n  param out0: f32 out\n%s"
+             "  store out0[x0], %%2\n}\n\nalloc buf0: f32[3] stride [1]\nkernel_call k(arg0, arg1, buf0)\noutput buf0\n",
+             cases[c][0]);
+    coil_diag d = {{0}};
+    coil_wir_program *p = coil_wir_parse("t.wir", text, strlen(text), &d);
+    cr_assert_not_null(p, "case %zu: %s", c, d.msg);
+    cr_expect_neq(coil_wir_verify(p, &d), 0, "case %zu verifies", c);
+    cr_expect(strstr(d.msg, cases[c][1]) != NULL, "case %zu: %s", c, d.msg);
+    coil_wir_free(p);
+  }
+}

@@ -54,6 +54,18 @@ void coil_c_store(coil_strbuf *b, coil_dtype t, const char *ptr, const char *ind
 /* The statement of STORE instruction i of kernel k (no newline), its value named by names[]. */
 void coil_c_store_inst(const coil_wir_program *p, const coil_kernel *k, int i, const char *const *names,
                        coil_strbuf *b);
+/* Indirect indexing (Wrapper IR 1.2). The indirect instructions whose variables iN instruction
+ * i's index uses (a load, store or index reads them as it reads its operands), into deps[]
+ * (at most max); returns how many. */
+int coil_kinst_indirect_deps(const coil_wir_program *p, const coil_kernel *k, int i, int *deps, int max);
+/* Whether kernel k has an indirect instruction (its C function then takes `int64_t *coil_oob`
+ * last, the cpu and cuda convention: the value of an index found out of range, else untouched). */
+bool coil_kernel_has_indirect(const coil_kernel *k);
+/* The statements of INDIRECT instruction i: `const int64_t vI = operand;` and `const int64_t iI`,
+ * the value when it lies in [0, bound), else 0 after `store_oob` (a statement with `%s` for the
+ * bad value, e.g. "*coil_oob = %s;") has recorded it. Each line starts with `pad`. */
+void coil_c_indirect_inst(const coil_wir_program *p, const coil_kernel *k, int i, const char *const *names,
+                          const char *store_oob, const char *pad, coil_strbuf *b);
 /* per_r[i] = instruction i of k varies over the r loops (its value is one per r point). */
 void coil_c_per_r(const coil_wir_program *p, const coil_kernel *k, bool *per_r);
 /* C source of the helpers generated code uses (coil_floordiv, coil_mod, coil_min, coil_max for

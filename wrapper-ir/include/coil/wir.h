@@ -14,8 +14,8 @@
  * user-derived text is coil_wir_input.label, which is never to be placed in code unescaped.
  *
  * Versioning: COIL_WIR_VERSION_MAJOR changes when a program's meaning changes; MINOR when
- * something is added (1.1: the welford reductions; 1.2: an output may be a view, and every
- * output is dense in row-major order). A reader declares the minors it reads and is never given
+ * something is added (1.1: the welford reductions; 1.2: an output may be a view, every output
+ * is dense in row-major order, and the indirect op). A reader declares the minors it reads and is never given
  * a newer one; lines it does not know in a newer file it may skip. The text form starts with
  * "wir MAJOR.MINOR". */
 #ifndef COIL_WIR_H
@@ -71,7 +71,8 @@ typedef struct coil_kinst {
   int args[3];               /* operand value numbers (ARITY of them) */
   int param;                 /* LOAD, STORE: index into the kernel's params */
   const coil_sym *index;     /* LOAD, STORE: element offset into the param's storage;
-                                INDEX: the expression whose value this is */
+                                INDEX: the expression whose value this is; INDIRECT: the
+                                bound (the value must lie in [0, bound)) */
   coil_reduction red;        /* REDUCE */
   double f;                  /* CONST of a floating dtype */
   int64_t i;                 /* CONST of an integer or bool dtype */
@@ -204,6 +205,15 @@ typedef struct coil_wir_program {
                                 when sizes are symbolic) */
   int cap_buffers, cap_kernels, cap_lines, cap_inputs; /* builder bookkeeping */
 } coil_wir_program;
+
+/* Indirect indexing (1.2): `%N: i64 = indirect %v, BOUND` checks that the integer value %v lies
+ * in [0, BOUND) — a run with a value outside fails with an error naming the kernel, never reads
+ * out of bounds — and makes it the variable iN (named after the instruction's number) that index
+ * expressions of later instructions of the same kernel may use: `load in1[768*i4 + x1]` is an
+ * embedding lookup. BOUND uses only the kernel's size symbols. */
+const coil_sym *coil_wir_indirect_var(coil_symctx *sym, int inst);  /* iN, interned */
+/* The instruction whose value variable `var` is (iN -> N), or -1 when it is no such variable. */
+int coil_wir_indirect_of(const coil_symctx *sym, int var);
 
 /* ---- names of ops ---- */
 const char *coil_kop_name(coil_kop op);

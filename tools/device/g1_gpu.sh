@@ -1,0 +1,24 @@
+#!/bin/bash
+# On the GPU machine (the `device` tool, carrying .deps/ from tools/device/pack.sh), from the
+# repository root, in one run: the cuda plugin on the conformance cases of G1 (indexing, pooling,
+# convolution, outputs that are views) and the whole model tier, then the two G1 graphs side by
+# side with torch.compile: coil, Inductor (tools/device/g1_inductor.py), coil again. Logs, CSVs
+# and JSON under $OUT; tools/device/cuda_table.py prints the table.
+cd "$(dirname "$0")/../.." || exit 1
+nv=$(ls /usr/local/cuda/lib64/libnvrtc.so.1[0-9] 2>/dev/null | head -1)
+export LD_LIBRARY_PATH=$PWD/.deps/lib:$(dirname "${nv:-/usr/local/cuda/lib64/x}") COIL_PLUGIN_PATH=$PWD/.deps/plugins
+export PYTHONUNBUFFERED=1
+out=${OUT:-/tmp}
+{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } >"$out/g1_env.log" 2>&1
+.deps/coil-conformance --plugin cuda --source-dir . --tier op -j 16 --csv "$out/cuda_g1_op.csv" \
+  --filter 'op/aten\.(index\.Tensor|gather|embedding|convolution|max_pool2d|avg_pool2d|view)' >"$out/cuda_g1_op.log" 2>&1
+.deps/coil-conformance --plugin cuda --source-dir . --tier model -j 16 --csv "$out/cuda_g1_model.csv" \
+  >"$out/cuda_g1_model.log" 2>&1
+graphs=embedding_layernorm,conv_bn_relu_maxpool
+{ .deps/coil bench --backend cuda --only $graphs --json "$out/coil_g1_1.json"
+  python3 tools/device/g1_inductor.py
+  .deps/coil bench --backend cuda --only $graphs --json "$out/coil_g1_2.json"
+  python3 tools/device/cuda_table.py "$out/inductor_g1.json" "$out/coil_g1_1.json" "$out/coil_g1_2.json"; } \
+  >"$out/g1_bench.log" 2>&1
+tail -n 3 "$out/cuda_g1_op.log" "$out/cuda_g1_model.log"; grep -E "FAIL|not supported" "$out/cuda_g1_op.log" | head
+cat "$out/g1_bench.log" | tail -30
