@@ -14,11 +14,15 @@ out=${OUT:-/tmp}
   --filter 'op/aten\.(index\.Tensor|gather|embedding|convolution|max_pool2d|avg_pool2d|view)' >"$out/cuda_g1_op.log" 2>&1
 .deps/coil-conformance --plugin cuda --source-dir . --tier model -j 16 --csv "$out/cuda_g1_model.csv" \
   >"$out/cuda_g1_model.log" 2>&1
+printf 'coil 1\ngraph bad_embedding(%%w: f32[10, 4]) {\n  %%i = aten.arange.start_step(0, 11, 1)\n  %%out = aten.embedding.default(%%w, %%i)\n  return (%%out)\n}\n' >"$out/bad_emb.coil"
+COIL_CACHE_DIR=$out/cache .deps/coil run "$out/bad_emb.coil" --backend cuda >"$out/cuda_bad_index.log" 2>&1
+echo "exit status $?" >>"$out/cuda_bad_index.log"
+rm -rf "$out/cache" "$out/bad_emb.coil"
 graphs=embedding_layernorm,conv_bn_relu_maxpool
 { .deps/coil bench --backend cuda --only $graphs --json "$out/coil_g1_1.json"
   python3 tools/device/g1_inductor.py
   .deps/coil bench --backend cuda --only $graphs --json "$out/coil_g1_2.json"
   python3 tools/device/cuda_table.py "$out/inductor_g1.json" "$out/coil_g1_1.json" "$out/coil_g1_2.json"; } \
   >"$out/g1_bench.log" 2>&1
-tail -n 3 "$out/cuda_g1_op.log" "$out/cuda_g1_model.log"; grep -E "FAIL|not supported" "$out/cuda_g1_op.log" | head
+tail -n 3 "$out/cuda_g1_op.log" "$out/cuda_g1_model.log" "$out/cuda_bad_index.log"; grep -E "FAIL|not supported" "$out/cuda_g1_op.log" | head
 cat "$out/g1_bench.log" | tail -30
