@@ -38,8 +38,17 @@ coil_backend_compile_options(const coil_loaded_plugin *lp, const coil_plugin *in
         (strcmp(how, "auto") == 0 && lp && coil_plugin_supports(lp, inst, op, (coil_dtype)t) == COIL_SUPPORTED))
       dtypes |= 1u << t;
   claims[0] = (coil_library_claim){.op = op, .dtypes = dtypes};
+  int n = dtypes ? 1 : 0;
+  /* cumsum: a library call where the plugin claims it (a short one is generated otherwise) */
+  static const char *const scan = "aten.cumsum.default";
+  uint32_t sd = 0;
+  for (int t = 0; t < COIL_DTYPE_COUNT && lp; t++)
+    if (coil_plugin_supports(lp, inst, scan, (coil_dtype)t) == COIL_SUPPORTED)
+      sd |= 1u << t;
+  if (sd)
+    claims[n++] = (coil_library_claim){.op = scan, .dtypes = sd};
   o->library = claims;
-  o->nlibrary = dtypes ? 1 : 0;
+  o->nlibrary = n;
 }
 
 int

@@ -187,6 +187,9 @@ const lexpr *lx_in_range(lowering *L, const coil_sym *i, const coil_sym *lo, con
 /* i clamped into [0, size - 1]: a load that stays in bounds where a select discards it */
 const coil_sym *clamped_index(lowering *L, const coil_sym *i, const coil_sym *size);
 
+/* lower_scan.c: cumsum as prefix sums where the target does not claim it (1: a library call) */
+int coil_lower_cumsum(lowering *L, const coil_node *n);
+
 /* lower_index.c: embedding, gather and index.Tensor as indirect loads */
 int coil_lower_index(lowering *L, const coil_node *n);
 

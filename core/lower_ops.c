@@ -948,7 +948,13 @@ coil_lower_node(lowering *L, const coil_node *n)
       return rc;
     return lower_extern(L, n, n->op->name);
   }
-  case COIL_RULE_TOPK: case COIL_RULE_CUMSUM:
+  case COIL_RULE_CUMSUM: {
+    int rc = coil_lower_cumsum(L, n); /* 1: the plugin claims it, or the scan is long */
+    if (rc != 1)
+      return rc;
+    return lower_extern(L, n, n->op->name);
+  }
+  case COIL_RULE_TOPK:
     return lower_extern(L, n, n->op->name);
   case COIL_RULE_ASSERT_META:
     return 0;

@@ -220,15 +220,20 @@ index_kind(const coil_sym *e, int xi, int v)
 static int
 vector_width(const coil_kernel *k, int nvars, const coil_sym *const *vars, const coil_sym *const *sizes)
 {
-  size_t widest = 1;
-  for (int i = 0; i < k->nparams; i++)
-    if (coil_dtype_size(k->params[i].dtype) > widest)
-      widest = coil_dtype_size(k->params[i].dtype);
-  int v = widest > 4 ? 1 : 16 / (int)widest > 8 ? 8 : 16 / (int)widest;
-  int64_t size;
-  if (v == 1 || nvars < 1 || !coil_sym_is_const(sizes[nvars - 1], &size) || size % v != 0 || size == 0)
+  if (nvars < 1)
     return 1;
   int xi = vars[nvars - 1]->var;
+  size_t widest = 1; /* of the params accessed along xi: others are read once per point */
+  for (int i = 0; i < k->ninsts; i++) {
+    const coil_kinst *in = &k->insts[i];
+    if ((in->op == COIL_KOP_LOAD || in->op == COIL_KOP_STORE) && uses_var(in->index, xi) &&
+        coil_dtype_size(k->params[in->param].dtype) > widest)
+      widest = coil_dtype_size(k->params[in->param].dtype);
+  }
+  int v = widest > 4 ? 1 : 16 / (int)widest > 8 ? 8 : 16 / (int)widest;
+  int64_t size;
+  if (v == 1 || !coil_sym_is_const(sizes[nvars - 1], &size) || size % v != 0 || size == 0)
+    return 1;
   for (int i = 0; i < k->ninsts; i++) {
     const coil_kinst *in = &k->insts[i];
     if ((in->op == COIL_KOP_LOAD || in->op == COIL_KOP_STORE) && index_kind(in->index, xi, v) < 0)
@@ -307,36 +312,45 @@ fixed_rnumel(const coil_kernel *k)
   return r;
 }
 
-/* Whether an indirect instruction of k varies along r (a gather along a reduced dim). */
+/* Whether the value of an indirect instruction of k varies along loop variable `var` (through
+ * its operands, their indices, or other indirect values): a vector of lanes along `var` would
+ * then read from different rows, so such kernels get scalar plans. */
 static bool
-indirect_per_r(const coil_wir_program *p, const coil_kernel *k)
+indirect_varies(const coil_wir_program *p, const coil_kernel *k, int var)
 {
-  bool *per_r = calloc((size_t)k->ninsts + 1, sizeof(bool)), any = false;
-  if (!per_r)
+  bool *dep = calloc((size_t)k->ninsts + 1, sizeof(bool)), any = false;
+  if (!dep)
     return true;
-  coil_c_per_r(p, k, per_r);
-  for (int i = 0; i < k->ninsts; i++)
-    any = any || (k->insts[i].op == COIL_KOP_INDIRECT && per_r[i]);
-  free(per_r);
+  for (int i = 0; i < k->ninsts; i++) {
+    const coil_kinst *in = &k->insts[i];
+    dep[i] = in->index && in->op != COIL_KOP_INDIRECT && uses_var(in->index, var);
+    for (int a = 0; a < coil_kop_arity(in->op); a++)
+      dep[i] = dep[i] || (in->args[a] >= 0 && in->args[a] < i && dep[in->args[a]]);
+    int deps[8], nd = coil_kinst_indirect_deps(p, k, i, deps, 8);
+    for (int d = 0; d < nd; d++)
+      dep[i] = dep[i] || dep[deps[d]];
+    any = any || (in->op == COIL_KOP_INDIRECT && dep[i]);
+  }
+  free(dep);
   return any;
 }
 
 void
 cuda_plan_kernel(const coil_wir_program *p, const coil_kernel *k, cuda_plan *out)
 {
-  if (coil_kernel_has_indirect(k)) { /* indirect loads: scalar tiles, no row in registers per r */
-    if (k->nr == 0)
+  if (coil_kernel_has_indirect(k)) { /* indirect loads: never a transpose; rows in registers (and
+                                         vectors along r) only where no index value varies with r */
+    if (k->nr == 0) { /* scalar: a vector load is issued before the lanes compute the index */
       *out = (cuda_plan){CUDA_POINTWISE, 256, 4, 1, 1, 0};
-    else if (indirect_per_r(p, k) || fixed_rnumel(k) < 1 || fixed_rnumel(k) > CUDA_PERSISTENT_MAX)
-      *out = (cuda_plan){CUDA_LOOPED, 0, 0, 1, 0, 0};
-    else {
-      int64_t r = fixed_rnumel(k);
-      unsigned t = 32;
-      while (t < 256 && (int64_t)t * 8 < r)
-        t *= 2;
-      *out = (cuda_plan){CUDA_PERSISTENT, t, (int)((r + t - 1) / t), 1, 0, 0};
+      return;
     }
-    return;
+    bool by_r = false;
+    for (int i = 0; i < k->nr; i++)
+      by_r = by_r || indirect_varies(p, k, k->rvars[i]->var);
+    if (by_r) { /* the rows are gathered: looped, each r point recomputing its index */
+      *out = (cuda_plan){CUDA_LOOPED, 0, 0, 1, 0, 0};
+      return;
+    }
   }
   if (k->nr == 0) {
     int tv = transpose_var(k);
