@@ -431,6 +431,22 @@ affine(lowering *L, const lazy *z, const coil_sym *e, const coil_sym **offset, c
   return coil_sym_cmp(rebuilt, e) == 0;
 }
 
+/* A view of the buffer z loads, with z's sizes and these strides: -1 - its index. */
+static int
+view_of(lowering *L, const lazy *z, const coil_sym *off, const coil_sym *const *strides)
+{
+  L->views = grow(L->arena, L->views, L->nviews, &L->capviews, sizeof *L->views);
+  lview *v = &L->views[L->nviews];
+  v->buffer = z->expr->buffer;
+  v->rank = z->rank;
+  v->offset = off;
+  for (int i = 0; i < z->rank; i++) {
+    v->sizes[i] = z->sizes[i];
+    v->strides[i] = strides[i];
+  }
+  return -1 - L->nviews++;
+}
+
 int
 lz_as_view(lowering *L, lazy *z)
 {
@@ -438,18 +454,8 @@ lz_as_view(lowering *L, lazy *z)
     return z->realized;
   const coil_sym *off, *coef[COIL_MAX_RANK];
   if (z->expr->kind == LX_LOAD && !z->expr->nargs && z->expr->dtype == z->dtype &&
-      affine(L, z, z->expr->index, &off, coef)) {
-    L->views = grow(L->arena, L->views, L->nviews, &L->capviews, sizeof *L->views);
-    lview *v = &L->views[L->nviews];
-    v->buffer = z->expr->buffer;
-    v->rank = z->rank;
-    v->offset = off;
-    for (int i = 0; i < z->rank; i++) {
-      v->sizes[i] = z->sizes[i];
-      v->strides[i] = coef[i];
-    }
-    return -1 - L->nviews++;
-  }
+      affine(L, z, z->expr->index, &off, coef))
+    return view_of(L, z, off, coef);
   return lz_realize(L, z);
 }
 
@@ -487,18 +493,8 @@ lz_output(lowering *L, lazy *z)
       dense[i] = stride;
       stride = coil_sym_mul(L->sym, stride, z->sizes[i]);
     }
-    if (is_dense) {
-      L->views = grow(L->arena, L->views, L->nviews, &L->capviews, sizeof *L->views);
-      lview *v = &L->views[L->nviews];
-      v->buffer = z->expr->buffer;
-      v->rank = z->rank;
-      v->offset = off;
-      for (int i = 0; i < z->rank; i++) {
-        v->sizes[i] = z->sizes[i];
-        v->strides[i] = dense[i];
-      }
-      return -1 - L->nviews++;
-    }
+    if (is_dense)
+      return view_of(L, z, off, dense);
   }
   z->realized = -1; /* a buffer of other sizes: copied into one of z's own */
   return lz_realize(L, z);

@@ -288,6 +288,8 @@ sed '/^<!-- support matrix:/,$d' "$src/docs/ops.md" >"$tmp/ops_table.md" # the m
 check "docs/ops.md equals 'coil ops --markdown' (regenerate it)" cmp -s "$tmp/out" "$tmp/ops_table.md"
 run "$coil" ops
 check "ops lists aten.add.Tensor" out_has "aten.add.Tensor"
+run bash "$src/tools/core-aten-coverage.sh" "$coil" "$src"
+check "docs/core-aten.md equals tools/core-aten-coverage.sh's output (regenerate it)" cmp -s "$tmp/out" "$src/docs/core-aten.md"
 
 echo "$pass passed, $failed failed"
 [ "$failed" -eq 0 ]
