@@ -10,14 +10,22 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 printf '[plugin.cuda]\narch = sm_90\n' >"$tmp/cuda.ini"
 ok=0 unsupported=0 failed=0 kernels=0
+lsan_skipped=0
 compile() { # GRAPH OUT: under ASan, LeakSanitizer can fail to stop NVRTC's threads for its exit
   # check on a loaded machine ("LeakSanitizer has encountered a fatal error": the tool, not a leak
-  # found); such a run is tried once more, a leak report or any other failure is not
+  # found); such a run is tried once more, then once without the leak check (counted and printed:
+  # the compile must still succeed and ASan's other checks still run). A leak report or any other
+  # failure is not retried.
+  local try
+  for try in 1 2; do
+    rm -rf "$2"
+    COIL_CONFIG="$tmp/cuda.ini" "$coil" compile "$1" --backend cuda -o "$2" >"$tmp/log" 2>&1 && return 0
+    grep -q "LeakSanitizer has encountered a fatal error" "$tmp/log" || return 1
+  done
   rm -rf "$2"
-  COIL_CONFIG="$tmp/cuda.ini" "$coil" compile "$1" --backend cuda -o "$2" >"$tmp/log" 2>&1 && return 0
-  grep -q "LeakSanitizer has encountered a fatal error" "$tmp/log" || return 1
-  rm -rf "$2"
-  COIL_CONFIG="$tmp/cuda.ini" "$coil" compile "$1" --backend cuda -o "$2" >"$tmp/log" 2>&1
+  lsan_skipped=$((lsan_skipped + 1))
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+    COIL_CONFIG="$tmp/cuda.ini" "$coil" compile "$1" --backend cuda -o "$2" >"$tmp/log" 2>&1
 }
 for g in "$src"/examples/*.coil "$src"/core/tests/golden/*.coil "$src"/conformance/models/*/graph.coil; do
   out="$tmp/art"
@@ -35,6 +43,7 @@ for g in "$src"/examples/*.coil "$src"/core/tests/golden/*.coil "$src"/conforman
   fi
 done
 echo "NVRTC (sm_90) compiled $kernels kernels of $ok graphs; $unsupported graphs need a library op the cuda plugin does not do yet; $failed failed"
+[ $lsan_skipped -eq 0 ] || echo "LeakSanitizer itself failed twice on $lsan_skipped graphs: compiled those without the leak check"
 
 # max-autotune compiles every candidate plan too; without a GPU the worker says so and every
 # kernel keeps its default plan, recorded in plans.txt with the reason in tuning.log
