@@ -148,6 +148,15 @@ static const op_template op_templates[] = {
     {"aten._native_batch_norm_legit_no_training.default", "", "T[A, C, B] T[C] T[C] T[C] T[C]+",
      "%bn = aten._native_batch_norm_legit_no_training.default(%a, %b, %c, %d, %e, 0.1, 1e-05)\n"
      "%out = getitem(%bn, 0)", DT_FL, S},
+    /* many short rows (>= 2048 of at most 1024): the cuda plugin's warp-per-row persistent plan */
+    {"aten._softmax.default", "rows", "T[2050, 100]", "%out = aten._softmax.default(%a, -1, False)", DT_FL, 0},
+    {"aten.native_layer_norm.default", "rows", "T[2048, 768] T[768] T[768]",
+     "%ln = aten.native_layer_norm.default(%a, [768], %b, %c, 1e-05)\n%out = getitem(%ln, 0)\n"
+     "%out1 = getitem(%ln, 2)\nreturn (%out, %out1)", DT_FL, 0},
+    {"aten.argmax.default", "rows", "T[2049, 33]", "%out = aten.argmax.default(%a, 1)", DT_FL, 0},
+    {"aten.var_mean.correction", "rows", "T[4096, 257]",
+     "%vm = aten.var_mean.correction(%a, [1], correction=1, keepdim=True)\n"
+     "%out = getitem(%vm, 0)\n%out1 = getitem(%vm, 1)\nreturn (%out, %out1)", DT_FL, 0},
     /* ---- views and data movement ---- */
     {"aten.view.default", "", "T[A, B]", "%out = aten.view.default(%a, [-1])", DT_ALL, Z | S},
     {"aten.reshape.default", "", "T[A, B, C]", "%out = aten.reshape.default(%a, [-1, $C])", DT_ALL, S},

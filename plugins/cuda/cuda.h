@@ -19,7 +19,10 @@
  *               flight before the first use; blocks stride over the tiles;
  *   PERSISTENT  a reduction whose r extent is a constant of at most CUDA_PERSISTENT_MAX: one
  *               block per x point keeps the whole row in registers (per_thread elements per
- *               thread), so each r value is loaded and computed once;
+ *               thread), so each r value is loaded and computed once; with rows > 1, a block
+ *               takes `rows` x points at once, one warp each (threads = 32 * rows), and reduces
+ *               with warp shuffles alone: short rows (GPT-2's 768) keep more loads in flight
+ *               per SM and skip the block-wide barriers;
  *   LOOPED      any other reduction: one block per x point, every reduce re-reading its cone in
  *               a strided loop (threads decided at launch from the r extent);
  *   TRANSPOSE   a pointwise kernel whose stores run along the innermost x variable but some load
@@ -28,6 +31,8 @@
  *               stores. */
 enum { CUDA_POINTWISE, CUDA_PERSISTENT, CUDA_LOOPED, CUDA_TRANSPOSE };
 #define CUDA_PERSISTENT_MAX 8192
+#define CUDA_WARP_ROW_MAX 1024      /* rows up to this, in kernels of at least */
+#define CUDA_WARP_ROWS_MIN_X 2048   /* this many x points, take a warp each (rows = 4) */
 typedef struct {
   int kind;
   unsigned threads;  /* block size: fixed by the code for POINTWISE and PERSISTENT; 0 for LOOPED */
@@ -38,6 +43,7 @@ typedef struct {
                         then NAME__unaligned. 1: only the scalar kernel, under NAME */
   int vec_per_thread;
   int tvar;          /* TRANSPOSE: the index in the kernel's x variables of the loads' unit dim */
+  int rows;          /* PERSISTENT: x points per block, a warp each (> 1), or 0: one per block */
 } cuda_plan;
 #define CUDA_UNALIGNED_SUFFIX "__unaligned"
 void cuda_plan_kernel(const coil_wir_program *p, const coil_kernel *k, cuda_plan *out);
@@ -77,6 +83,16 @@ typedef struct {
   cublasLtMatmulAlgo_t algo;
 } cuda_lt_plan;
 
+/* A convolution line's cuDNN descriptors and algorithm, for the sizes and strides in key. */
+typedef struct {
+  bool valid;
+  int64_t key[64];
+  cudnnTensorDescriptor_t x, y, bias;
+  cudnnFilterDescriptor_t w;
+  cudnnConvolutionDescriptor_t conv;
+  int algo;
+} cuda_dnn_plan;
+
 /* An mm line whose next kernel only computes out = [relu](mm + [bias]) element for element:
  * cuBLASLt's epilogue does that kernel's work and the kernel line is skipped (cuda_run.c). */
 typedef struct {
@@ -96,6 +112,8 @@ typedef struct {
   bool graphs;       /* coil.graph_capture (mode reduce-overhead): capture once, replay */
   bool autotune;     /* coil.autotune (mode max-autotune): time candidate plans, keep the best */
 } cuda_options;
+
+#define CUDA_BLAS_WORKSPACE ((size_t)32 << 20)
 
 typedef struct cuda_graph cuda_graph; /* a captured run (cuda_run.c) */
 
@@ -122,11 +140,15 @@ struct coil_artifact {
   cuda_plan *plans;          /* per kernel */
   const cuda_cublas *blas;   /* for programs with mm/bmm lines; else NULL */
   cublasHandle_t blas_handle;
-  CUdeviceptr blas_workspace; /* given to cuBLAS up front, so a captured GEMM allocates nothing */
+  CUdeviceptr blas_workspace; /* CUDA_BLAS_WORKSPACE bytes given to cuBLAS up front (cuDNN uses
+                                 it too), so a captured GEMM allocates nothing */
   const cuda_cublaslt *lt;    /* NULL: GEMMs through cublasGemmStridedBatchedEx, no epilogues */
   cublasLtHandle_t lt_handle;
   cuda_lt_plan *lt_plans;     /* per line */
   cuda_epilogue *epi;         /* per line */
+  const cuda_cudnn *dnn;      /* for programs with convolution lines; else NULL */
+  cudnnHandle_t dnn_handle;
+  cuda_dnn_plan *dnn_plans;   /* per line */
   CUdeviceptr oob;            /* programs with indirect loads: 2 long longs, [0] = 1 and [1] = the
                                  value when a kernel found an index out of range; 0 otherwise */
 };
@@ -134,6 +156,7 @@ struct coil_artifact {
 /* Releases the capture of a (graph, static buffers), and its cuBLASLt plans. */
 void cuda_graph_free(coil_artifact *a);
 void cuda_lt_plans_free(coil_artifact *a);
+void cuda_dnn_plans_free(coil_artifact *a);
 
 /* Whether a library op of the program can run here: mm or bmm on floats, each operand with unit
  * stride in one of its two matrix dims (BLAS layouts). Otherwise why says what is missing. */

@@ -248,3 +248,59 @@ cuda_cublaslt_get(const char **why)
     *why = cublaslt_why;
   return cublaslt_why ? NULL : &cublaslt;
 }
+
+/* ---- cuDNN ---- */
+
+static cuda_cudnn cudnn;
+static const char *cudnn_why;
+static pthread_once_t cudnn_once = PTHREAD_ONCE_INIT;
+
+static const char *
+load_cudnn(void)
+{
+  static const char *const names[] = {"libcudnn.so.9"};
+  char path[512];
+  void *handle = open_first(names, 1, path, sizeof path);
+  if (!handle)
+    return "cuDNN not found (looked for libcudnn.so.9 in $COIL_CUDA_HOME/lib64, /usr/local/cuda/lib64 "
+           "and the library path)";
+  SYM(cudnn, GetErrorString, "cudnnGetErrorString");
+  SYM(cudnn, GetVersion, "cudnnGetVersion");
+  SYM(cudnn, Create, "cudnnCreate");
+  SYM(cudnn, Destroy, "cudnnDestroy");
+  SYM(cudnn, SetStream, "cudnnSetStream");
+  SYM(cudnn, CreateTensorDescriptor, "cudnnCreateTensorDescriptor");
+  SYM(cudnn, SetTensorNdDescriptor, "cudnnSetTensorNdDescriptor");
+  SYM(cudnn, DestroyTensorDescriptor, "cudnnDestroyTensorDescriptor");
+  SYM(cudnn, CreateFilterDescriptor, "cudnnCreateFilterDescriptor");
+  SYM(cudnn, SetFilterNdDescriptor, "cudnnSetFilterNdDescriptor");
+  SYM(cudnn, DestroyFilterDescriptor, "cudnnDestroyFilterDescriptor");
+  SYM(cudnn, CreateConvolutionDescriptor, "cudnnCreateConvolutionDescriptor");
+  SYM(cudnn, SetConvolutionNdDescriptor, "cudnnSetConvolutionNdDescriptor");
+  SYM(cudnn, SetConvolutionGroupCount, "cudnnSetConvolutionGroupCount");
+  SYM(cudnn, SetConvolutionMathType, "cudnnSetConvolutionMathType");
+  SYM(cudnn, DestroyConvolutionDescriptor, "cudnnDestroyConvolutionDescriptor");
+  SYM(cudnn, GetConvolutionForwardAlgorithm_v7, "cudnnGetConvolutionForwardAlgorithm_v7");
+  SYM(cudnn, ConvolutionForward, "cudnnConvolutionForward");
+  SYM(cudnn, GetConvolutionBackwardDataAlgorithm_v7, "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+  SYM(cudnn, ConvolutionBackwardData, "cudnnConvolutionBackwardData");
+  SYM(cudnn, AddTensor, "cudnnAddTensor");
+  if (cudnn.GetVersion() < 90000)
+    return "cuDNN older than 9.0 (the cuda plugin needs cuDNN 9)";
+  return NULL;
+}
+
+static void
+cudnn_init(void)
+{
+  cudnn_why = load_cudnn();
+}
+
+const cuda_cudnn *
+cuda_cudnn_get(const char **why)
+{
+  pthread_once(&cudnn_once, cudnn_init);
+  if (cudnn_why && why)
+    *why = cudnn_why;
+  return cudnn_why ? NULL : &cudnn;
+}

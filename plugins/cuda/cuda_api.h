@@ -187,4 +187,64 @@ typedef struct cuda_cublaslt {
 /* cuBLASLt (libcublasLt.so.13/.12), loaded on first use; NULL with why when it cannot be. */
 const cuda_cublaslt *cuda_cublaslt_get(const char **why);
 
+/* ---- cuDNN (convolution; the legacy API that libcudnn.so.9 still exports) ---- */
+typedef int cudnnStatus_t; /* 0: CUDNN_STATUS_SUCCESS */
+typedef struct cudnnContext *cudnnHandle_t;
+typedef struct cudnnTensorStruct *cudnnTensorDescriptor_t;
+typedef struct cudnnFilterStruct *cudnnFilterDescriptor_t;
+typedef struct cudnnConvolutionStruct *cudnnConvolutionDescriptor_t;
+enum { /* the values of cudnn_graph.h and cudnn_cnn.h */
+  CUDNN_DATA_FLOAT = 0, CUDNN_DATA_DOUBLE = 1, CUDNN_DATA_HALF = 2, CUDNN_DATA_BFLOAT16 = 9,
+  CUDNN_DEFAULT_MATH = 0, CUDNN_TENSOR_OP_MATH = 1, CUDNN_FMA_MATH = 3,
+  CUDNN_TENSOR_NCHW = 0, CUDNN_CROSS_CORRELATION = 1,
+};
+typedef struct { /* cudnnConvolutionFwdAlgoPerf_t and cudnnConvolutionBwdDataAlgoPerf_t */
+  int algo;
+  cudnnStatus_t status;
+  float time;
+  size_t memory;
+  int determinism;
+  int mathType;
+  int reserved[3];
+} cudnn_algo_perf;
+
+typedef struct cuda_cudnn {
+  const char *(*GetErrorString)(cudnnStatus_t s);
+  size_t (*GetVersion)(void);
+  cudnnStatus_t (*Create)(cudnnHandle_t *h);
+  cudnnStatus_t (*Destroy)(cudnnHandle_t h);
+  cudnnStatus_t (*SetStream)(cudnnHandle_t h, CUstream s);
+  cudnnStatus_t (*CreateTensorDescriptor)(cudnnTensorDescriptor_t *d);
+  cudnnStatus_t (*SetTensorNdDescriptor)(cudnnTensorDescriptor_t d, int type, int nd, const int *dims, const int *strides);
+  cudnnStatus_t (*DestroyTensorDescriptor)(cudnnTensorDescriptor_t d);
+  cudnnStatus_t (*CreateFilterDescriptor)(cudnnFilterDescriptor_t *d);
+  cudnnStatus_t (*SetFilterNdDescriptor)(cudnnFilterDescriptor_t d, int type, int format, int nd, const int *dims);
+  cudnnStatus_t (*DestroyFilterDescriptor)(cudnnFilterDescriptor_t d);
+  cudnnStatus_t (*CreateConvolutionDescriptor)(cudnnConvolutionDescriptor_t *d);
+  cudnnStatus_t (*SetConvolutionNdDescriptor)(cudnnConvolutionDescriptor_t d, int n, const int *pad, const int *stride,
+                                              const int *dilation, int mode, int compute_type);
+  cudnnStatus_t (*SetConvolutionGroupCount)(cudnnConvolutionDescriptor_t d, int groups);
+  cudnnStatus_t (*SetConvolutionMathType)(cudnnConvolutionDescriptor_t d, int math);
+  cudnnStatus_t (*DestroyConvolutionDescriptor)(cudnnConvolutionDescriptor_t d);
+  cudnnStatus_t (*GetConvolutionForwardAlgorithm_v7)(cudnnHandle_t h, cudnnTensorDescriptor_t x, cudnnFilterDescriptor_t w,
+                                                     cudnnConvolutionDescriptor_t c, cudnnTensorDescriptor_t y,
+                                                     int requested, int *returned, cudnn_algo_perf *perf);
+  cudnnStatus_t (*ConvolutionForward)(cudnnHandle_t h, const void *alpha, cudnnTensorDescriptor_t xd, const void *x,
+                                      cudnnFilterDescriptor_t wd, const void *w, cudnnConvolutionDescriptor_t c, int algo,
+                                      void *ws, size_t ws_bytes, const void *beta, cudnnTensorDescriptor_t yd, void *y);
+  cudnnStatus_t (*GetConvolutionBackwardDataAlgorithm_v7)(cudnnHandle_t h, cudnnFilterDescriptor_t w,
+                                                          cudnnTensorDescriptor_t dy, cudnnConvolutionDescriptor_t c,
+                                                          cudnnTensorDescriptor_t dx, int requested, int *returned,
+                                                          cudnn_algo_perf *perf);
+  cudnnStatus_t (*ConvolutionBackwardData)(cudnnHandle_t h, const void *alpha, cudnnFilterDescriptor_t wd, const void *w,
+                                           cudnnTensorDescriptor_t dyd, const void *dy, cudnnConvolutionDescriptor_t c,
+                                           int algo, void *ws, size_t ws_bytes, const void *beta,
+                                           cudnnTensorDescriptor_t dxd, void *dx);
+  cudnnStatus_t (*AddTensor)(cudnnHandle_t h, const void *alpha, cudnnTensorDescriptor_t ad, const void *a,
+                             const void *beta, cudnnTensorDescriptor_t cd, void *c);
+} cuda_cudnn;
+
+/* cuDNN 9 (libcudnn.so.9), loaded on first use; NULL with why when it cannot be. */
+const cuda_cudnn *cuda_cudnn_get(const char **why);
+
 #endif

@@ -93,6 +93,16 @@ prelude(coil_strbuf *b)
       "  __syncthreads();\n"
       "  return s[0];\n"
       "}\n"
+      "/* a warp's reduction (persistent kernels with a row per warp): the shuffle tree, then lane 0's\n"
+      " * result to every lane through the warp's own slot of shared memory */\n"
+      "template <typename T, typename Op> __device__ __forceinline__ T coil_warp_reduce(T v, Op op, void *smem) {\n"
+      "  T *s = (T *)smem;\n"
+      "  for (int o = 16; o > 0; o >>= 1) v = op(v, coil_shfl(v, o));\n"
+      "  __syncwarp();\n"
+      "  if ((threadIdx.x & 31) == 0) s[threadIdx.x >> 5] = v;\n"
+      "  __syncwarp();\n"
+      "  return s[threadIdx.x >> 5];\n"
+      "}\n"
       "template <typename T, int V> struct __align__(sizeof(T) * V) coil_vec { T e[V]; };\n"
       "static __device__ __noinline__ float coil_sinf_ool(float x) { return sinf(x); }\n"
       "static __device__ __noinline__ float coil_cosf_ool(float x) { return cosf(x); }\n"
@@ -312,6 +322,20 @@ fixed_rnumel(const coil_kernel *k)
   return r;
 }
 
+/* The x extent when every x size is a constant, else -1. */
+static int64_t
+fixed_xnumel(const coil_kernel *k)
+{
+  int64_t x = 1;
+  for (int i = 0; i < k->nx; i++) {
+    int64_t v;
+    if (!coil_sym_is_const(k->xsize[i], &v))
+      return -1;
+    x *= v;
+  }
+  return x;
+}
+
 /* Whether the value of an indirect instruction of k varies along loop variable `var` (through
  * its operands, their indices, or other indirect values): a vector of lanes along `var` would
  * then read from different rows, so such kernels get scalar plans. */
@@ -341,38 +365,72 @@ cuda_plan_kernel(const coil_wir_program *p, const coil_kernel *k, cuda_plan *out
   if (coil_kernel_has_indirect(k)) { /* indirect loads: never a transpose; rows in registers (and
                                          vectors along r) only where no index value varies with r */
     if (k->nr == 0) { /* scalar: a vector load is issued before the lanes compute the index */
-      *out = (cuda_plan){CUDA_POINTWISE, 256, 4, 1, 1, 0};
+      *out = (cuda_plan){CUDA_POINTWISE, 256, 4, 1, 1, 0, 0};
       return;
     }
     bool by_r = false;
     for (int i = 0; i < k->nr; i++)
       by_r = by_r || indirect_varies(p, k, k->rvars[i]->var);
     if (by_r) { /* the rows are gathered: looped, each r point recomputing its index */
-      *out = (cuda_plan){CUDA_LOOPED, 0, 0, 1, 0, 0};
+      *out = (cuda_plan){CUDA_LOOPED, 0, 0, 1, 0, 0, 0};
       return;
     }
   }
   if (k->nr == 0) {
     int tv = transpose_var(k);
     if (tv >= 0)
-      *out = (cuda_plan){CUDA_TRANSPOSE, 256, 1, 1, 0, tv};
+      *out = (cuda_plan){CUDA_TRANSPOSE, 256, 1, 1, 0, tv, 0};
     else
-      *out = (cuda_plan){CUDA_POINTWISE, 256, 4, vector_width(k, k->nx, k->xvars, k->xsize), 1, 0};
+      *out = (cuda_plan){CUDA_POINTWISE, 256, 4, vector_width(k, k->nx, k->xvars, k->xsize), 1, 0, 0};
     return;
   }
-  int64_t r = fixed_rnumel(k);
+  int64_t r = fixed_rnumel(k), xn = fixed_xnumel(k);
+  if (r >= 64 && r <= CUDA_WARP_ROW_MAX && xn >= CUDA_WARP_ROWS_MIN_X) {
+    /* many short rows: a warp per row, 4 rows per block, the row in registers (<= 32 each) */
+    int v = vector_width(k, k->nr, k->rvars, k->rsize);
+    if (v < 1 || r < 32 * (int64_t)v)
+      v = 1;
+    *out = (cuda_plan){CUDA_PERSISTENT, 128, (int)((r + 32 * (int64_t)v - 1) / (32 * (int64_t)v)), v, 0, 0, 4};
+    return;
+  }
   if (r >= 1 && r <= CUDA_PERSISTENT_MAX) {
     unsigned t = 32; /* at least 8 elements per thread where the row allows, at most 256 threads */
     while (t < 256 && (int64_t)t * 8 < r)
       t *= 2;
     int v = vector_width(k, k->nr, k->rvars, k->rsize);
     if (v > 1 && r >= (int64_t)t * v) /* P vectors of v per thread: element (j*T + tid)*v + l */
-      *out = (cuda_plan){CUDA_PERSISTENT, t, (int)((r + (int64_t)t * v - 1) / ((int64_t)t * v)), v, 0, 0};
+      *out = (cuda_plan){CUDA_PERSISTENT, t, (int)((r + (int64_t)t * v - 1) / ((int64_t)t * v)), v, 0, 0, 0};
     else
-      *out = (cuda_plan){CUDA_PERSISTENT, t, (int)((r + t - 1) / t), 1, 0, 0};
+      *out = (cuda_plan){CUDA_PERSISTENT, t, (int)((r + t - 1) / t), 1, 0, 0, 0};
     return;
   }
-  *out = (cuda_plan){CUDA_LOOPED, 0, 0, 1, 0, 0};
+  *out = (cuda_plan){CUDA_LOOPED, 0, 0, 1, 0, 0, 0};
+}
+
+/* A persistent kernel's x points per block (> 1: a warp each), the threads that share a row,
+ * a thread's index among them, and the reduction across them. */
+static int
+rows(const kgen *g)
+{
+  return g->plan.kind == CUDA_PERSISTENT && g->plan.rows > 1 ? g->plan.rows : 1;
+}
+
+static unsigned
+rthreads(const kgen *g)
+{
+  return rows(g) > 1 ? 32u : g->plan.threads;
+}
+
+static const char *
+tid(const kgen *g)
+{
+  return rows(g) > 1 ? "coil_lane" : "threadIdx.x";
+}
+
+static const char *
+reduce_fn(const kgen *g)
+{
+  return rows(g) > 1 ? "coil_warp_reduce" : "coil_block_reduce";
 }
 
 static void
@@ -479,9 +537,9 @@ open_vj(kgen *g, int depth)
   indent(b, depth);
   coil_strbuf_printf(b, "for (int j = 0; j < %d; j++) {\n", g->plan.per_thread);
   indent(b, depth + 1);
-  coil_strbuf_printf(b, "const int64_t rbase = ((int64_t)j * %u + threadIdx.x) * %d;\n", g->plan.threads, g->plan.vec);
+  coil_strbuf_printf(b, "const int64_t rbase = ((int64_t)j * %u + %s) * %d;\n", rthreads(g), tid(g), g->plan.vec);
   indent(b, depth + 1);
-  coil_strbuf_puts(b, (int64_t)g->plan.threads * g->plan.per_thread * g->plan.vec == fixed_rnumel(g->k)
+  coil_strbuf_puts(b, (int64_t)rthreads(g) * g->plan.per_thread * g->plan.vec == fixed_rnumel(g->k)
                           ? "{\n" : "if (rbase < rnumel) {\n");
 }
 
@@ -524,9 +582,9 @@ open_r(kgen *g, int depth, bool unravel_r)
     indent(b, depth);
     coil_strbuf_printf(b, "for (int j = 0; j < %d; j++) {\n", g->plan.per_thread);
     indent(b, depth + 1);
-    coil_strbuf_printf(b, "const int64_t rindex = threadIdx.x + (int64_t)j * %u;\n", g->plan.threads);
+    coil_strbuf_printf(b, "const int64_t rindex = %s + (int64_t)j * %u;\n", tid(g), rthreads(g));
     indent(b, depth + 1);
-    coil_strbuf_puts(b, (int64_t)g->plan.threads * g->plan.per_thread == fixed_rnumel(g->k)
+    coil_strbuf_puts(b, (int64_t)rthreads(g) * g->plan.per_thread == fixed_rnumel(g->k)
                             ? "{\n" : "if (rindex < rnumel) {\n");
     if (unravel_r)
       unravel(g, "rindex", g->k->nr, g->k->rvars, g->k->rsize, depth + 2);
@@ -643,15 +701,15 @@ emit_acc_finish(kgen *g, int i, int depth)
   switch (in->red) {
   case COIL_REDUCE_SUM: case COIL_REDUCE_PROD: case COIL_REDUCE_ANY: case COIL_REDUCE_MAX: case COIL_REDUCE_MIN:
     /* the combining functor is named after the reduction: coil_op_sum, coil_op_max, ... */
-    coil_strbuf_printf(b, "const %s v%d = coil_block_reduce(acc%d, coil_op_%s(), coil_smem);\n", R, i, i,
+    coil_strbuf_printf(b, "const %s v%d = %s(acc%d, coil_op_%s(), coil_smem);\n", R, i, reduce_fn(g), i,
                        coil_reduction_name(in->red));
     break;
   case COIL_REDUCE_ARGMAX: case COIL_REDUCE_ARGMIN:
-    coil_strbuf_printf(b, "const int64_t v%d = coil_block_reduce(acc%d, coil_op_arg<%s, %s>(), coil_smem).i;\n", i, i, T,
-                       in->red == COIL_REDUCE_ARGMAX ? "true" : "false");
+    coil_strbuf_printf(b, "const int64_t v%d = %s(acc%d, coil_op_arg<%s, %s>(), coil_smem).i;\n", i, reduce_fn(g), i,
+                       T, in->red == COIL_REDUCE_ARGMAX ? "true" : "false");
     break;
   default:
-    coil_strbuf_printf(b, "const coil_wf<%s> wf%d = coil_block_reduce(acc%d, coil_op_wf(), coil_smem);\n", T, i, i);
+    coil_strbuf_printf(b, "const coil_wf<%s> wf%d = %s(acc%d, coil_op_wf(), coil_smem);\n", T, i, reduce_fn(g), i);
     for (int j = i; j < k->ninsts; j++)
       if (g->done[j] && k->insts[j].op == COIL_KOP_REDUCE && is_welford(k->insts[j].red) && k->insts[j].args[0] == a) {
         indent(b, depth);
@@ -949,7 +1007,8 @@ emit_two_pass(kgen *g, int i, int depth)
   coil_strbuf_printf(b, "acc%d += %s;\n", i, v);
   close_r(g, depth);
   indent(b, depth);
-  coil_strbuf_printf(b, "const %s wmean%d = coil_block_reduce(acc%d, coil_op_sum(), coil_smem) / (%s)rnumel;\n", T, i, i, T);
+  coil_strbuf_printf(b, "const %s wmean%d = %s(acc%d, coil_op_sum(), coil_smem) / (%s)rnumel;\n", T, i, reduce_fn(g), i,
+                     T);
   indent(b, depth);
   coil_strbuf_printf(b, "%s accq%d = 0;\n", T, i);
   open_r(g, depth, false);
@@ -957,7 +1016,7 @@ emit_two_pass(kgen *g, int i, int depth)
   coil_strbuf_printf(b, "{ const %s d = %s - wmean%d; accq%d += d * d; }\n", T, v, i, i);
   close_r(g, depth);
   indent(b, depth);
-  coil_strbuf_printf(b, "const %s wm2%d = coil_block_reduce(accq%d, coil_op_sum(), coil_smem);\n", T, i, i);
+  coil_strbuf_printf(b, "const %s wm2%d = %s(accq%d, coil_op_sum(), coil_smem);\n", T, i, reduce_fn(g), i);
   for (int j = i; j < k->ninsts; j++)
     if (k->insts[j].op == COIL_KOP_REDUCE && is_welford(k->insts[j].red) && k->insts[j].args[0] == a) {
       g->done[j] = true;
@@ -991,7 +1050,7 @@ emit_persistent_body(kgen *g, int depth)
       seg[n++] = i;
     } else if (in->op == COIL_KOP_STORE) { /* a per-x value: one thread stores it */
       indent(g->b, depth);
-      coil_strbuf_puts(g->b, "if (threadIdx.x == 0)\n");
+      coil_strbuf_printf(g->b, "if (%s == 0)\n", tid(g));
       emit_inst(g, i, depth + 1);
     } else {
       emit_inst(g, i, depth);
@@ -1060,13 +1119,18 @@ emit_variant(kgen *g, const char *suffix)
   }
   coil_strbuf_puts(b, "  __shared__ __align__(16) unsigned char coil_smem[32 * 32];\n  const int64_t rnumel = ");
   product(g, k->nr, k->rsize);
-  coil_strbuf_puts(b, ";\n  for (int64_t xindex = blockIdx.x; xindex < xnumel; xindex += gridDim.x) {\n");
+  if (rows(g) > 1) /* a warp per x point: no block-wide barrier anywhere */
+    coil_strbuf_printf(b, ";\n  const int coil_lane = threadIdx.x & 31;\n"
+                          "  for (int64_t xindex = (int64_t)blockIdx.x * %d + (threadIdx.x >> 5); xindex < xnumel; "
+                          "xindex += (int64_t)gridDim.x * %d) {\n", rows(g), rows(g));
+  else
+    coil_strbuf_puts(b, ";\n  for (int64_t xindex = blockIdx.x; xindex < xnumel; xindex += gridDim.x) {\n");
   unravel(g, "xindex", k->nx, k->xvars, k->xsize, 2);
   if (g->plan.kind == CUDA_PERSISTENT)
     emit_persistent_body(g, 2);
   else
     emit_looped_body(g, 2);
-  coil_strbuf_puts(b, "    __syncthreads();\n  }\n}\n\n");
+  coil_strbuf_puts(b, rows(g) > 1 ? "  }\n}\n\n" : "    __syncthreads();\n  }\n}\n\n");
 }
 
 /* Kernel k with plan pl (NULL: the default plan) under NAME<suffix> (and its unaligned variant). */
@@ -1089,7 +1153,7 @@ emit_kernel(const coil_wir_program *p, const coil_kernel *k, const cuda_plan *pl
   if (g.plan.vec > 1) { /* the scalar variant, for params not all 16-byte aligned */
     coil_strbuf_puts(b, "/* the same for params not all 16-byte aligned */\n");
     if (g.plan.kind == CUDA_PERSISTENT)
-      g.plan.per_thread = (int)((fixed_rnumel(k) + g.plan.threads - 1) / g.plan.threads);
+      g.plan.per_thread = (int)((fixed_rnumel(k) + rthreads(&g) - 1) / rthreads(&g));
     g.plan.vec = 1;
     char s2[64];
     snprintf(s2, sizeof s2, "%s" CUDA_UNALIGNED_SUFFIX, suffix);
@@ -1138,14 +1202,17 @@ cuda_plan_valid(const coil_wir_program *p, const coil_kernel *k, const cuda_plan
   cuda_plan d;
   cuda_plan_kernel(p, k, &d);
   bool pow2 = pl->threads >= 32 && pl->threads <= 1024 && (pl->threads & (pl->threads - 1)) == 0;
-  if (pl->kind != d.kind || pl->vec != d.vec)
+  if (pl->kind != d.kind || pl->vec != d.vec || (pl->rows && pl->kind != CUDA_PERSISTENT))
     return false;
   switch (pl->kind) {
   case CUDA_POINTWISE: return pow2 && pl->per_thread >= 1 && pl->per_thread <= 64 && pl->vec_per_thread >= 0 &&
                               pl->vec_per_thread <= 64 && (pl->vec == 1 || pl->vec_per_thread >= 1);
   case CUDA_PERSISTENT: {
     int64_t r = fixed_rnumel(k);
-    return pow2 && pl->per_thread >= 1 && (int64_t)pl->threads * pl->per_thread * pl->vec >= r;
+    if (pl->rows > 1) /* a warp per row */
+      return pl->threads == 32u * (unsigned)pl->rows && pl->rows <= 32 && pl->per_thread >= 1 &&
+             pl->per_thread * pl->vec <= 32 && 32 * (int64_t)pl->per_thread * pl->vec >= r;
+    return pow2 && pl->rows == 0 && pl->per_thread >= 1 && (int64_t)pl->threads * pl->per_thread * pl->vec >= r;
   }
   case CUDA_TRANSPOSE: return pl->threads == 256 && pl->tvar == d.tvar;
   default: return pl->threads == 0 || pow2;
@@ -1183,9 +1250,17 @@ cuda_plan_candidates(const coil_wir_program *p, const coil_kernel *k, cuda_plan 
         continue;
       else
         c.per_thread = (int)((r + t - 1) / t);
+      c.rows = 0;
       if (c.per_thread * c.vec > 32 || (r < (int64_t)t && t > 32)) /* rows in registers: 32 at most */
         continue;
       if (n < max && memcmp(&c, &d, sizeof c) != 0)
+        out[n++] = c;
+    }
+    for (int rows = 2; rows <= 8; rows *= 2) { /* a warp per row, rows per block */
+      cuda_plan c = d;
+      c.rows = rows, c.threads = 32u * (unsigned)rows;
+      c.per_thread = (int)((r + 32 * (int64_t)d.vec - 1) / (32 * (int64_t)d.vec));
+      if (c.per_thread * c.vec <= 32 && n < max && memcmp(&c, &d, sizeof c) != 0)
         out[n++] = c;
     }
   } else if (d.kind == CUDA_LOOPED) {

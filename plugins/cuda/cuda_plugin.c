@@ -146,7 +146,9 @@ identity(coil_plugin *self)
   return self->identity;
 }
 
-/* Every kernel op and reduction on every dtype, mm and bmm on floats. Nothing without NVRTC. */
+/* Every kernel op and reduction on every dtype, mm and bmm on floats, convolution on floats where
+ * cuDNN 9 loads (a program compiled with it then needs cuDNN to run; `[coil] convolution =
+ * generated` keeps convolutions in generated kernels). Nothing without NVRTC. */
 static coil_support
 supports(const coil_plugin *self, const char *op, coil_dtype dtype)
 {
@@ -160,6 +162,9 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
   if ((strcmp(op, "aten.mm.default") == 0 || strcmp(op, "aten.bmm.default") == 0) &&
       (dtype == COIL_F32 || dtype == COIL_F16 || dtype == COIL_BF16 || dtype == COIL_F64))
     return COIL_SUPPORTED; /* cuBLAS, operands permitting (compile checks their layout) */
+  if (strcmp(op, "aten.convolution.default") == 0 &&
+      (dtype == COIL_F32 || dtype == COIL_F16 || dtype == COIL_BF16 || dtype == COIL_F64) && cuda_cudnn_get(NULL))
+    return COIL_SUPPORTED;
   return COIL_UNSUPPORTED;
 }
 
@@ -281,8 +286,8 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
     else
       cuda_plan_kernel(p, &p->kernels[k], &plans[k]);
     const cuda_plan *q = &plans[k];
-    coil_strbuf_printf(&ptext, "k%d %d %u %d %d %d %d\n", k, q->kind, q->threads, q->per_thread, q->vec, q->vec_per_thread,
-                       q->tvar);
+    coil_strbuf_printf(&ptext, "k%d %d %u %d %d %d %d %d\n", k, q->kind, q->threads, q->per_thread, q->vec,
+                       q->vec_per_thread, q->tvar, q->rows);
   }
   compile_job j = {.p = p, .plans = plans, .arch = arch, .dir = args->artifact_dir};
   pthread_mutex_init(&j.lock, NULL);
@@ -350,6 +355,10 @@ artifact_free(coil_artifact *a)
       a->cu->StreamSynchronize(a->stream); /* unsynchronized runs (sync = false) may be in flight */
     cuda_graph_free(a);
     cuda_lt_plans_free(a);
+    cuda_dnn_plans_free(a);
+    free(a->dnn_plans);
+    if (a->dnn_handle)
+      a->dnn->Destroy(a->dnn_handle);
     if (a->lt_handle)
       a->lt->Destroy(a->lt_handle);
     if (a->blas_handle)
@@ -379,7 +388,7 @@ artifact_free(coil_artifact *a)
   free(a);
 }
 
-/* Kernel k's line of plans.txt ("k<k> kind threads per_thread vec vec_per_thread tvar"). */
+/* Kernel k's line of plans.txt ("k<k> kind threads per_thread vec vec_per_thread tvar rows"). */
 static bool
 plan_from_file(const char *text, int k, cuda_plan *out)
 {
@@ -387,8 +396,8 @@ plan_from_file(const char *text, int k, cuda_plan *out)
   snprintf(head, sizeof head, "k%d ", k);
   for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
     if (strncmp(l, head, strlen(head)) == 0)
-      return sscanf(l + strlen(head), "%d %u %d %d %d %d", &out->kind, &out->threads, &out->per_thread, &out->vec,
-                    &out->vec_per_thread, &out->tvar) == 6;
+      return sscanf(l + strlen(head), "%d %u %d %d %d %d %d", &out->kind, &out->threads, &out->per_thread, &out->vec,
+                    &out->vec_per_thread, &out->tvar, &out->rows) == 7;
   return false;
 }
 
@@ -480,8 +489,8 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
     /* its workspace given up front (32 MiB, as PyTorch on Hopper): a GEMM under graph capture
      * must not allocate */
     if (!a->blas || a->blas->Create(&a->blas_handle) || a->blas->SetStream(a->blas_handle, a->stream) ||
-        cu->MemAlloc(&a->blas_workspace, 32u << 20) ||
-        a->blas->SetWorkspace(a->blas_handle, (void *)(uintptr_t)a->blas_workspace, 32u << 20)) {
+        cu->MemAlloc(&a->blas_workspace, CUDA_BLAS_WORKSPACE) ||
+        a->blas->SetWorkspace(a->blas_handle, (void *)(uintptr_t)a->blas_workspace, CUDA_BLAS_WORKSPACE)) {
       artifact_free(a);
       return coil_sdk_error(COIL_ERR_RUNTIME, "cuda: %s", bwhy ? bwhy : "cuBLAS setup (create, stream, workspace) failed");
     }
@@ -497,6 +506,20 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
     if (lt && !lt->Create(&a->lt_handle)) {
       a->lt = lt;
       cuda_find_epilogues(p, a->epi);
+    }
+  }
+  bool needs_dnn = false;
+  for (int l = 0; l < p->nlines; l++)
+    needs_dnn = needs_dnn || (p->lines[l].kind == COIL_LINE_EXTERN_CALL && p->lines[l].op &&
+                              strcmp(p->lines[l].op, "aten.convolution.default") == 0);
+  if (!r && needs_dnn) {
+    const char *dwhy = NULL;
+    a->dnn = cuda_cudnn_get(&dwhy);
+    a->dnn_plans = calloc((size_t)p->nlines + 1, sizeof *a->dnn_plans);
+    if (!a->dnn || !a->dnn_plans || a->dnn->Create(&a->dnn_handle) || a->dnn->SetStream(a->dnn_handle, a->stream)) {
+      artifact_free(a);
+      return coil_sdk_error(COIL_ERR_RUNTIME, "cuda: %s (the program was compiled with convolutions as cuDNN calls)",
+                            dwhy ? dwhy : "cuDNN setup (create, stream) failed");
     }
   }
   bool indirect = false;

@@ -339,7 +339,7 @@ lt_matmul(rctx *c, int opa, int opb, int64_t M, int64_t N, int64_t K, int64_t ba
       pl->lc = lt_layout(lt, t, N, M, N, batch, M * N, &ok);
     }
     cublasLtMatmulPreference_t pref = NULL;
-    uint64_t ws = 32u << 20;
+    uint64_t ws = CUDA_BLAS_WORKSPACE;
     uint32_t al[4] = {alignment(B), alignment(A), alignment(D), alignment(D)};
     int found = 0;
     cublasLtMatmulHeuristicResult_t h;
@@ -367,7 +367,7 @@ lt_matmul(rctx *c, int opa, int opb, int64_t M, int64_t N, int64_t K, int64_t ba
   }
   cublasStatus_t st = lt->Matmul(a->lt_handle, pl->desc, alpha, (const void *)(uintptr_t)B, pl->la,
                                  (const void *)(uintptr_t)A, pl->lb, beta, (const void *)(uintptr_t)D, pl->lc,
-                                 (void *)(uintptr_t)D, pl->lc, &pl->algo, (void *)(uintptr_t)a->blas_workspace, 32u << 20,
+                                 (void *)(uintptr_t)D, pl->lc, &pl->algo, (void *)(uintptr_t)a->blas_workspace, CUDA_BLAS_WORKSPACE,
                                  a->stream);
   if (st)
     *err = fail(c, COIL_ERR_RUNTIME, "cublasLtMatmul failed with status %d", st);
@@ -567,6 +567,204 @@ run_matmul(rctx *c, const coil_line *l)
   return s ? fail(c, COIL_ERR_RUNTIME, "cublasGemmStridedBatchedEx failed with status %d", s) : NULL;
 }
 
+/* ---- convolution through cuDNN ---- */
+
+static void
+dnn_plan_drop(const coil_artifact *a, cuda_dnn_plan *pl)
+{
+  const cuda_cudnn *d = a->dnn;
+  if (pl->x)
+    d->DestroyTensorDescriptor(pl->x);
+  if (pl->y)
+    d->DestroyTensorDescriptor(pl->y);
+  if (pl->bias)
+    d->DestroyTensorDescriptor(pl->bias);
+  if (pl->w)
+    d->DestroyFilterDescriptor(pl->w);
+  if (pl->conv)
+    d->DestroyConvolutionDescriptor(pl->conv);
+  memset(pl, 0, sizeof *pl);
+}
+
+void
+cuda_dnn_plans_free(coil_artifact *a)
+{
+  for (int i = 0; a->dnn && a->dnn_plans && i < a->program->nlines; i++)
+    dnn_plan_drop(a, &a->dnn_plans[i]);
+}
+
+static const coil_xparam *
+xparam(const coil_line *l, const char *name)
+{
+  for (int i = 0; i < l->nxparams; i++)
+    if (l->xparams[i].name && strcmp(l->xparams[i].name, name) == 0)
+      return l->xparams[i].kind == COIL_XP_NONE ? NULL : &l->xparams[i];
+  return NULL;
+}
+
+/* n spatial values of an int-list parameter (one value stands for all), dflt when absent. */
+static bool
+xints(const coil_line *l, const char *name, int n, int64_t dflt, int64_t *out)
+{
+  const coil_xparam *x = xparam(l, name);
+  for (int i = 0; i < n; i++)
+    out[i] = dflt;
+  if (!x || (x->kind == COIL_XP_INTS && x->n == 0))
+    return true;
+  if (x->kind == COIL_XP_INT) {
+    for (int i = 0; i < n; i++)
+      out[i] = x->i;
+    return true;
+  }
+  if (x->kind != COIL_XP_INTS || (x->n != 1 && x->n != n))
+    return false;
+  for (int i = 0; i < n; i++)
+    out[i] = x->ints[x->n == 1 ? 0 : i];
+  return true;
+}
+
+static int
+dnn_type(coil_dtype t)
+{
+  switch (t) {
+  case COIL_F32: return CUDNN_DATA_FLOAT;
+  case COIL_F16: return CUDNN_DATA_HALF;
+  case COIL_BF16: return CUDNN_DATA_BFLOAT16;
+  case COIL_F64: return CUDNN_DATA_DOUBLE;
+  default: return -1;
+  }
+}
+
+/* A tensor of rank 3 to 5 as cuDNN's 4 or 5 dims: a 1-d convolution's [N, C, L] becomes
+ * [N, C, 1, L]. */
+static void
+dnn_dims(const dbuf *b, int nd, int *dims, int *strides)
+{
+  int o = nd - b->rank; /* 1 for the 1-d case */
+  for (int d = 0, s = 0; d < nd; d++) {
+    bool pad = o && d == 2;
+    dims[d] = pad ? 1 : (int)b->sizes[s];
+    strides[d] = pad ? (int)(b->strides[2] * b->sizes[2]) : (int)b->strides[s];
+    if (!pad)
+      s++;
+  }
+  if (o && strides[2] == 0)
+    strides[2] = 1;
+}
+
+/* aten.convolution.default(input, weight[, bias]) -> out, as cudnnConvolutionForward (transposed:
+ * cudnnConvolutionBackwardData, the gradient of the forward convolution that maps out to input),
+ * then the bias added by cudnnAddTensor. f32 runs on FMA math (full f32, as cuBLAS does here:
+ * no TF32); f16 and bf16 on tensor cores with f32 accumulation. */
+static coil_error *
+run_conv(rctx *c, const coil_line *l)
+{
+  const cuda_cudnn *dnn = c->a->dnn;
+  if (!dnn || l->nouts != 1 || l->nargs < 2 || l->nargs > 3)
+    return fail(c, COIL_ERR_INTERNAL, "%s: no cuDNN handle, or not 2 or 3 operands and 1 output", l->op);
+  const dbuf *x = &c->bufs[l->args[0]], *w = &c->bufs[l->args[1]], *y = &c->bufs[l->outs[0]];
+  const dbuf *bias = l->nargs == 3 ? &c->bufs[l->args[2]] : NULL;
+  int nsp = x->rank - 2, nd = nsp == 1 ? 4 : x->rank;
+  int t = dnn_type(y->dtype);
+  if (nsp < 1 || nsp > 3 || w->rank != x->rank || y->rank != x->rank || t < 0 || x->dtype != y->dtype ||
+      w->dtype != y->dtype || (bias && bias->dtype != y->dtype))
+    return fail(c, COIL_ERR_UNSUPPORTED, "%s: ranks %d, %d -> %d or dtypes cuDNN does not take", l->op, x->rank, w->rank,
+                y->rank);
+  int64_t stride[3], pad[3], dil[3], groups = 1, tr = 0;
+  const coil_xparam *g = xparam(l, "groups"), *tp = xparam(l, "transposed");
+  if (g)
+    groups = g->i;
+  if (tp)
+    tr = tp->i;
+  if (!xints(l, "stride", nsp, 1, stride) || !xints(l, "padding", nsp, 0, pad) || !xints(l, "dilation", nsp, 1, dil) ||
+      groups < 1)
+    return fail(c, COIL_ERR_INVALID_ARGUMENT, "%s: stride, padding, dilation or groups malformed", l->op);
+  for (int d = 0; d < x->rank; d++)
+    if (x->sizes[d] > INT32_MAX || w->sizes[d] > INT32_MAX || y->sizes[d] > INT32_MAX || x->strides[d] > INT32_MAX ||
+        y->strides[d] > INT32_MAX)
+      return fail(c, COIL_ERR_UNSUPPORTED, "%s: sizes beyond cuDNN's int", l->op);
+  if (!numel(y))
+    return NULL;
+  size_t es = coil_dtype_size(y->dtype);
+  if (!numel(x) || !numel(w)) { /* an empty sum: zeros (then the bias) */
+    CUresult r = c->cu->MemsetD8Async(y->ptr, 0, (size_t)numel(y) * es, c->a->stream);
+    if (r)
+      return cufail(c, r, "cuMemsetD8Async");
+    if (!bias)
+      return NULL;
+  }
+  if (!contiguous(w))
+    return fail(c, COIL_ERR_UNSUPPORTED, "%s: cuDNN needs a dense weight", l->op);
+  cuda_dnn_plan *pl = &c->a->dnn_plans[c->line];
+  int64_t key[64] = {0}, *k = key;
+  *k++ = y->dtype, *k++ = x->rank, *k++ = bias != NULL;
+  for (int d = 0; d < x->rank; d++)
+    *k++ = x->sizes[d], *k++ = x->strides[d], *k++ = w->sizes[d], *k++ = y->sizes[d], *k++ = y->strides[d];
+  if (!pl->valid || memcmp(pl->key, key, sizeof key)) {
+    dnn_plan_drop(c->a, pl);
+    int dims[5], strides[5], wdims[5], bdims[5] = {1, 1, 1, 1, 1}, bstr[5] = {1, 1, 1, 1, 1};
+    int cp[3], cs[3], cd[3], o = nd - x->rank;
+    if (o)
+      cp[0] = 0, cs[0] = 1, cd[0] = 1;
+    for (int i = 0; i < nsp; i++)
+      cp[o + i] = (int)pad[i], cs[o + i] = (int)stride[i], cd[o + i] = (int)dil[i];
+    dnn_dims(w, nd, wdims, strides);
+    bdims[1] = (int)y->sizes[1], bstr[0] = bdims[1];
+    bool ok = !dnn->CreateTensorDescriptor(&pl->x) && !dnn->CreateTensorDescriptor(&pl->y) &&
+              !dnn->CreateFilterDescriptor(&pl->w) && !dnn->CreateConvolutionDescriptor(&pl->conv) &&
+              (!bias || !dnn->CreateTensorDescriptor(&pl->bias));
+    dnn_dims(x, nd, dims, strides);
+    ok = ok && !dnn->SetTensorNdDescriptor(pl->x, t, nd, dims, strides);
+    dnn_dims(y, nd, dims, strides);
+    ok = ok && !dnn->SetTensorNdDescriptor(pl->y, t, nd, dims, strides);
+    ok = ok && !dnn->SetFilterNdDescriptor(pl->w, t, CUDNN_TENSOR_NCHW, nd, wdims);
+    ok = ok && (!bias || !dnn->SetTensorNdDescriptor(pl->bias, t, nd, bdims, bstr));
+    ok = ok && !dnn->SetConvolutionNdDescriptor(pl->conv, nd - 2, cp, cs, cd, CUDNN_CROSS_CORRELATION,
+                                                y->dtype == COIL_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT);
+    ok = ok && !dnn->SetConvolutionGroupCount(pl->conv, (int)groups);
+    ok = ok && !dnn->SetConvolutionMathType(pl->conv, y->dtype == COIL_F32 || y->dtype == COIL_F64 ? CUDNN_FMA_MATH
+                                                                                                 : CUDNN_TENSOR_OP_MATH);
+    if (!ok) {
+      dnn_plan_drop(c->a, pl);
+      return fail(c, COIL_ERR_UNSUPPORTED, "%s: cuDNN refuses these sizes, strides or parameters", l->op);
+    }
+    /* the first of cuDNN's heuristic choices that succeeds within the workspace cuBLAS shares */
+    cudnn_algo_perf perf[16];
+    int n = 0;
+    cudnnStatus_t st = tr ? dnn->GetConvolutionBackwardDataAlgorithm_v7(c->a->dnn_handle, pl->w, pl->x, pl->conv, pl->y,
+                                                                        16, &n, perf)
+                          : dnn->GetConvolutionForwardAlgorithm_v7(c->a->dnn_handle, pl->x, pl->w, pl->conv, pl->y, 16,
+                                                                   &n, perf);
+    pl->algo = -1;
+    for (int i = 0; !st && i < n && pl->algo < 0; i++)
+      if (!perf[i].status && perf[i].memory <= CUDA_BLAS_WORKSPACE)
+        pl->algo = perf[i].algo;
+    if (pl->algo < 0) {
+      dnn_plan_drop(c->a, pl);
+      return fail(c, COIL_ERR_UNSUPPORTED, "%s: cuDNN has no algorithm for it (%s)", l->op,
+                  st ? dnn->GetErrorString(st) : "none fits the workspace");
+    }
+    memcpy(pl->key, key, sizeof key);
+    pl->valid = true;
+  }
+  float f1 = 1, f0 = 0;
+  double d1 = 1, d0 = 0;
+  const void *one = y->dtype == COIL_F64 ? (const void *)&d1 : (const void *)&f1;
+  const void *zero = y->dtype == COIL_F64 ? (const void *)&d0 : (const void *)&f0;
+  void *ws = (void *)(uintptr_t)c->a->blas_workspace;
+  void *yp = (void *)(uintptr_t)y->ptr;
+  const void *xp = (const void *)(uintptr_t)x->ptr, *wp = (const void *)(uintptr_t)w->ptr;
+  cudnnStatus_t st = 0;
+  if (numel(x) && numel(w))
+    st = tr ? dnn->ConvolutionBackwardData(c->a->dnn_handle, one, pl->w, wp, pl->x, xp, pl->conv, pl->algo, ws,
+                                           CUDA_BLAS_WORKSPACE, zero, pl->y, yp)
+            : dnn->ConvolutionForward(c->a->dnn_handle, one, pl->x, xp, pl->w, wp, pl->conv, pl->algo, ws,
+                                      CUDA_BLAS_WORKSPACE, zero, pl->y, yp);
+  if (!st && bias)
+    st = dnn->AddTensor(c->a->dnn_handle, one, pl->bias, (const void *)(uintptr_t)bias->ptr, one, pl->y, yp);
+  return st ? fail(c, COIL_ERR_RUNTIME, "%s: cuDNN failed: %s", l->op, dnn->GetErrorString(st)) : NULL;
+}
+
 /* Copies device buffer src to the caller's tensor t (host or device), through its strides. */
 static coil_error *
 copy_out(rctx *c, const dbuf *src, const coil_plugin_tensor *t)
@@ -714,6 +912,8 @@ run_line(rctx *c, const coil_line *l, const coil_plugin_run_args *args)
     if (l->op && (strcmp(l->op, "aten.mm.default") == 0 || strcmp(l->op, "aten.bmm.default") == 0) &&
         l->nargs == 2 && l->nouts == 1)
       return run_matmul(c, l);
+    if (l->op && strcmp(l->op, "aten.convolution.default") == 0)
+      return run_conv(c, l);
     return fail(c, COIL_ERR_UNSUPPORTED, "library op %s is not supported by the cuda plugin yet", l->op);
   case COIL_LINE_MULTI_OUTPUT: return NULL;
   case COIL_LINE_COPY_BACK: {
@@ -799,6 +999,8 @@ cuda_grid_blocks(const cuda_plan *pl, bool vec, int64_t xnumel, unsigned threads
   int64_t tile = pl->kind != CUDA_POINTWISE ? 0
                  : vec                      ? (int64_t)threads * pl->vec_per_thread * pl->vec
                                             : (int64_t)threads * pl->per_thread;
+  if (pl->kind == CUDA_PERSISTENT && pl->rows > 1) /* rows x points per block */
+    tile = pl->rows;
   int64_t b = tile ? (xnumel + tile - 1) / tile : xnumel; /* kernels stride by the grid */
   if (b > (1 << 22))
     b = 1 << 22;
@@ -1130,6 +1332,14 @@ blas_layout(const coil_buffer *b, int o)
 bool
 cuda_blas_line_ok(const coil_wir_program *p, const coil_line *l, char *why, size_t n)
 {
+  if (l->op && strcmp(l->op, "aten.convolution.default") == 0 && l->nouts == 1 && (l->nargs == 2 || l->nargs == 3)) {
+    coil_dtype t = p->buffers[l->outs[0]].dtype;
+    if (!cuda_cudnn_get(NULL) || dnn_type(t) < 0) {
+      snprintf(why, n, "%s on %s needs cuDNN 9 and a floating dtype", l->op, coil_dtype_name(t));
+      return false;
+    }
+    return true;
+  }
   bool bmm = l->op && strcmp(l->op, "aten.bmm.default") == 0;
   if (!l->op || (!bmm && strcmp(l->op, "aten.mm.default") != 0) || l->nargs != 2 || l->nouts != 1) {
     snprintf(why, n, "library op %s is not supported yet", l->op ? l->op : "(none)");

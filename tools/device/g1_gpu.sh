@@ -7,6 +7,9 @@
 cd "$(dirname "$0")/../.." || exit 1
 nv=$(ls /usr/local/cuda/lib64/libnvrtc.so.1[0-9] 2>/dev/null | head -1)
 export LD_LIBRARY_PATH=$PWD/.deps/lib:$(dirname "${nv:-/usr/local/cuda/lib64/x}") COIL_PLUGIN_PATH=$PWD/.deps/plugins
+# cuDNN 9 (the cuda plugin's convolutions) as PyTorch ships it, from the nvidia-cudnn wheel
+dnn=$(python3 -c 'import sys, glob; print(next(iter(sorted(g for p in sys.path for g in glob.glob(p + "/nvidia/cudnn/lib/libcudnn.so.9"))), ""))' 2>/dev/null)
+[ -n "$dnn" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "$dnn")
 export PYTHONUNBUFFERED=1
 out=${OUT:-/tmp}
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } >"$out/g1_env.log" 2>&1
