@@ -15,7 +15,10 @@
  *              cache: code generation and NVRTC) plus loading the cubins, and a cache hit
  *              (lookup, hash check, load); --autotune compiles with max-autotune (the cold
  *              time then includes the tuning). --compile-only times these alone, with no GPU (the
- *              plugin's emit-only table still runs NVRTC); CI runs it.
+ *              plugin's emit-only table still runs NVRTC); CI runs it. Graphs compile as
+ *              `coil run --backend cuda` compiles them: what the plugin claims (convolution
+ *              through cuDNN where it loads) is a library call; --convolution generated|library
+ *              overrides that as [coil] convolution does.
  *
  * Inputs are uniform random values (a fixed seed) uploaded to the GPU once; outputs are
  * preallocated on the GPU, poisoned with NaN before the first run and checked finite after it
@@ -35,6 +38,7 @@
 
 #include "coil/coil.h"
 #include "bench.h"
+#include "backend.h"
 #include "cache.h"
 #include "graph.h"
 #include "runtime.h"
@@ -431,19 +435,12 @@ load(const coil_loaded_plugin *lp, coil_plugin *inst, const char *dir, const cha
 }
 
 static bool autotune; /* --autotune: compile with coil.autotune = true (mode max-autotune) */
+static const char *convolution = "auto"; /* --convolution: [coil] convolution for these compiles */
 
 static int
 bench_graph(const gpu_graph *gg, const char *plugin_dir, bool compile_only, result *res)
 {
   coil_diag d = {0};
-  double t0 = now();
-  coil_graph *g = coil_graph_parse(gg->name, gg->text, strlen(gg->text), &d);
-  coil_wir_program *p = g ? coil_compile_graph(g, NULL, &d) : NULL;
-  res->core_ms = 1e3 * (now() - t0);
-  if (!p) {
-    fprintf(stderr, "coil bench: %s: %s\n", gg->name, d.msg);
-    return -1;
-  }
   coil_loaded_plugin *lp = NULL;
   coil_plugin *inst = NULL;
   char cache[] = "/tmp/coil-bench-cuda-XXXXXX";
@@ -451,6 +448,19 @@ bench_graph(const gpu_graph *gg, const char *plugin_dir, bool compile_only, resu
   coil_cache_outcome oc;
   if (!mkdtemp(cache) || coil_plugin_open("cuda", &plugin_dir, 1, &lp, &d) || coil_plugin_create(lp, NULL, &inst, &d)) {
     fprintf(stderr, "coil bench: %s\n", d.msg[0] ? d.msg : "cannot create a temporary directory");
+    return -1;
+  }
+  /* compiled as `coil run --backend cuda` compiles: what the plugin claims (cuDNN's
+   * convolution where it loads) becomes a library call, as --convolution says */
+  coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS];
+  coil_compile_options co = {.fuse = true, .verify = true};
+  coil_backend_compile_options(lp, inst, convolution, claims, &co);
+  double t0 = now();
+  coil_graph *g = coil_graph_parse(gg->name, gg->text, strlen(gg->text), &d);
+  coil_wir_program *p = g ? coil_compile_graph(g, &co, &d) : NULL;
+  res->core_ms = 1e3 * (now() - t0);
+  if (!p) {
+    fprintf(stderr, "coil bench: %s: %s\n", gg->name, d.msg);
     return -1;
   }
   const char *id = ""; /* a fresh cache: no toolchain to tell apart */
@@ -536,10 +546,14 @@ coil_bench_cuda(int argc, char **argv, const char *plugin_dir)
       json = argv[++i];
     else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
       only = argv[++i];
+    else if (strcmp(argv[i], "--convolution") == 0 && i + 1 < argc &&
+             (!strcmp(argv[i + 1], "auto") || !strcmp(argv[i + 1], "generated") || !strcmp(argv[i + 1], "library")))
+      convolution = argv[++i];
     else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
       i++;
     else {
-      fprintf(stderr, "coil: usage: coil bench --backend cuda [--compile-only] [--autotune] [--json FILE] [--only NAME[,NAME...]]\n");
+      fprintf(stderr, "coil: usage: coil bench --backend cuda [--compile-only] [--autotune] [--json FILE] [--only NAME[,NAME...]]\n"
+                      "       [--convolution auto|generated|library]\n");
       return 2;
     }
   }

@@ -50,6 +50,7 @@ static const char usage[] =
     "  plugins [--config FILE] list the backend plugins on the search path\n"
     "  bench                   the cpu plugin on the CPU benchmark graphs (docs/benchmarks.md)\n"
     "  bench --backend cuda [--compile-only] [--autotune] [--json FILE] [--only NAME]\n"
+    "        [--convolution auto|generated|library]\n"
     "                          the cuda plugin on the GPU benchmark graphs: kernel time, GB/s,\n"
     "                          host time per call, with CUDA graphs, compile times\n"
     "  bench --conv [--rounds N] [--threads T]\n"

@@ -83,11 +83,14 @@ typedef struct {
   cublasLtMatmulAlgo_t algo;
 } cuda_lt_plan;
 
-/* A convolution line's cuDNN descriptors and algorithm, for the sizes and strides in key. */
+/* A convolution line's cuDNN descriptors and algorithm, for the sizes and strides in key. An
+ * input or weight that is not dense is first copied dense (xsrc, wsrc: their strided layouts;
+ * wdense: the weight's dense one as a tensor). The algorithm is the fastest cuDNN measures on
+ * the first run outside a graph capture, else its heuristics' first (timed: false). */
 typedef struct {
-  bool valid;
+  bool valid, timed;
   int64_t key[64];
-  cudnnTensorDescriptor_t x, y, bias;
+  cudnnTensorDescriptor_t x, y, bias, xsrc, wsrc, wdense;
   cudnnFilterDescriptor_t w;
   cudnnConvolutionDescriptor_t conv;
   int algo;
@@ -150,7 +153,10 @@ struct coil_artifact {
   cudnnHandle_t dnn_handle;
   cuda_dnn_plan *dnn_plans;   /* per line */
   CUdeviceptr oob;            /* programs with indirect loads: 2 long longs, [0] = 1 and [1] = the
-                                 value when a kernel found an index out of range; 0 otherwise */
+                                 value when a kernel found an index out of range; 0 otherwise.
+                                 Zeroed at load and after a synchronous run reports it, never
+                                 per run: a run with sync = false leaves it to the next
+                                 synchronous run to report */
 };
 
 /* Releases the capture of a (graph, static buffers), and its cuBLASLt plans. */

@@ -285,6 +285,9 @@ load_cudnn(void)
   SYM(cudnn, GetConvolutionBackwardDataAlgorithm_v7, "cudnnGetConvolutionBackwardDataAlgorithm_v7");
   SYM(cudnn, ConvolutionBackwardData, "cudnnConvolutionBackwardData");
   SYM(cudnn, AddTensor, "cudnnAddTensor");
+  SYM(cudnn, FindConvolutionForwardAlgorithmEx, "cudnnFindConvolutionForwardAlgorithmEx");
+  SYM(cudnn, FindConvolutionBackwardDataAlgorithmEx, "cudnnFindConvolutionBackwardDataAlgorithmEx");
+  SYM(cudnn, TransformTensor, "cudnnTransformTensor");
   if (cudnn.GetVersion() < 90000)
     return "cuDNN older than 9.0 (the cuda plugin needs cuDNN 9)";
   return NULL;

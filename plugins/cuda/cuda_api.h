@@ -240,6 +240,18 @@ typedef struct cuda_cudnn {
                                            cudnnTensorDescriptor_t dyd, const void *dy, cudnnConvolutionDescriptor_t c,
                                            int algo, void *ws, size_t ws_bytes, const void *beta,
                                            cudnnTensorDescriptor_t dxd, void *dx);
+  cudnnStatus_t (*FindConvolutionForwardAlgorithmEx)(cudnnHandle_t h, cudnnTensorDescriptor_t xd, const void *x,
+                                                     cudnnFilterDescriptor_t wd, const void *w,
+                                                     cudnnConvolutionDescriptor_t c, cudnnTensorDescriptor_t yd, void *y,
+                                                     int requested, int *returned, cudnn_algo_perf *perf, void *ws,
+                                                     size_t ws_bytes);
+  cudnnStatus_t (*FindConvolutionBackwardDataAlgorithmEx)(cudnnHandle_t h, cudnnFilterDescriptor_t wd, const void *w,
+                                                          cudnnTensorDescriptor_t dyd, const void *dy,
+                                                          cudnnConvolutionDescriptor_t c, cudnnTensorDescriptor_t dxd,
+                                                          void *dx, int requested, int *returned, cudnn_algo_perf *perf,
+                                                          void *ws, size_t ws_bytes);
+  cudnnStatus_t (*TransformTensor)(cudnnHandle_t h, const void *alpha, cudnnTensorDescriptor_t xd, const void *x,
+                                   const void *beta, cudnnTensorDescriptor_t yd, void *y);
   cudnnStatus_t (*AddTensor)(cudnnHandle_t h, const void *alpha, cudnnTensorDescriptor_t ad, const void *a,
                              const void *beta, cudnnTensorDescriptor_t cd, void *c);
 } cuda_cudnn;

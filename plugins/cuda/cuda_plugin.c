@@ -525,7 +525,9 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
   bool indirect = false;
   for (int k = 0; k < p->nkernels; k++)
     indirect = indirect || coil_kernel_has_indirect(&p->kernels[k]);
-  if (!r && indirect && cu->MemAlloc(&a->oob, 2 * sizeof(long long))) {
+  if (!r && indirect &&
+      (cu->MemAlloc(&a->oob, 2 * sizeof(long long)) ||
+       cu->MemsetD8Async(a->oob, 0, 2 * sizeof(long long), a->stream) || cu->StreamSynchronize(a->stream))) {
     artifact_free(a);
     return coil_sdk_error(COIL_ERR_RUNTIME, "cuda: cannot allocate the index check's 16 bytes");
   }

@@ -573,12 +573,10 @@ static void
 dnn_plan_drop(const coil_artifact *a, cuda_dnn_plan *pl)
 {
   const cuda_cudnn *d = a->dnn;
-  if (pl->x)
-    d->DestroyTensorDescriptor(pl->x);
-  if (pl->y)
-    d->DestroyTensorDescriptor(pl->y);
-  if (pl->bias)
-    d->DestroyTensorDescriptor(pl->bias);
+  cudnnTensorDescriptor_t *t[] = {&pl->x, &pl->y, &pl->bias, &pl->xsrc, &pl->wsrc, &pl->wdense};
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+    if (*t[i])
+      d->DestroyTensorDescriptor(*t[i]);
   if (pl->w)
     d->DestroyFilterDescriptor(pl->w);
   if (pl->conv)
@@ -635,27 +633,62 @@ dnn_type(coil_dtype t)
   }
 }
 
-/* A tensor of rank 3 to 5 as cuDNN's 4 or 5 dims: a 1-d convolution's [N, C, L] becomes
- * [N, C, 1, L]. */
+/* A tensor of rank 3 to 5 as cuDNN's 4 or 5 dims (a 1-d convolution's [N, C, L] becomes
+ * [N, C, 1, L]), with its own strides or, dense, the row-major ones. */
 static void
-dnn_dims(const dbuf *b, int nd, int *dims, int *strides)
+dnn_dims(const dbuf *b, int nd, bool dense, int *dims, int *strides)
 {
   int o = nd - b->rank; /* 1 for the 1-d case */
   for (int d = 0, s = 0; d < nd; d++) {
-    bool pad = o && d == 2;
-    dims[d] = pad ? 1 : (int)b->sizes[s];
-    strides[d] = pad ? (int)(b->strides[2] * b->sizes[2]) : (int)b->strides[s];
-    if (!pad)
+    bool inserted = o && d == 2;
+    dims[d] = inserted ? 1 : (int)b->sizes[s];
+    strides[d] = inserted ? 0 : (int)b->strides[s];
+    if (!inserted)
       s++;
   }
-  if (o && strides[2] == 0)
-    strides[2] = 1;
+  for (int d = nd - 1; d >= 0; d--)
+    if (dense || (o && d == 2))
+      strides[d] = d == nd - 1 ? 1 : strides[d + 1] * (dims[d + 1] > 1 ? dims[d + 1] : 1);
+}
+
+static bool
+dnn_tensor(const cuda_cudnn *dnn, cudnnTensorDescriptor_t *d, int t, const dbuf *b, int nd, bool dense)
+{
+  int dims[5], strides[5];
+  dnn_dims(b, nd, dense, dims, strides);
+  return !dnn->CreateTensorDescriptor(d) && !dnn->SetTensorNdDescriptor(*d, t, nd, dims, strides);
+}
+
+/* The descriptors of a convolution line (no algorithm yet); false when cuDNN refuses one. */
+static bool
+dnn_describe(const cuda_cudnn *dnn, cuda_dnn_plan *pl, int t, const dbuf *x, const dbuf *w, const dbuf *y, bool bias,
+             int nsp, const int64_t *stride, const int64_t *pad, const int64_t *dil, int64_t groups)
+{
+  int nd = nsp == 1 ? 4 : x->rank, o = nd - x->rank, cp[3] = {0, 0, 0}, cs[3] = {1, 1, 1}, cd[3] = {1, 1, 1};
+  for (int i = 0; i < nsp; i++)
+    cp[o + i] = (int)pad[i], cs[o + i] = (int)stride[i], cd[o + i] = (int)dil[i];
+  int wdims[5], wstr[5], bdims[5] = {1, 1, 1, 1, 1}, bstr[5] = {1, 1, 1, 1, 1};
+  dnn_dims(w, nd, true, wdims, wstr);
+  bdims[1] = (int)y->sizes[1], bstr[0] = bdims[1];
+  bool ok = dnn_tensor(dnn, &pl->x, t, x, nd, true) && dnn_tensor(dnn, &pl->y, t, y, nd, false) &&
+            (contiguous(x) || dnn_tensor(dnn, &pl->xsrc, t, x, nd, false)) &&
+            (contiguous(w) || (dnn_tensor(dnn, &pl->wsrc, t, w, nd, false) && dnn_tensor(dnn, &pl->wdense, t, w, nd, true)));
+  ok = ok && !dnn->CreateFilterDescriptor(&pl->w) && !dnn->SetFilterNdDescriptor(pl->w, t, CUDNN_TENSOR_NCHW, nd, wdims);
+  ok = ok && (!bias || (!dnn->CreateTensorDescriptor(&pl->bias) && !dnn->SetTensorNdDescriptor(pl->bias, t, nd, bdims, bstr)));
+  ok = ok && !dnn->CreateConvolutionDescriptor(&pl->conv) &&
+       !dnn->SetConvolutionNdDescriptor(pl->conv, nd - 2, cp, cs, cd, CUDNN_CROSS_CORRELATION,
+                                        y->dtype == COIL_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT);
+  ok = ok && !dnn->SetConvolutionGroupCount(pl->conv, (int)groups);
+  /* as PyTorch with allow_tf32 off: FMA math for f32 (no TF32), tensor cores for f16/bf16 */
+  ok = ok && !dnn->SetConvolutionMathType(pl->conv, y->dtype == COIL_F32 || y->dtype == COIL_F64 ? CUDNN_FMA_MATH
+                                                                                                : CUDNN_TENSOR_OP_MATH);
+  return ok;
 }
 
 /* aten.convolution.default(input, weight[, bias]) -> out, as cudnnConvolutionForward (transposed:
  * cudnnConvolutionBackwardData, the gradient of the forward convolution that maps out to input),
- * then the bias added by cudnnAddTensor. f32 runs on FMA math (full f32, as cuBLAS does here:
- * no TF32); f16 and bf16 on tensor cores with f32 accumulation. */
+ * then the bias added by cudnnAddTensor. An input or weight that is not dense is copied dense
+ * first (cudnnTransformTensor into pool memory). */
 static coil_error *
 run_conv(rctx *c, const coil_line *l)
 {
@@ -664,8 +697,7 @@ run_conv(rctx *c, const coil_line *l)
     return fail(c, COIL_ERR_INTERNAL, "%s: no cuDNN handle, or not 2 or 3 operands and 1 output", l->op);
   const dbuf *x = &c->bufs[l->args[0]], *w = &c->bufs[l->args[1]], *y = &c->bufs[l->outs[0]];
   const dbuf *bias = l->nargs == 3 ? &c->bufs[l->args[2]] : NULL;
-  int nsp = x->rank - 2, nd = nsp == 1 ? 4 : x->rank;
-  int t = dnn_type(y->dtype);
+  int nsp = x->rank - 2, t = dnn_type(y->dtype);
   if (nsp < 1 || nsp > 3 || w->rank != x->rank || y->rank != x->rank || t < 0 || x->dtype != y->dtype ||
       w->dtype != y->dtype || (bias && bias->dtype != y->dtype))
     return fail(c, COIL_ERR_UNSUPPORTED, "%s: ranks %d, %d -> %d or dtypes cuDNN does not take", l->op, x->rank, w->rank,
@@ -680,88 +712,103 @@ run_conv(rctx *c, const coil_line *l)
       groups < 1)
     return fail(c, COIL_ERR_INVALID_ARGUMENT, "%s: stride, padding, dilation or groups malformed", l->op);
   for (int d = 0; d < x->rank; d++)
-    if (x->sizes[d] > INT32_MAX || w->sizes[d] > INT32_MAX || y->sizes[d] > INT32_MAX || x->strides[d] > INT32_MAX ||
-        y->strides[d] > INT32_MAX)
+    if (x->sizes[d] > INT32_MAX / 2 || w->sizes[d] > INT32_MAX / 2 || y->sizes[d] > INT32_MAX / 2 ||
+        numel(x) > INT32_MAX || numel(y) > INT32_MAX || numel(w) > INT32_MAX)
       return fail(c, COIL_ERR_UNSUPPORTED, "%s: sizes beyond cuDNN's int", l->op);
   if (!numel(y))
     return NULL;
   size_t es = coil_dtype_size(y->dtype);
-  if (!numel(x) || !numel(w)) { /* an empty sum: zeros (then the bias) */
-    CUresult r = c->cu->MemsetD8Async(y->ptr, 0, (size_t)numel(y) * es, c->a->stream);
-    if (r)
-      return cufail(c, r, "cuMemsetD8Async");
-    if (!bias)
-      return NULL;
-  }
-  if (!contiguous(w))
-    return fail(c, COIL_ERR_UNSUPPORTED, "%s: cuDNN needs a dense weight", l->op);
-  cuda_dnn_plan *pl = &c->a->dnn_plans[c->line];
-  int64_t key[64] = {0}, *k = key;
-  *k++ = y->dtype, *k++ = x->rank, *k++ = bias != NULL;
-  for (int d = 0; d < x->rank; d++)
-    *k++ = x->sizes[d], *k++ = x->strides[d], *k++ = w->sizes[d], *k++ = y->sizes[d], *k++ = y->strides[d];
-  if (!pl->valid || memcmp(pl->key, key, sizeof key)) {
-    dnn_plan_drop(c->a, pl);
-    int dims[5], strides[5], wdims[5], bdims[5] = {1, 1, 1, 1, 1}, bstr[5] = {1, 1, 1, 1, 1};
-    int cp[3], cs[3], cd[3], o = nd - x->rank;
-    if (o)
-      cp[0] = 0, cs[0] = 1, cd[0] = 1;
-    for (int i = 0; i < nsp; i++)
-      cp[o + i] = (int)pad[i], cs[o + i] = (int)stride[i], cd[o + i] = (int)dil[i];
-    dnn_dims(w, nd, wdims, strides);
-    bdims[1] = (int)y->sizes[1], bstr[0] = bdims[1];
-    bool ok = !dnn->CreateTensorDescriptor(&pl->x) && !dnn->CreateTensorDescriptor(&pl->y) &&
-              !dnn->CreateFilterDescriptor(&pl->w) && !dnn->CreateConvolutionDescriptor(&pl->conv) &&
-              (!bias || !dnn->CreateTensorDescriptor(&pl->bias));
-    dnn_dims(x, nd, dims, strides);
-    ok = ok && !dnn->SetTensorNdDescriptor(pl->x, t, nd, dims, strides);
-    dnn_dims(y, nd, dims, strides);
-    ok = ok && !dnn->SetTensorNdDescriptor(pl->y, t, nd, dims, strides);
-    ok = ok && !dnn->SetFilterNdDescriptor(pl->w, t, CUDNN_TENSOR_NCHW, nd, wdims);
-    ok = ok && (!bias || !dnn->SetTensorNdDescriptor(pl->bias, t, nd, bdims, bstr));
-    ok = ok && !dnn->SetConvolutionNdDescriptor(pl->conv, nd - 2, cp, cs, cd, CUDNN_CROSS_CORRELATION,
-                                                y->dtype == COIL_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT);
-    ok = ok && !dnn->SetConvolutionGroupCount(pl->conv, (int)groups);
-    ok = ok && !dnn->SetConvolutionMathType(pl->conv, y->dtype == COIL_F32 || y->dtype == COIL_F64 ? CUDNN_FMA_MATH
-                                                                                                 : CUDNN_TENSOR_OP_MATH);
-    if (!ok) {
-      dnn_plan_drop(c->a, pl);
-      return fail(c, COIL_ERR_UNSUPPORTED, "%s: cuDNN refuses these sizes, strides or parameters", l->op);
-    }
-    /* the first of cuDNN's heuristic choices that succeeds within the workspace cuBLAS shares */
-    cudnn_algo_perf perf[16];
-    int n = 0;
-    cudnnStatus_t st = tr ? dnn->GetConvolutionBackwardDataAlgorithm_v7(c->a->dnn_handle, pl->w, pl->x, pl->conv, pl->y,
-                                                                        16, &n, perf)
-                          : dnn->GetConvolutionForwardAlgorithm_v7(c->a->dnn_handle, pl->x, pl->w, pl->conv, pl->y, 16,
-                                                                   &n, perf);
-    pl->algo = -1;
-    for (int i = 0; !st && i < n && pl->algo < 0; i++)
-      if (!perf[i].status && perf[i].memory <= CUDA_BLAS_WORKSPACE)
-        pl->algo = perf[i].algo;
-    if (pl->algo < 0) {
-      dnn_plan_drop(c->a, pl);
-      return fail(c, COIL_ERR_UNSUPPORTED, "%s: cuDNN has no algorithm for it (%s)", l->op,
-                  st ? dnn->GetErrorString(st) : "none fits the workspace");
-    }
-    memcpy(pl->key, key, sizeof key);
-    pl->valid = true;
-  }
   float f1 = 1, f0 = 0;
   double d1 = 1, d0 = 0;
   const void *one = y->dtype == COIL_F64 ? (const void *)&d1 : (const void *)&f1;
   const void *zero = y->dtype == COIL_F64 ? (const void *)&d0 : (const void *)&f0;
-  void *ws = (void *)(uintptr_t)c->a->blas_workspace;
+  cudnnHandle_t h = c->a->dnn_handle;
   void *yp = (void *)(uintptr_t)y->ptr;
-  const void *xp = (const void *)(uintptr_t)x->ptr, *wp = (const void *)(uintptr_t)w->ptr;
   cudnnStatus_t st = 0;
-  if (numel(x) && numel(w))
-    st = tr ? dnn->ConvolutionBackwardData(c->a->dnn_handle, one, pl->w, wp, pl->x, xp, pl->conv, pl->algo, ws,
-                                           CUDA_BLAS_WORKSPACE, zero, pl->y, yp)
-            : dnn->ConvolutionForward(c->a->dnn_handle, one, pl->x, xp, pl->w, wp, pl->conv, pl->algo, ws,
-                                      CUDA_BLAS_WORKSPACE, zero, pl->y, yp);
-  if (!st && bias)
-    st = dnn->AddTensor(c->a->dnn_handle, one, pl->bias, (const void *)(uintptr_t)bias->ptr, one, pl->y, yp);
+  if (!numel(x) || !numel(w)) { /* an empty sum: zeros, then the bias */
+    CUresult r = c->cu->MemsetD8Async(y->ptr, 0, (size_t)numel(y) * es, c->a->stream);
+    if (r)
+      return cufail(c, r, "cuMemsetD8Async");
+    if (bias) {
+      cudnnTensorDescriptor_t bd = NULL, yd = NULL;
+      int nd = nsp == 1 ? 4 : x->rank, bdims[5] = {1, 1, 1, 1, 1}, bstr[5] = {1, 1, 1, 1, 1};
+      bdims[1] = (int)y->sizes[1], bstr[0] = bdims[1];
+      if (!dnn->CreateTensorDescriptor(&bd) && !dnn->SetTensorNdDescriptor(bd, t, nd, bdims, bstr) &&
+          dnn_tensor(dnn, &yd, t, y, nd, false))
+        st = dnn->AddTensor(h, one, bd, (const void *)(uintptr_t)bias->ptr, one, yd, yp);
+      else
+        st = 1;
+      if (bd)
+        dnn->DestroyTensorDescriptor(bd);
+      if (yd)
+        dnn->DestroyTensorDescriptor(yd);
+    }
+    return st ? fail(c, COIL_ERR_RUNTIME, "%s: cuDNN failed adding the bias", l->op) : NULL;
+  }
+  cuda_dnn_plan *pl = &c->a->dnn_plans[c->line];
+  int64_t key[64] = {0}, *k = key;
+  *k++ = y->dtype, *k++ = x->rank, *k++ = bias != NULL;
+  for (int d = 0; d < x->rank; d++)
+    *k++ = x->sizes[d], *k++ = x->strides[d], *k++ = w->sizes[d], *k++ = w->strides[d], *k++ = y->sizes[d],
+    *k++ = y->strides[d];
+  bool fresh = !pl->valid || memcmp(pl->key, key, sizeof key);
+  if (fresh) {
+    dnn_plan_drop(c->a, pl);
+    if (!dnn_describe(dnn, pl, t, x, w, y, bias != NULL, nsp, stride, pad, dil, groups)) {
+      dnn_plan_drop(c->a, pl);
+      return fail(c, COIL_ERR_UNSUPPORTED, "%s: cuDNN refuses these sizes, strides or parameters", l->op);
+    }
+    memcpy(pl->key, key, sizeof key);
+    pl->valid = true, pl->algo = -1;
+  }
+  /* operands that are not dense, copied dense */
+  CUdeviceptr xtmp = 0, wtmp = 0;
+  coil_error *e = NULL;
+  const void *xp = (const void *)(uintptr_t)x->ptr, *wp = (const void *)(uintptr_t)w->ptr;
+  if (pl->xsrc && !(e = device_alloc(c, (size_t)numel(x) * es, &xtmp))) {
+    st = dnn->TransformTensor(h, one, pl->xsrc, xp, zero, pl->x, (void *)(uintptr_t)xtmp);
+    xp = (const void *)(uintptr_t)xtmp;
+  }
+  if (!e && !st && pl->wsrc && !(e = device_alloc(c, (size_t)numel(w) * es, &wtmp))) {
+    st = dnn->TransformTensor(h, one, pl->wsrc, wp, zero, pl->wdense, (void *)(uintptr_t)wtmp);
+    wp = (const void *)(uintptr_t)wtmp;
+  }
+  void *ws = (void *)(uintptr_t)c->a->blas_workspace;
+  if (!e && !st && (pl->algo < 0 || (!pl->timed && !c->a->capturing))) {
+    /* the fastest algorithm cuDNN measures here (not under a graph capture: it synchronizes),
+     * else the first of its heuristics that runs within the workspace cuBLAS shares */
+    cudnn_algo_perf perf[16];
+    int n = 0;
+    bool timed = !c->a->capturing;
+    cudnnStatus_t fs =
+        timed ? (tr ? dnn->FindConvolutionBackwardDataAlgorithmEx(h, pl->w, wp, pl->x, xp, pl->conv, pl->y, yp, 16, &n,
+                                                                  perf, ws, CUDA_BLAS_WORKSPACE)
+                    : dnn->FindConvolutionForwardAlgorithmEx(h, pl->x, xp, pl->w, wp, pl->conv, pl->y, yp, 16, &n, perf,
+                                                             ws, CUDA_BLAS_WORKSPACE))
+              : (tr ? dnn->GetConvolutionBackwardDataAlgorithm_v7(h, pl->w, pl->x, pl->conv, pl->y, 16, &n, perf)
+                    : dnn->GetConvolutionForwardAlgorithm_v7(h, pl->x, pl->w, pl->conv, pl->y, 16, &n, perf));
+    for (int i = 0; !fs && i < n; i++)
+      if (!perf[i].status && perf[i].memory <= CUDA_BLAS_WORKSPACE) {
+        pl->algo = perf[i].algo, pl->timed = timed;
+        break;
+      }
+    if (pl->algo < 0)
+      e = fail(c, COIL_ERR_UNSUPPORTED, "%s: cuDNN has no algorithm for it (%s)", l->op,
+               fs ? dnn->GetErrorString(fs) : n ? "none runs within the 32 MiB workspace" : "none");
+  }
+  if (!e && !st)
+    st = tr ? dnn->ConvolutionBackwardData(h, one, pl->w, wp, pl->x, xp, pl->conv, pl->algo, ws, CUDA_BLAS_WORKSPACE,
+                                           zero, pl->y, yp)
+            : dnn->ConvolutionForward(h, one, pl->x, xp, pl->w, wp, pl->conv, pl->algo, ws, CUDA_BLAS_WORKSPACE, zero,
+                                      pl->y, yp);
+  if (!e && !st && bias)
+    st = dnn->AddTensor(h, one, pl->bias, (const void *)(uintptr_t)bias->ptr, one, pl->y, yp);
+  if (xtmp)
+    c->cu->MemFreeAsync(xtmp, c->a->stream);
+  if (wtmp)
+    c->cu->MemFreeAsync(wtmp, c->a->stream);
+  if (e)
+    return e;
   return st ? fail(c, COIL_ERR_RUNTIME, "%s: cuDNN failed: %s", l->op, dnn->GetErrorString(st)) : NULL;
 }
 
@@ -1022,10 +1069,6 @@ run_lines(coil_artifact *a, const coil_plugin_run_args *args)
   }
   c.skip_line = -1;
   coil_error *e = bind_inputs(&c, args);
-  if (!e && a->oob) { /* no index out of range yet */
-    CUresult r = a->cu->MemsetD8Async(a->oob, 0, 2 * sizeof(long long), a->stream);
-    e = r ? cufail(&c, r, "cuMemsetD8Async") : NULL;
-  }
   for (c.line = 0; !e && c.line < p->nlines; c.line++)
     if (c.line != c.skip_line)
       e = run_line(&c, &p->lines[c.line], args);
@@ -1309,9 +1352,14 @@ cuda_run(coil_artifact *a, const coil_plugin_run_args *args)
       r = a->cu->StreamSynchronize(a->stream);
     if (!e && r)
       e = graph_fail(a, r, "reading the index check");
-    if (!e && oob[0]) /* the outputs hold garbage where the index was: the run failed */
+    if (!e && oob[0]) { /* the outputs hold garbage where the index was: the run failed */
       e = coil_sdk_error(COIL_ERR_RUNTIME, "cuda: index %lld is out of range in program %s (an indirect load: "
-                         "embedding, gather or index)", oob[1], a->program->name);
+                         "embedding, gather or index%s)", oob[1], a->program->name,
+                         a->opt.sync ? "" : "; in this run or an earlier one that returned unsynchronized");
+      /* cleared only here, so a run that finds every index in range costs no memset */
+      if (!a->cu->MemsetD8Async(a->oob, 0, sizeof oob, a->stream))
+        a->cu->StreamSynchronize(a->stream);
+    }
   }
   pthread_mutex_unlock(&a->lock);
   return e;
