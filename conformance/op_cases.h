@@ -148,7 +148,12 @@ static const op_template op_templates[] = {
     {"aten._native_batch_norm_legit_no_training.default", "", "T[A, C, B] T[C] T[C] T[C] T[C]+",
      "%bn = aten._native_batch_norm_legit_no_training.default(%a, %b, %c, %d, %e, 0.1, 1e-05)\n"
      "%out = getitem(%bn, 0)", DT_FL, S},
-    /* many short rows (>= 2048 of at most 1024): the cuda plugin's warp-per-row persistent plan */
+    /* many short rows (>= 2048 of at most 1024): the cuda plugin's persistent plans with a warp
+     * per row (rows over 32) or a thread per row (pooling windows, rows up to 32) */
+    {"aten.amax.default", "rows", "T[4096, 7]", "%out = aten.amax.default(%a, [1])", DT_NUM, 0},
+    {"aten.max_pool2d_with_indices.default", "rows", "T[4, 16, 33, 32]",
+     "%mp = aten.max_pool2d_with_indices.default(%a, [3, 3], [2, 2], [1, 1])\n%out = getitem(%mp, 0)\n"
+     "%out1 = getitem(%mp, 1)\nreturn (%out, %out1)", DT_FL, 0},
     {"aten._softmax.default", "rows", "T[2050, 100]", "%out = aten._softmax.default(%a, -1, False)", DT_FL, 0},
     {"aten.native_layer_norm.default", "rows", "T[2048, 768] T[768] T[768]",
      "%ln = aten.native_layer_norm.default(%a, [768], %b, %c, 1e-05)\n%out = getitem(%ln, 0)\n"

@@ -51,6 +51,16 @@ coil_backend_compile_options(const coil_loaded_plugin *lp, const coil_plugin *in
   o->nlibrary = n;
 }
 
+/* A plugin's warnings and errors (a refused graph capture, say) go to stderr; its info and
+ * debug lines are dropped. */
+static void
+log_to_stderr(void *user, const char *plugin, coil_log_level level, const char *message)
+{
+  (void)user;
+  if (level >= COIL_LOG_WARN)
+    fprintf(stderr, "coil: plugin '%s': %s: %s\n", plugin, level == COIL_LOG_WARN ? "warning" : "error", message);
+}
+
 int
 coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_env *env,
                  const coil_tensor_list *inputs, coil_tensor_list *outputs, coil_diag *d)
@@ -74,8 +84,10 @@ coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_en
   }
   coil_backend_stats none = {0}, *stats = env && env->stats ? env->stats : &none;
   const char *const *dirs = env ? (const char *const *)env->dirs.dirs : NULL;
-  if (coil_plugin_open(backend, dirs, env ? env->dirs.n : 0, &lp, d) ||
-      coil_plugin_create(lp, &opts, &inst, d))
+  if (coil_plugin_open(backend, dirs, env ? env->dirs.n : 0, &lp, d))
+    goto done;
+  coil_plugin_set_log(lp, log_to_stderr, NULL);
+  if (coil_plugin_create(lp, &opts, &inst, d))
     goto done;
   /* compiled for this plugin: what it claims as library calls decides what is generated */
   coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS];

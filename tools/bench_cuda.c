@@ -434,6 +434,14 @@ load(const coil_loaded_plugin *lp, coil_plugin *inst, const char *dir, const cha
   return a;
 }
 
+/* The plugin's log lines (the algorithm cuDNN was given, a refused graph capture) on stderr. */
+static void
+bench_log(void *user, const char *plugin, coil_log_level level, const char *message)
+{
+  (void)user, (void)level;
+  fprintf(stderr, "  [%s] %s\n", plugin, message);
+}
+
 static bool autotune; /* --autotune: compile with coil.autotune = true (mode max-autotune) */
 static const char *convolution = "auto"; /* --convolution: [coil] convolution for these compiles */
 
@@ -446,7 +454,8 @@ bench_graph(const gpu_graph *gg, const char *plugin_dir, bool compile_only, resu
   char cache[] = "/tmp/coil-bench-cuda-XXXXXX";
   char *entry = NULL;
   coil_cache_outcome oc;
-  if (!mkdtemp(cache) || coil_plugin_open("cuda", &plugin_dir, 1, &lp, &d) || coil_plugin_create(lp, NULL, &inst, &d)) {
+  if (!mkdtemp(cache) || coil_plugin_open("cuda", &plugin_dir, 1, &lp, &d) ||
+      (coil_plugin_set_log(lp, bench_log, NULL), coil_plugin_create(lp, NULL, &inst, &d))) {
     fprintf(stderr, "coil bench: %s\n", d.msg[0] ? d.msg : "cannot create a temporary directory");
     return -1;
   }

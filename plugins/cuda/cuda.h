@@ -21,8 +21,9 @@
  *               block per x point keeps the whole row in registers (per_thread elements per
  *               thread), so each r value is loaded and computed once; with rows > 1, a block
  *               takes `rows` x points at once, one warp each (threads = 32 * rows), and reduces
- *               with warp shuffles alone: short rows (GPT-2's 768) keep more loads in flight
- *               per SM and skip the block-wide barriers;
+ *               with warp shuffles alone: short rows (GPT-2's 768) skip the block-wide
+ *               barriers; or one thread each (threads = rows), which reduces alone: tiny rows
+ *               (a 3x3 pooling window) no longer leave most of a block idle;
  *   LOOPED      any other reduction: one block per x point, every reduce re-reading its cone in
  *               a strided loop (threads decided at launch from the r extent);
  *   TRANSPOSE   a pointwise kernel whose stores run along the innermost x variable but some load
@@ -31,8 +32,9 @@
  *               stores. */
 enum { CUDA_POINTWISE, CUDA_PERSISTENT, CUDA_LOOPED, CUDA_TRANSPOSE };
 #define CUDA_PERSISTENT_MAX 8192
-#define CUDA_WARP_ROW_MAX 1024      /* rows up to this, in kernels of at least */
-#define CUDA_WARP_ROWS_MIN_X 2048   /* this many x points, take a warp each (rows = 4) */
+#define CUDA_THREAD_ROW_MAX 32      /* in kernels of at least CUDA_WARP_ROWS_MIN_X x points, rows */
+#define CUDA_WARP_ROW_MAX 1024      /* up to the first take a thread each (rows = threads = 128), */
+#define CUDA_WARP_ROWS_MIN_X 2048   /* up to the second a warp each (rows = 4) */
 typedef struct {
   int kind;
   unsigned threads;  /* block size: fixed by the code for POINTWISE and PERSISTENT; 0 for LOOPED */
@@ -43,7 +45,8 @@ typedef struct {
                         then NAME__unaligned. 1: only the scalar kernel, under NAME */
   int vec_per_thread;
   int tvar;          /* TRANSPOSE: the index in the kernel's x variables of the loads' unit dim */
-  int rows;          /* PERSISTENT: x points per block, a warp each (> 1), or 0: one per block */
+  int rows;          /* PERSISTENT: x points per block (> 1), a warp each (threads = 32 * rows)
+                        or a thread each (threads = rows); 0: one per block */
 } cuda_plan;
 #define CUDA_UNALIGNED_SUFFIX "__unaligned"
 void cuda_plan_kernel(const coil_wir_program *p, const coil_kernel *k, cuda_plan *out);
@@ -83,17 +86,20 @@ typedef struct {
   cublasLtMatmulAlgo_t algo;
 } cuda_lt_plan;
 
-/* A convolution line's cuDNN descriptors and algorithm, for the sizes and strides in key. An
- * input or weight that is not dense is first copied dense (xsrc, wsrc: their strided layouts;
- * wdense: the weight's dense one as a tensor). The algorithm is the fastest cuDNN measures on
- * the first run outside a graph capture, else its heuristics' first (timed: false). */
+/* A convolution line's cuDNN descriptors and algorithm, for the sizes and strides in key. The
+ * convolution runs on x, w and y as described (dense NCHW, or dense NHWC when `nhwc`); an
+ * operand whose own layout differs is copied first (xsrc, wsrc: the input's and weight's own
+ * layouts, wdense: the weight's layout as a tensor) and the output copied back after (yout: y's
+ * own layout). The layout and algorithm are the fastest cuDNN measures on the first run outside
+ * a graph capture, else NCHW and its heuristics' first (timed: false). */
 typedef struct {
-  bool valid, timed;
+  bool valid, timed, nhwc;
   int64_t key[64];
-  cudnnTensorDescriptor_t x, y, bias, xsrc, wsrc, wdense;
+  cudnnTensorDescriptor_t x, y, bias, xsrc, wsrc, wdense, yout;
   cudnnFilterDescriptor_t w;
   cudnnConvolutionDescriptor_t conv;
   int algo;
+  float ms; /* the measured time of algo (timed plans) */
 } cuda_dnn_plan;
 
 /* An mm line whose next kernel only computes out = [relu](mm + [bias]) element for element:

@@ -196,7 +196,7 @@ typedef struct cudnnConvolutionStruct *cudnnConvolutionDescriptor_t;
 enum { /* the values of cudnn_graph.h and cudnn_cnn.h */
   CUDNN_DATA_FLOAT = 0, CUDNN_DATA_DOUBLE = 1, CUDNN_DATA_HALF = 2, CUDNN_DATA_BFLOAT16 = 9,
   CUDNN_DEFAULT_MATH = 0, CUDNN_TENSOR_OP_MATH = 1, CUDNN_FMA_MATH = 3,
-  CUDNN_TENSOR_NCHW = 0, CUDNN_CROSS_CORRELATION = 1,
+  CUDNN_TENSOR_NCHW = 0, CUDNN_TENSOR_NHWC = 1, CUDNN_CROSS_CORRELATION = 1,
 };
 typedef struct { /* cudnnConvolutionFwdAlgoPerf_t and cudnnConvolutionBwdDataAlgoPerf_t */
   int algo;

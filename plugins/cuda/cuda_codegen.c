@@ -103,6 +103,7 @@ prelude(coil_strbuf *b)
       "  __syncwarp();\n"
       "  return s[threadIdx.x >> 5];\n"
       "}\n"
+      "template <typename T, typename Op> __device__ __forceinline__ T coil_own_reduce(T v, Op, void *) { return v; }\n"
       "template <typename T, int V> struct __align__(sizeof(T) * V) coil_vec { T e[V]; };\n"
       "static __device__ __noinline__ float coil_sinf_ool(float x) { return sinf(x); }\n"
       "static __device__ __noinline__ float coil_cosf_ool(float x) { return cosf(x); }\n"
@@ -385,7 +386,12 @@ cuda_plan_kernel(const coil_wir_program *p, const coil_kernel *k, cuda_plan *out
     return;
   }
   int64_t r = fixed_rnumel(k), xn = fixed_xnumel(k);
-  if (r >= 64 && r <= CUDA_WARP_ROW_MAX && xn >= CUDA_WARP_ROWS_MIN_X) {
+  if (r >= 1 && r <= CUDA_THREAD_ROW_MAX && xn >= CUDA_WARP_ROWS_MIN_X) {
+    /* many tiny rows (a pooling window): a thread per row, 128 rows per block */
+    *out = (cuda_plan){CUDA_PERSISTENT, 128, (int)r, 1, 0, 0, 128};
+    return;
+  }
+  if (r > CUDA_THREAD_ROW_MAX && r <= CUDA_WARP_ROW_MAX && xn >= CUDA_WARP_ROWS_MIN_X) {
     /* many short rows: a warp per row, 4 rows per block, the row in registers (<= 32 each) */
     int v = vector_width(k, k->nr, k->rvars, k->rsize);
     if (v < 1 || r < 32 * (int64_t)v)
@@ -407,8 +413,8 @@ cuda_plan_kernel(const coil_wir_program *p, const coil_kernel *k, cuda_plan *out
   *out = (cuda_plan){CUDA_LOOPED, 0, 0, 1, 0, 0, 0};
 }
 
-/* A persistent kernel's x points per block (> 1: a warp each), the threads that share a row,
- * a thread's index among them, and the reduction across them. */
+/* A persistent kernel's x points per block (> 1: a warp or a thread each), the threads that share
+ * a row, a thread's index among them, and the reduction across them. */
 static int
 rows(const kgen *g)
 {
@@ -418,7 +424,7 @@ rows(const kgen *g)
 static unsigned
 rthreads(const kgen *g)
 {
-  return rows(g) > 1 ? 32u : g->plan.threads;
+  return rows(g) > 1 ? g->plan.threads / (unsigned)rows(g) : g->plan.threads;
 }
 
 static const char *
@@ -430,7 +436,7 @@ tid(const kgen *g)
 static const char *
 reduce_fn(const kgen *g)
 {
-  return rows(g) > 1 ? "coil_warp_reduce" : "coil_block_reduce";
+  return rows(g) == 1 ? "coil_block_reduce" : rthreads(g) == 1 ? "coil_own_reduce" : "coil_warp_reduce";
 }
 
 static void
@@ -1119,7 +1125,11 @@ emit_variant(kgen *g, const char *suffix)
   }
   coil_strbuf_puts(b, "  __shared__ __align__(16) unsigned char coil_smem[32 * 32];\n  const int64_t rnumel = ");
   product(g, k->nr, k->rsize);
-  if (rows(g) > 1) /* a warp per x point: no block-wide barrier anywhere */
+  if (rows(g) > 1 && rthreads(g) == 1) /* a thread per x point: no barrier anywhere */
+    coil_strbuf_printf(b, ";\n  const int coil_lane = 0;\n"
+                          "  for (int64_t xindex = (int64_t)blockIdx.x * %d + threadIdx.x; xindex < xnumel; "
+                          "xindex += (int64_t)gridDim.x * %d) {\n", rows(g), rows(g));
+  else if (rows(g) > 1) /* a warp per x point: no block-wide barrier anywhere */
     coil_strbuf_printf(b, ";\n  const int coil_lane = threadIdx.x & 31;\n"
                           "  for (int64_t xindex = (int64_t)blockIdx.x * %d + (threadIdx.x >> 5); xindex < xnumel; "
                           "xindex += (int64_t)gridDim.x * %d) {\n", rows(g), rows(g));
@@ -1209,6 +1219,8 @@ cuda_plan_valid(const coil_wir_program *p, const coil_kernel *k, const cuda_plan
                               pl->vec_per_thread <= 64 && (pl->vec == 1 || pl->vec_per_thread >= 1);
   case CUDA_PERSISTENT: {
     int64_t r = fixed_rnumel(k);
+    if (pl->rows > 1 && pl->threads == (unsigned)pl->rows) /* a thread per row */
+      return pow2 && pl->vec == 1 && pl->per_thread >= r && pl->per_thread <= 32;
     if (pl->rows > 1) /* a warp per row */
       return pl->threads == 32u * (unsigned)pl->rows && pl->rows <= 32 && pl->per_thread >= 1 &&
              pl->per_thread * pl->vec <= 32 && 32 * (int64_t)pl->per_thread * pl->vec >= r;
@@ -1253,6 +1265,12 @@ cuda_plan_candidates(const coil_wir_program *p, const coil_kernel *k, cuda_plan 
       c.rows = 0;
       if (c.per_thread * c.vec > 32 || (r < (int64_t)t && t > 32)) /* rows in registers: 32 at most */
         continue;
+      if (n < max && memcmp(&c, &d, sizeof c) != 0)
+        out[n++] = c;
+    }
+    for (unsigned t = 64; t <= 256 && r <= 32 && d.vec == 1; t *= 2) { /* a thread per row */
+      cuda_plan c = d;
+      c.rows = (int)t, c.threads = t, c.per_thread = (int)r;
       if (n < max && memcmp(&c, &d, sizeof c) != 0)
         out[n++] = c;
     }

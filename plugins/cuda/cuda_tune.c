@@ -221,6 +221,8 @@ cuda_tune_kernel(const coil_wir_program *p, int k, const char *arch, cuda_plan *
     coil_strbuf_printf(&text, "param %lld %c\n", empty ? 0LL : (long long)((hi + 1) * (int64_t)coil_dtype_size(b->dtype)),
                        coil_dtype_is_float(b->dtype) ? 'f' : 'i');
   }
+  if (coil_kernel_has_indirect(kn)) /* the index check's flag, last (zeroed: no index is out of range) */
+    coil_strbuf_puts(&text, "param 16 i\n");
   for (int i = 0; i < n; i++) {
     unsigned threads = cuda_block_threads(&cands[i], rnumel);
     coil_strbuf_printf(&text, "cand %s__cand%d %u %u\n", kn->name, i,

@@ -14,7 +14,7 @@ export PYTHONUNBUFFERED=1
 out=${OUT:-/tmp}
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } >"$out/g1_env.log" 2>&1
 .deps/coil-conformance --plugin cuda --source-dir . --tier op -j 16 --csv "$out/cuda_g1_op.csv" \
-  --filter 'op/aten\.(index\.Tensor|gather|embedding|convolution|max_pool2d|avg_pool2d|view|cumsum|_softmax|native_layer_norm|sum|var|mean|amax|rms|mul|add|to_copy)' >"$out/cuda_g1_op.log" 2>&1
+  --filter 'op/aten\.(index\.Tensor|gather|embedding|convolution|max_pool2d|avg_pool2d|view|cumsum|_softmax|native_layer_norm|sum|var|mean|amax|argmax|max\.dim|min\.dim|prod|any|rms|mul|add|to_copy)' >"$out/cuda_g1_op.log" 2>&1
 .deps/coil-conformance --plugin cuda --source-dir . --tier model -j 16 --csv "$out/cuda_g1_model.csv" \
   >"$out/cuda_g1_model.log" 2>&1
 printf 'coil 1\ngraph bad_embedding(%%w: f32[10, 4]) {\n  %%i = aten.arange.start_step(0, 11, 1)\n  %%out = aten.embedding.default(%%w, %%i)\n  return (%%out)\n}\n' >"$out/bad_emb.coil"
