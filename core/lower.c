@@ -459,6 +459,22 @@ lz_as_view(lowering *L, lazy *z)
   return lz_realize(L, z);
 }
 
+int
+lz_as_matrix_view(lowering *L, lazy *z)
+{
+  const coil_sym *off, *coef[COIL_MAX_RANK];
+  if (z->realized < 0 && z->rank >= 2 && z->expr->kind == LX_LOAD && !z->expr->nargs &&
+      z->expr->dtype == z->dtype && affine(L, z, z->expr->index, &off, coef)) {
+    for (int d = z->rank - 2; d < z->rank; d++) {
+      int64_t v;
+      if ((coil_sym_is_const(coef[d], &v) && v == 1) || (coil_sym_is_const(z->sizes[d], &v) && v <= 1))
+        return view_of(L, z, off, coef);
+    }
+    return lz_realize(L, z); /* strided in both matrix dims (a step slice): a dense copy */
+  }
+  return lz_as_view(L, z);
+}
+
 /* Does z have exactly the sizes of buffer b? */
 static bool
 same_sizes(lowering *L, const lbuf *b, const lazy *z)

@@ -169,6 +169,9 @@ lazy *lz_reduce(lowering *L, const lazy *z, const bool *red, bool keepdim, coil_
                 coil_dtype out_dtype);
 /* z as a view for a library op: an existing buffer with strides, or realized first. */
 int lz_as_view(lowering *L, lazy *z);        /* >= 0 buffer, < 0: -1 - view index */
+/* The same for a matmul operand: a view only where one of its last two dims has unit stride (or
+ * size 1), as BLAS libraries need; else realized densely. */
+int lz_as_matrix_view(lowering *L, lazy *z);
 
 /* lower_conv.c */
 int coil_lower_conv(lowering *L, const coil_node *n);

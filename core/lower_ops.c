@@ -814,7 +814,8 @@ lower_extern(lowering *L, const coil_node *n, const char *op)
     const coil_param *p = &s.params[i];
     const coil_lit *l = &n->bound[i];
     if (p->type == COIL_P_TENSOR && l->kind == COIL_LIT_VALUE) {
-      ins[nins++] = lz_as_view(L, L->values[slot_of(L, l->v)]);
+      lazy *z = L->values[slot_of(L, l->v)];
+      ins[nins++] = n->op->rule == COIL_RULE_MATMUL ? lz_as_matrix_view(L, z) : lz_as_view(L, z);
     } else if (p->type == COIL_P_OPT_TENSOR_LIST || p->type == COIL_P_TENSOR_LIST) {
       /* the list's tensors are inputs; none_mask lists the positions that are None */
       coil_xparam x = {.name = "none_mask", .kind = COIL_XP_INTS};
