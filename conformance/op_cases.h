@@ -278,6 +278,106 @@ static const op_template op_templates[] = {
      "%i = aten.arange.start_step(0, $B, 1)\n%u = aten.unsqueeze.default(%i, 0)\n%e = aten.expand.default(%u, [$A, -1])\n"
      "%out = aten.gather.default(%a, 1, %e)", DT_NUM, 0},
     {"aten.gather.default", "dim0", "T[A, B] i64[C, B]<A", "%out = aten.gather.default(%a, 0, %b)", DT_FL, 0},
+    /* ---- backward ops, sort, pairwise distances: gather-style reductions (core/lower_backward.c,
+     * core/lower_pairwise.c); gradients are random tensors of grad_output's shape ---- */
+    /* max_pool2d backward: indices from the forward on the same input; overlapping windows
+     * (stride 1) send one element the sum of several gradients */
+    {"aten.max_pool2d_with_indices_backward.default", "", "T[2, 3, 9, 7] T[2, 3, 5, 4]",
+     "%mp = aten.max_pool2d_with_indices.default(%a, [3, 3], [2, 2], [1, 1])\n%i = getitem(%mp, 1)\n"
+     "%out = aten.max_pool2d_with_indices_backward.default(%b, %a, [3, 3], [2, 2], [1, 1], [1, 1], False, %i)", DT_FL, 0},
+    {"aten.max_pool2d_with_indices_backward.default", "ceil_dil", "T[2, 3, 10, 9] T[2, 3, 5, 4]",
+     "%mp = aten.max_pool2d_with_indices.default(%a, [3, 3], [2, 2], [1, 1], [2, 2], True)\n%i = getitem(%mp, 1)\n"
+     "%out = aten.max_pool2d_with_indices_backward.default(%b, %a, [3, 3], [2, 2], [1, 1], [2, 2], True, %i)", DT_FL, 0},
+    {"aten.max_pool2d_with_indices_backward.default", "overlap", "T[1, 2, 6, 5] T[1, 2, 6, 5]",
+     "%mp = aten.max_pool2d_with_indices.default(%a, [3, 3], [1, 1], [1, 1])\n%i = getitem(%mp, 1)\n"
+     "%out = aten.max_pool2d_with_indices_backward.default(%b, %a, [3, 3], [1, 1], [1, 1], [1, 1], False, %i)", DT_FL, 0},
+    /* ties and NaN: the gradient goes where the forward's index points */
+    {"aten.max_pool2d_with_indices_backward.default", "nan_ties", "T[2, 3, 9, 7] T[2, 3, 5, 4]",
+     "%r = aten.round.default(%a)\n%m = aten.gt.Scalar(%a, 1.5)\n%nan = aten.full_like.default(%a, nan)\n"
+     "%x = aten.where.self(%m, %nan, %r)\n"
+     "%mp = aten.max_pool2d_with_indices.default(%x, [3, 3], [2, 2], [1, 1], [1, 1], True)\n%i = getitem(%mp, 1)\n"
+     "%out = aten.max_pool2d_with_indices_backward.default(%b, %x, [3, 3], [2, 2], [1, 1], [1, 1], True, %i)", DT_FL, 0},
+    {"aten.max_pool2d_with_indices_backward.default", "3d", "T[3, 8, 7] T[3, 4, 3]",
+     "%mp = aten.max_pool2d_with_indices.default(%a, [2, 2])\n%i = getitem(%mp, 1)\n"
+     "%out = aten.max_pool2d_with_indices_backward.default(%b, %a, [2, 2], [], [0, 0], [1, 1], False, %i)", DT_FL, 0},
+    {"aten.avg_pool2d_backward.default", "", "T[2, 3, 4, 4] T[2, 3, 8, 7]",
+     "%out = aten.avg_pool2d_backward.default(%a, %b, [3, 3], [2, 2], [1, 1], False, True, None)", DT_FL, 0},
+    {"aten.avg_pool2d_backward.default", "ceil", "T[2, 3, 5, 4] T[2, 3, 8, 7]",
+     "%out = aten.avg_pool2d_backward.default(%a, %b, [3, 3], [2, 2], [1, 1], True, True, None)", DT_FL, 0},
+    {"aten.avg_pool2d_backward.default", "exclude_pad", "T[2, 3, 4, 4] T[2, 3, 8, 7]",
+     "%out = aten.avg_pool2d_backward.default(%a, %b, [3, 3], [2, 2], [1, 1], False, False, None)", DT_FL, 0},
+    {"aten.avg_pool2d_backward.default", "divisor", "T[2, 3, 5, 3] T[2, 3, 8, 7]",
+     "%out = aten.avg_pool2d_backward.default(%a, %b, [3, 2], [2, 3], [1, 1], True, True, 5)", DT_FL, 0},
+    {"aten.avg_pool2d_backward.default", "stride1", "T[1, 2, 4, 5] T[1, 2, 5, 6]",
+     "%out = aten.avg_pool2d_backward.default(%a, %b, [2, 2], [1, 1], [0, 0], False, True, None)", DT_FL, 0},
+    {"aten.avg_pool2d_backward.default", "3d", "T[3, 5, 3] T[3, 9, 7]",
+     "%out = aten.avg_pool2d_backward.default(%a, %b, [2, 3], [], [1, 1], True, False, None)", DT_FL, 0},
+    {"aten._adaptive_avg_pool2d_backward.default", "", "T[2, 3, 3, 4] T[2, 3, 7, 9]",
+     "%out = aten._adaptive_avg_pool2d_backward.default(%a, %b)", DT_FL, 0},
+    {"aten._adaptive_avg_pool2d_backward.default", "global", "T[2, 3, 1, 1] T[2, 3, A, B]",
+     "%out = aten._adaptive_avg_pool2d_backward.default(%a, %b)", DT_FL, S},
+    /* an output larger than the input: windows overlap */
+    {"aten._adaptive_avg_pool2d_backward.default", "up", "T[1, 2, 5, 7] T[1, 2, 3, 4]",
+     "%out = aten._adaptive_avg_pool2d_backward.default(%a, %b)", DT_FL, 0},
+    {"aten._adaptive_avg_pool2d_backward.default", "3d", "T[3, 4, 2] T[3, 6, 5]",
+     "%out = aten._adaptive_avg_pool2d_backward.default(%a, %b)", DT_FL, 0},
+    /* layer norm backward with mean and rstd from the forward */
+    {"aten.native_layer_norm_backward.default", "", "T[A, B] T[A, B] T[B] T[B]",
+     "%ln = aten.native_layer_norm.default(%b, [$B], %c, %d, 1e-05)\n%m = getitem(%ln, 1)\n%r = getitem(%ln, 2)\n"
+     "%bw = aten.native_layer_norm_backward.default(%a, %b, [$B], %m, %r, %c, %d, [True, True, True])\n"
+     "%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_FL, S},
+    {"aten.native_layer_norm_backward.default", "noweight", "T[A, B, C] T[A, B, C]",
+     "%ln = aten.native_layer_norm.default(%b, [$C], None, None, 1e-05)\n%m = getitem(%ln, 1)\n%r = getitem(%ln, 2)\n"
+     "%bw = aten.native_layer_norm_backward.default(%a, %b, [$C], %m, %r, None, None, [True, False, False])\n"
+     "%out = getitem(%bw, 0)", DT_FL, 0},
+    /* two normalised dims, weight over both */
+    {"aten.native_layer_norm_backward.default", "2d", "T[A, B, C] T[A, B, C] T[B, C]",
+     "%ln = aten.native_layer_norm.default(%b, [$B, $C], None, None, 1e-05)\n%m = getitem(%ln, 1)\n%r = getitem(%ln, 2)\n"
+     "%bw = aten.native_layer_norm_backward.default(%a, %b, [$B, $C], %m, %r, %c, None, [True, True, True])\n"
+     "%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_F32, 0},
+    /* group norm backward: mean and rstd as given (any values) */
+    {"aten.native_group_norm_backward.default", "", "T[2, 6, 5, 3] T[2, 6, 5, 3] T[2, 3] T[2, 3]+ T[6]",
+     "%bw = aten.native_group_norm_backward.default(%a, %b, %c, %d, %e, 2, 6, 15, 3, [True, True, True])\n"
+     "%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_FL, 0},
+    {"aten.native_group_norm_backward.default", "noweight", "T[3, 4, 7] T[3, 4, 7] T[3, 2] T[3, 2]+",
+     "%bw = aten.native_group_norm_backward.default(%a, %b, %c, %d, None, 3, 4, 7, 2, [True, True, True])\n"
+     "%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_F32, 0},
+    {"aten.native_group_norm_backward.default", "2d", "T[3, 4] T[3, 4] T[3, 4] T[3, 4]+ T[4]",
+     "%bw = aten.native_group_norm_backward.default(%a, %b, %c, %d, %e, 3, 4, 1, 4, [True, True, False])\n"
+     "%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\nreturn (%out, %out1)", DT_F32, 0},
+    /* sort: the stable order (equal values keep their order), NaN the largest */
+    {"aten.sort.default", "", "T[A, B]",
+     "%s = aten.sort.default(%a)\n%out = getitem(%s, 0)\n%out1 = getitem(%s, 1)\nreturn (%out, %out1)", DT_ALL, S},
+    {"aten.sort.default", "desc_dim0", "T[A, B, C]",
+     "%s = aten.sort.default(%a, 0, True)\n%out = getitem(%s, 0)\n%out1 = getitem(%s, 1)\nreturn (%out, %out1)", DT_NUM, 0},
+    {"aten.sort.default", "nan_ties", "T[A, 9]",
+     "%r = aten.round.default(%a)\n%m = aten.gt.Scalar(%a, 1)\n%nan = aten.full_like.default(%a, nan)\n"
+     "%x = aten.where.self(%m, %nan, %r)\n%s = aten.sort.default(%x, 1)\n%out = getitem(%s, 0)\n%out1 = getitem(%s, 1)\n"
+     "return (%out, %out1)", DT_FL, 0},
+    {"aten.sort.default", "nan_ties_desc", "T[A, 9]",
+     "%r = aten.round.default(%a)\n%m = aten.gt.Scalar(%a, 1)\n%nan = aten.full_like.default(%a, nan)\n"
+     "%x = aten.where.self(%m, %nan, %r)\n%s = aten.sort.default(%x, -1, True)\n%out = getitem(%s, 0)\n"
+     "%out1 = getitem(%s, 1)\nreturn (%out, %out1)", DT_FL, 0},
+    {"aten.sort.default", "long", "T[2, 300]",
+     "%s = aten.sort.default(%a)\n%out = getitem(%s, 0)\n%out1 = getitem(%s, 1)\nreturn (%out, %out1)", DT_F32 | DT_I64, 0},
+    {"aten.sort.default", "size1", "T[A, 1]",
+     "%s = aten.sort.default(%a, 1)\n%out = getitem(%s, 0)\n%out1 = getitem(%s, 1)\nreturn (%out, %out1)", DT_F32, 0},
+    /* cdist and pdist over p = 2, 0 (integer-valued inputs, so some differences are zero), 1,
+     * inf and a general p; batch dims broadcast */
+    {"aten._cdist_forward.default", "", "T[A, C] T[B, C]", "%out = aten._cdist_forward.default(%a, %b, 2.0, None)", DT_F32, S},
+    {"aten._cdist_forward.default", "p0", "T[A, C] T[B, C]",
+     "%x = aten.round.default(%a)\n%y = aten.round.default(%b)\n%out = aten._cdist_forward.default(%x, %y, 0.0, None)", DT_F32, 0},
+    {"aten._cdist_forward.default", "p1", "T[A, C] T[B, C]", "%out = aten._cdist_forward.default(%a, %b, 1.0, None)", DT_F32, 0},
+    {"aten._cdist_forward.default", "pinf", "T[A, C] T[B, C]", "%out = aten._cdist_forward.default(%a, %b, inf, 2)", DT_F32, 0},
+    {"aten._cdist_forward.default", "p3_batch", "T[2, A, C] T[1, B, C]",
+     "%out = aten._cdist_forward.default(%a, %b, 3.0, None)", DT_F32, 0},
+    {"aten._cdist_forward.default", "mm", "T[30, 5] T[40, 5]", "%out = aten._cdist_forward.default(%a, %b, 2.0, 1)", DT_F32, 0},
+    {"aten._pdist_forward.default", "", "T[A, C]", "%out = aten._pdist_forward.default(%a)", DT_F32, S},
+    {"aten._pdist_forward.default", "p0", "T[A, C]",
+     "%x = aten.round.default(%a)\n%out = aten._pdist_forward.default(%x, 0.0)", DT_F32, 0},
+    {"aten._pdist_forward.default", "p1", "T[A, C]", "%out = aten._pdist_forward.default(%a, 1.0)", DT_F32, 0},
+    {"aten._pdist_forward.default", "pinf", "T[A, C]", "%out = aten._pdist_forward.default(%a, inf)", DT_F32, 0},
+    {"aten._pdist_forward.default", "p1_5", "T[A, C]", "%out = aten._pdist_forward.default(%a, 1.5)", DT_F32, 0},
 };
 
 #endif

@@ -1,0 +1,342 @@
+/* ref_backward.c — the reference interpreter's backward ops (pooling, layer and group norm),
+ * sort and pairwise distances, written from PyTorch's definitions in f64: the backward ops
+ * scatter each gradient element onto the inputs it came from, as PyTorch's CPU kernels do
+ * (the lowering gathers instead; the two meet only in the tests). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref.h"
+
+static double
+at(const coil_tensor *t, int64_t i)
+{
+  return coil_tensor_get_f64(t, i);
+}
+
+static int
+wrap(int64_t d, int rank)
+{
+  int r = rank > 0 ? rank : 1;
+  return (int)(d < 0 ? d + r : d);
+}
+
+/* Writes acc (numel of out doubles) to out and frees it. */
+static void
+store(coil_tensor *out, double *acc)
+{
+  for (int64_t i = 0; i < coil_tensor_numel(out); i++)
+    coil_tensor_set_f64(out, i, acc[i]);
+  free(acc);
+}
+
+static double *
+zeros(rctx *r, const coil_tensor *t)
+{
+  double *a = calloc((size_t)coil_tensor_numel(t) + 1, sizeof(double));
+  if (!a)
+    coil_ref_err(r, "out of memory");
+  return a;
+}
+
+static int64_t
+item(const coil_lit *l, int i, int64_t dflt)
+{
+  return l && l->n ? l->items[l->n > i ? i : 0].i : dflt;
+}
+
+/* ---- pooling backward ---- */
+
+/* max_pool2d_with_indices_backward: grad_input[plane, indices[q]] += grad_output[q] */
+static int
+run_max_pool_bwd(rctx *r, coil_tensor *out, double *acc)
+{
+  const coil_tensor *g = coil_ref_param(r, "grad_output"), *ix = coil_ref_param(r, "indices");
+  int rk = out->rank;
+  int64_t area = out->shape[rk - 2] * out->shape[rk - 1], oarea = g->shape[rk - 2] * g->shape[rk - 1];
+  for (int64_t q = 0; q < coil_tensor_numel(g); q++) {
+    int64_t p = coil_tensor_get_i64(ix, q);
+    if (p < 0 || p >= area) {
+      free(acc);
+      return coil_ref_err(r, "index %lld is out of range for a %lld-element plane", (long long)p, (long long)area);
+    }
+    acc[q / oarea * area + p] += at(g, q);
+  }
+  store(out, acc);
+  return 0;
+}
+
+/* avg_pool2d_backward: each output's gradient divided as the forward divides, added to the
+ * input elements its window covers */
+static int
+run_avg_pool_bwd(rctx *r, coil_tensor *out, double *acc)
+{
+  const coil_tensor *g = coil_ref_param(r, "grad_output");
+  const coil_lit *lk = coil_ref_lit(r, "kernel_size"), *ls = coil_ref_lit(r, "stride"), *lp = coil_ref_lit(r, "padding");
+  const coil_lit *dv = coil_ref_lit(r, "divisor_override");
+  bool include_pad = coil_ref_lit(r, "count_include_pad")->i;
+  int64_t kh = item(lk, 0, 1), kw = item(lk, 1, 1);
+  int64_t sh = item(ls, 0, kh), sw = item(ls, 1, kw), ph = item(lp, 0, 0), pw = item(lp, 1, 0);
+  int rk = out->rank;
+  int64_t H = out->shape[rk - 2], W = out->shape[rk - 1], OH = g->shape[rk - 2], OW = g->shape[rk - 1];
+  int64_t planes = H * W != 0 ? coil_tensor_numel(out) / (H * W) : 0;
+  for (int64_t p = 0; p < planes; p++)
+    for (int64_t oh = 0; oh < OH; oh++)
+      for (int64_t ow = 0; ow < OW; ow++) {
+        int64_t hs = oh * sh - ph, ws = ow * sw - pw;
+        int64_t he = hs + kh < H + ph ? hs + kh : H + ph, we = ws + kw < W + pw ? ws + kw : W + pw;
+        int64_t pool = (he - hs) * (we - ws);
+        hs = hs < 0 ? 0 : hs, ws = ws < 0 ? 0 : ws;
+        he = he > H ? H : he, we = we > W ? W : we;
+        int64_t div = dv->kind == COIL_LIT_INT ? dv->i : include_pad ? pool : (he - hs) * (we - ws);
+        double v = at(g, (p * OH + oh) * OW + ow) / (double)div;
+        for (int64_t h = hs; h < he; h++)
+          for (int64_t w = ws; w < we; w++)
+            acc[(p * H + h) * W + w] += v;
+      }
+  store(out, acc);
+  return 0;
+}
+
+/* _adaptive_avg_pool2d_backward: output (oh, ow) averaged rows [floor(oh*H/OH),
+ * ceil((oh+1)*H/OH)) and the columns alike */
+static int
+run_adaptive_bwd(coil_tensor *out, const coil_tensor *g, double *acc)
+{
+  int rk = out->rank;
+  int64_t H = out->shape[rk - 2], W = out->shape[rk - 1], OH = g->shape[rk - 2], OW = g->shape[rk - 1];
+  int64_t planes = H * W != 0 ? coil_tensor_numel(out) / (H * W) : 0;
+  for (int64_t p = 0; p < planes; p++)
+    for (int64_t oh = 0; oh < OH; oh++)
+      for (int64_t ow = 0; ow < OW; ow++) {
+        int64_t hs = oh * H / OH, he = ((oh + 1) * H + OH - 1) / OH;
+        int64_t ws = ow * W / OW, we = ((ow + 1) * W + OW - 1) / OW;
+        double v = at(g, (p * OH + oh) * OW + ow) / (double)((he - hs) * (we - ws));
+        for (int64_t h = hs; h < he; h++)
+          for (int64_t w = ws; w < we; w++)
+            acc[(p * H + h) * W + w] += v;
+      }
+  store(out, acc);
+  return 0;
+}
+
+/* ---- normalisation backward ---- */
+
+/* native_layer_norm_backward over rows of N = prod(normalized_shape) elements, with the given
+ * mean and rstd: xhat = (x - mean) * rstd, dy = grad * weight,
+ *   grad_input = rstd / N * (N * dy - sum(dy) - xhat * sum(dy * xhat))
+ *   grad_weight = sum over rows of grad * xhat,  grad_bias = sum over rows of grad */
+static int
+run_layer_norm_bwd(rctx *r, coil_tensor *outs, double **acc)
+{
+  const coil_tensor *g = coil_ref_param(r, "grad_out"), *x = coil_ref_param(r, "input");
+  const coil_tensor *mean = coil_ref_param(r, "mean"), *rstd = coil_ref_param(r, "rstd");
+  const coil_tensor *w = coil_ref_param(r, "weight");
+  int64_t inner = coil_tensor_numel(&outs[1]);
+  int64_t rows = inner ? coil_tensor_numel(x) / inner : 0;
+  for (int64_t o = 0; o < rows; o++) {
+    double mu = at(mean, o), rs = at(rstd, o), a = 0, b = 0;
+    for (int64_t j = 0; j < inner; j++) {
+      double xh = (at(x, o * inner + j) - mu) * rs, gj = at(g, o * inner + j);
+      double dy = gj * (w ? at(w, j) : 1.0);
+      a += dy;
+      b += dy * xh;
+      acc[1][j] += gj * xh;
+      acc[2][j] += gj;
+    }
+    for (int64_t j = 0; j < inner; j++) {
+      double xh = (at(x, o * inner + j) - mu) * rs;
+      double dy = at(g, o * inner + j) * (w ? at(w, j) : 1.0);
+      acc[0][o * inner + j] = rs / (double)inner * ((double)inner * dy - a - xh * b);
+    }
+  }
+  return 0;
+}
+
+/* native_group_norm_backward: the same over each (sample, group) of C/G channels by HxW, with
+ * weight per channel; grad_weight and grad_bias per channel, summed over samples and HxW */
+static int
+run_group_norm_bwd(rctx *r, coil_tensor *outs, double **acc)
+{
+  const coil_tensor *g = coil_ref_param(r, "grad_out"), *x = coil_ref_param(r, "input");
+  const coil_tensor *mean = coil_ref_param(r, "mean"), *rstd = coil_ref_param(r, "rstd");
+  const coil_tensor *w = coil_ref_param(r, "weight");
+  int64_t N = coil_ref_lit(r, "N")->i, C = coil_ref_lit(r, "C")->i, HW = coil_ref_lit(r, "HxW")->i;
+  int64_t G = coil_ref_lit(r, "group")->i, D = C / G;
+  (void)outs;
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t gr = 0; gr < G; gr++) {
+      double mu = at(mean, n * G + gr), rs = at(rstd, n * G + gr), a = 0, b = 0;
+      int64_t base = (n * C + gr * D) * HW, cnt = D * HW;
+      for (int64_t e = 0; e < cnt; e++) {
+        int64_t ch = gr * D + e / HW;
+        double xh = (at(x, base + e) - mu) * rs, ge = at(g, base + e);
+        double dy = ge * (w ? at(w, ch) : 1.0);
+        a += dy;
+        b += dy * xh;
+        acc[1][ch] += ge * xh;
+        acc[2][ch] += ge;
+      }
+      for (int64_t e = 0; e < cnt; e++) {
+        int64_t ch = gr * D + e / HW;
+        double xh = (at(x, base + e) - mu) * rs;
+        double dy = at(g, base + e) * (w ? at(w, ch) : 1.0);
+        acc[0][base + e] = rs * (dy - a / (double)cnt - xh * b / (double)cnt);
+      }
+    }
+  return 0;
+}
+
+/* ---- sort ---- */
+
+typedef struct {
+  const coil_tensor *t;
+  int64_t base, step;
+  bool descending, is_float;
+} sort_line;
+
+/* -1 when element i of the line goes before element j: ascending (descending) value, NaN the
+ * largest, equal values in their original order (the stable sort) */
+static int
+sort_cmp(const sort_line *s, int64_t i, int64_t j)
+{
+  int c;
+  if (s->is_float) {
+    double a = at(s->t, s->base + i * s->step), b = at(s->t, s->base + j * s->step);
+    bool an = isnan(a), bn = isnan(b);
+    c = an || bn ? (an && bn ? 0 : an ? 1 : -1) : (a > b) - (a < b);
+  } else {
+    int64_t a = coil_tensor_get_i64(s->t, s->base + i * s->step), b = coil_tensor_get_i64(s->t, s->base + j * s->step);
+    c = (a > b) - (a < b);
+  }
+  if (s->descending)
+    c = -c;
+  return c ? c : (i > j) - (i < j);
+}
+
+static int
+run_sort(rctx *r, coil_tensor *outs)
+{
+  const coil_tensor *x = coil_ref_param(r, "self");
+  int d = wrap(coil_ref_lit(r, "dim")->i, x->rank);
+  int64_t len = x->rank ? x->shape[d] : 1, inner = 1, n = coil_tensor_numel(x);
+  for (int q = d + 1; q < x->rank; q++)
+    inner *= x->shape[q];
+  sort_line s = {.t = x, .step = inner, .descending = coil_ref_lit(r, "descending")->i,
+                 .is_float = coil_dtype_is_float(x->dtype)};
+  int64_t *perm = malloc(sizeof(int64_t) * (size_t)(len + 1));
+  if (!perm)
+    return coil_ref_err(r, "out of memory");
+  for (int64_t line = 0; len && line < n / len; line++) {
+    s.base = line / inner * len * inner + line % inner;
+    for (int64_t k = 0; k < len; k++) /* insertion sort: stable, and lines are short */
+      perm[k] = k;
+    for (int64_t k = 1; k < len; k++)
+      for (int64_t m = k; m > 0 && sort_cmp(&s, perm[m - 1], perm[m]) > 0; m--) {
+        int64_t t = perm[m];
+        perm[m] = perm[m - 1];
+        perm[m - 1] = t;
+      }
+    for (int64_t k = 0; k < len; k++) {
+      coil_ref_convert(x, s.base + perm[k] * inner, &outs[0], s.base + k * inner);
+      coil_tensor_set_i64(&outs[1], s.base + k * inner, perm[k]);
+    }
+  }
+  free(perm);
+  return 0;
+}
+
+/* ---- pairwise distances ---- */
+
+/* The p-norm distance of rows a and b (m features each): p = 0 counts the differing features,
+ * p = inf takes the largest difference. */
+static double
+dist(const coil_tensor *ta, int64_t a, const coil_tensor *tb, int64_t b, int64_t m, double p)
+{
+  double s = 0;
+  for (int64_t k = 0; k < m; k++) {
+    double dd = fabs(at(ta, a + k) - at(tb, b + k));
+    if (p == 0)
+      s += dd != 0;
+    else if (isinf(p))
+      s = dd > s || isnan(dd) ? dd : s;
+    else if (p == 1)
+      s += dd;
+    else if (p == 2)
+      s += dd * dd;
+    else
+      s += pow(dd, p);
+  }
+  if (p == 2)
+    return sqrt(s);
+  if (p == 0 || p == 1 || isinf(p))
+    return s;
+  return pow(s, 1.0 / p);
+}
+
+static int
+run_cdist(rctx *r, coil_tensor *out)
+{
+  double p = coil_ref_lit(r, "p")->f;
+  if (r->n->op->sub == 1) { /* pdist: pairs i < j in row-major order */
+    const coil_tensor *x = coil_ref_param(r, "self");
+    int64_t n = x->shape[0], m = x->shape[1], k = 0;
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = i + 1; j < n; j++)
+        coil_tensor_set_f64(out, k++, dist(x, i * m, x, j * m, m, p));
+    return 0;
+  }
+  const coil_tensor *x1 = coil_ref_param(r, "x1"), *x2 = coil_ref_param(r, "x2");
+  int br = out->rank - 2;
+  int64_t P = out->shape[br], R = out->shape[br + 1], m = x1->shape[x1->rank - 1];
+  int64_t batches = P * R != 0 ? coil_tensor_numel(out) / (P * R) : 0, idx[COIL_MAX_RANK];
+  for (int64_t bt = 0; bt < batches; bt++) {
+    coil_ref_unravel(bt, br, out->shape, idx);
+    int64_t o1 = 0, o2 = 0; /* the batch's row block in x1 and x2, broadcasting size-1 dims */
+    for (int q = 0; q < br; q++) {
+      int q1 = q - (br - (x1->rank - 2)), q2 = q - (br - (x2->rank - 2));
+      if (q1 >= 0)
+        o1 = o1 * x1->shape[q1] + (x1->shape[q1] == 1 ? 0 : idx[q]);
+      if (q2 >= 0)
+        o2 = o2 * x2->shape[q2] + (x2->shape[q2] == 1 ? 0 : idx[q]);
+    }
+    for (int64_t i = 0; i < P; i++)
+      for (int64_t j = 0; j < R; j++)
+        coil_tensor_set_f64(out, (bt * P + i) * R + j, dist(x1, (o1 * P + i) * m, x2, (o2 * R + j) * m, m, p));
+  }
+  return 0;
+}
+
+int
+coil_ref_run_backward(rctx *r, coil_tensor *outs)
+{
+  switch (r->n->op->rule) {
+  case COIL_RULE_POOL_BWD: {
+    double *acc = zeros(r, &outs[0]);
+    if (!acc)
+      return -1;
+    if (r->n->op->sub == 0)
+      return run_max_pool_bwd(r, &outs[0], acc);
+    if (r->n->op->sub == 1)
+      return run_avg_pool_bwd(r, &outs[0], acc);
+    return run_adaptive_bwd(&outs[0], coil_ref_param(r, "grad_output"), acc);
+  }
+  case COIL_RULE_NORM_BWD: {
+    double *acc[3] = {0};
+    int rc = 0;
+    for (int k = 0; k < 3 && !rc; k++)
+      rc = (acc[k] = zeros(r, &outs[k])) ? 0 : -1;
+    if (!rc)
+      rc = r->n->op->sub == 0 ? run_layer_norm_bwd(r, outs, acc) : run_group_norm_bwd(r, outs, acc);
+    for (int k = 0; k < 3; k++)
+      if (acc[k] && !rc)
+        store(&outs[k], acc[k]);
+      else
+        free(acc[k]);
+    return rc;
+  }
+  case COIL_RULE_SORT: return run_sort(r, outs);
+  case COIL_RULE_CDIST: return run_cdist(r, outs);
+  default: return coil_ref_err(r, "internal: no reference implementation");
+  }
+}
