@@ -378,6 +378,24 @@ static const op_template op_templates[] = {
     {"aten._pdist_forward.default", "p1", "T[A, C]", "%out = aten._pdist_forward.default(%a, 1.0)", DT_F32, 0},
     {"aten._pdist_forward.default", "pinf", "T[A, C]", "%out = aten._pdist_forward.default(%a, inf)", DT_F32, 0},
     {"aten._pdist_forward.default", "p1_5", "T[A, C]", "%out = aten._pdist_forward.default(%a, 1.5)", DT_F32, 0},
+    /* convolution backward: grad_input, grad_weight and grad_bias as gathers (stride that does not
+     * divide, padding, dilation, groups, depthwise, 1-D, 3-D (reduced dims folded), transposed) */
+    {"aten.convolution_backward.default", "", "T[2, 4, 7, 6] T[2, 3, 7, 6] T[4, 3, 3, 3]",
+     "%bw = aten.convolution_backward.default(%a, %b, %c, [4], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, True])\n%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_FL, 0},
+    {"aten.convolution_backward.default", "groups_stride", "T[1, 6, 4, 7] T[1, 4, 9, 8] T[6, 2, 3, 2]",
+     "%bw = aten.convolution_backward.default(%a, %b, %c, [6], [2, 1], [1, 0], [2, 1], False, [0, 0], 2, [True, True, True])\n%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_FL, 0},
+    {"aten.convolution_backward.default", "1d", "T[2, 6, 6] T[2, 4, 11] T[6, 4, 3]",
+     "%bw = aten.convolution_backward.default(%a, %b, %c, [6], [2], [1], [1], False, [0], 1, [True, True, True])\n%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_F32, 0},
+    {"aten.convolution_backward.default", "3d", "T[2, 6, 5, 3, 5] T[2, 4, 5, 6, 7] T[6, 2, 3, 2, 3]",
+     "%bw = aten.convolution_backward.default(%a, %b, %c, [6], [1, 2, 1], [1, 0, 1], [1, 1, 2], False, [0, 0, 0], 2, [True, True, True])\n%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_F32, 0},
+    {"aten.convolution_backward.default", "depthwise", "T[2, 6, 5, 4] T[2, 6, 9, 7] T[6, 1, 3, 3]",
+     "%bw = aten.convolution_backward.default(%a, %b, %c, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 6, [True, True, False])\n%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\nreturn (%out, %out1)", DT_FL, 0},
+    {"aten.convolution_backward.default", "stride_nopad", "T[1, 4, 5, 4] T[1, 3, 11, 9] T[4, 3, 3, 3]",
+     "%bw = aten.convolution_backward.default(%a, %b, %c, [4], [2, 2], [0, 0], [1, 1], False, [0, 0], 1, [True, True, True])\n%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_F32, 0},
+    {"aten.convolution_backward.default", "transposed", "T[1, 6, 10, 11] T[1, 4, 5, 6] T[4, 3, 3, 3]",
+     "%bw = aten.convolution_backward.default(%a, %b, %c, [6], [2, 2], [1, 1], [1, 1], True, [1, 0], 2, [True, True, True])\n%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_FL, 0},
+    {"aten.convolution_backward.default", "transposed1d", "T[2, 2, 9] T[2, 3, 7] T[3, 2, 4]",
+     "%bw = aten.convolution_backward.default(%a, %b, %c, None, [1], [2], [2], True, [0], 1, [True, True, True])\n%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_F32, 0},
 };
 
 #endif

@@ -1312,8 +1312,10 @@ window_out(ictx *c, const coil_sym *in, int64_t k, int64_t s, int64_t p, int64_t
   return 0;
 }
 
+/* The output sizes of a convolution of input by weight (convolution and convolution_backward
+ * share the arguments); *cout: its channels. */
 static int
-r_conv(ictx *c)
+conv_dims(ictx *c, const coil_sym **dims, int64_t *cout_out)
 {
   const coil_type *x = tensor_of(P(c, "input")), *w = tensor_of(P(c, "weight"));
   if (!x || !w || x->rank < 3 || x->rank > 5 || w->rank != x->rank)
@@ -1343,10 +1345,7 @@ r_conv(ictx *c)
                 (long long)wc, (long long)cin, (long long)groups);
   if (tr && (cin != oc || cin % groups))
     return ierr(c, P(c, "weight"), "transposed: weight's first size must equal the input channels (%lld)", (long long)cin);
-  if (P(c, "bias")->kind != COIL_LIT_NONE &&
-      check_vec(c, "bias", K(c, cout)))
-    return -1;
-  const coil_sym *dims[COIL_MAX_RANK];
+  *cout_out = cout;
   dims[0] = x->dims[0];
   dims[1] = K(c, cout);
   for (int i = 0; i < nsp; i++) {
@@ -1366,6 +1365,19 @@ r_conv(ictx *c)
       dims[2 + i] = coil_sym_add(c->sc, v, K(c, -2 * pd[i] + dl[i] * (k - 1) + op[i] + 1));
     }
   }
+  return 0;
+}
+
+static int
+r_conv(ictx *c)
+{
+  const coil_type *x = tensor_of(P(c, "input"));
+  const coil_sym *dims[COIL_MAX_RANK];
+  int64_t cout;
+  if (conv_dims(c, dims, &cout))
+    return -1;
+  if (P(c, "bias")->kind != COIL_LIT_NONE && check_vec(c, "bias", K(c, cout)))
+    return -1;
   set_tensor(c, x->dtype, x->rank, dims);
   return 0;
 }
@@ -1665,6 +1677,34 @@ r_norm_bwd(ictx *c)
   return 0;
 }
 
+/* convolution_backward: (grad_input, grad_weight, grad_bias) shaped as input, weight and the
+ * output's channels, with grad_output shaped as the forward's output */
+static int
+r_conv_bwd(ictx *c)
+{
+  const coil_type *x, *w = tensor_of(P(c, "weight"));
+  const coil_sym *dims[COIL_MAX_RANK];
+  int64_t cout;
+  if (float_input(c, "input", &x) || output_mask(c) || conv_dims(c, dims, &cout))
+    return -1;
+  if (check_shaped(c, "grad_output", x->rank, dims, x->dtype))
+    return -1;
+  coil_lit *bs = P(c, "bias_sizes");
+  if (bs->kind == COIL_LIT_LIST && (bs->n != 1 || bs->items[0].i != cout))
+    return ierr(c, bs, "bias_sizes must be None or [%lld]", (long long)cout);
+  coil_type *e = set_tuple(c, 3);
+  const coil_type *like[2] = {x, w};
+  for (int k = 0; k < 2; k++) {
+    e[k].dtype = x->dtype;
+    e[k].rank = like[k]->rank;
+    memcpy(e[k].dims, like[k]->dims, sizeof(x->dims));
+  }
+  e[2].dtype = x->dtype;
+  e[2].rank = 1;
+  e[2].dims[0] = K(c, cout);
+  return 0;
+}
+
 /* sort: (values, indices) shaped as self */
 static int
 r_sort(ictx *c)
@@ -1753,6 +1793,7 @@ static const rule_fn rules[COIL_RULE_COUNT] = {
     [COIL_RULE_ASSERT_META] = r_assert_meta, [COIL_RULE_GETITEM] = r_getitem,
     [COIL_RULE_POOL_BWD] = r_pool_bwd, [COIL_RULE_NORM_BWD] = r_norm_bwd,
     [COIL_RULE_SORT] = r_sort, [COIL_RULE_CDIST] = r_cdist,
+    [COIL_RULE_CONV_BWD] = r_conv_bwd,
 };
 
 int

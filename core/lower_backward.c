@@ -12,6 +12,12 @@
  *                                     h < o*s - p + k; grad_output[o] / the forward's divisor
  *   _adaptive_avg_pool2d_backward     over j: o = floor(h*OH/H) + j, where h lies in
  *                                     [floor(o*H/OH), ceil((o+1)*H/OH)); / the window's area
+ * Convolution backward (1-D to 3-D, groups, transposed): grad_input[n, ci, i] sums grad_output
+ * times weight over (output channel of ci's group, kernel offset k), at the output position
+ * whose term k reads i (o = (i + p - k*d) / s where s divides it; transposed, o = i*s - p + k*d);
+ * grad_weight sums grad_output times input over (batch, positions) the term k links; grad_bias
+ * sums grad_output over all but the channels. Where the loop IR has no room for the reduced dims
+ * (3-D) they are one dim of their product, indexed by division and modulo.
  * Normalisation backward (layer, group): reductions of grad_out and x̂ = (x - mean) * rstd over
  * each normalised row or (sample, group), then a pointwise grad_input; grad_weight and
  * grad_bias reduce over the other dims. All three outputs are computed as tensors whatever
@@ -351,11 +357,207 @@ lower_norm_bwd(lowering *L, const coil_node *n)
   return 0;
 }
 
+/* ---- convolution ---- */
+
+/* A lazy over base's dims followed by n dims of the given sizes, to be reduced: one loop dim
+ * each where the loop IR has room, else one dim of their product, indexed by division and
+ * modulo. idx[j]: the index along extra dim j. */
+static lazy *
+with_reduced(lowering *L, const lazy *base, coil_dtype dt, int n, const coil_sym *const *sizes, const coil_sym **idx,
+             bool *red)
+{
+  int r = base->rank;
+  bool flat = r + n > COIL_MAX_RANK;
+  const coil_sym *all[COIL_MAX_RANK];
+  for (int i = 0; i < r; i++)
+    all[i] = base->sizes[i];
+  const coil_sym *prod = K(L, 1);
+  for (int j = 0; j < n; j++) {
+    if (!flat)
+      all[r + j] = sizes[j];
+    prod = coil_sym_mul(L->sym, prod, sizes[j]);
+  }
+  if (flat)
+    all[r] = prod;
+  int rank = flat ? r + 1 : r + n;
+  lazy *e = lz_new(L, dt, rank, all);
+  for (int i = 0; i < COIL_MAX_RANK; i++)
+    red[i] = i >= r && i < rank;
+  if (!flat) {
+    for (int j = 0; j < n; j++)
+      idx[j] = e->dvars[r + j];
+    return e;
+  }
+  const coil_sym *rest = e->dvars[r];
+  for (int j = n - 1; j > 0; j--) {
+    idx[j] = coil_sym_mod(L->sym, rest, sizes[j]);
+    rest = coil_sym_floordiv(L->sym, rest, sizes[j]);
+  }
+  idx[0] = rest;
+  return e;
+}
+
+static lazy *
+in_memory(lowering *L, lazy *z)
+{
+  if (z->expr->kind != LX_LOAD)
+    lz_realize(L, z);
+  return z;
+}
+
+/* The convolution's geometry: per spatial dim q, stride, padding, dilation. */
+typedef struct conv {
+  int nsp;
+  int64_t s[3], p[3], d[3];
+  int64_t groups, cpg, opg;  /* groups, input and output channels per group */
+  bool transposed;
+  lazy *gy, *x, *w;
+} conv;
+
+/* Where the term of kernel offset k links position `from` (along dim q) to the other side:
+ * to = from*s - p + k*d, masked where it leaves [0, size) (only where it can) */
+static const coil_sym *
+forward_pos(lowering *L, const conv *cv, int q, const coil_sym *from, const coil_sym *k, const coil_sym *size,
+            bool can_leave, const lexpr **ok)
+{
+  const coil_sym *to = coil_sym_add(L->sym, coil_sym_sub(L->sym, coil_sym_mul(L->sym, from, K(L, cv->s[q])), K(L, cv->p[q])),
+                                    coil_sym_mul(L->sym, k, K(L, cv->d[q])));
+  if (!can_leave)
+    return to;
+  *ok = both(L, *ok, lx_in_range(L, to, K(L, 0), size));
+  return clamped_index(L, to, size);
+}
+
+/* The inverse: from = (to + p - k*d) / s where s divides it and it lies in [0, size) */
+static const coil_sym *
+backward_pos(lowering *L, const conv *cv, int q, const coil_sym *to, const coil_sym *k, const coil_sym *size,
+             const lexpr **ok)
+{
+  const coil_sym *t = coil_sym_sub(L->sym, coil_sym_add(L->sym, to, K(L, cv->p[q])), coil_sym_mul(L->sym, k, K(L, cv->d[q])));
+  const coil_sym *from = t;
+  if (cv->s[q] != 1) {
+    from = coil_sym_floordiv(L->sym, t, K(L, cv->s[q]));
+    *ok = both(L, *ok, lx_op(L, COIL_KOP_EQ, COIL_BOOL, lx_index(L, coil_sym_mod(L->sym, t, K(L, cv->s[q]))),
+                             lx_const(L, COIL_I64, 0, 0), NULL));
+  }
+  *ok = both(L, *ok, lx_in_range(L, from, K(L, 0), size));
+  return clamped_index(L, from, size);
+}
+
+/* grad_input[n, ci, i] = Σ_{j < Co/G, k} grad_output[n, g*Co/G + j, o] * w[..], g = ci / (C/G),
+ * o the output position whose term k reads i */
+static void
+conv_grad_input(lowering *L, const conv *cv, lazy *gi)
+{
+  coil_dtype acc = opmath_dtype(gi->dtype);
+  const coil_sym *sizes[4], *idx[4];
+  sizes[0] = K(L, cv->opg);
+  for (int q = 0; q < cv->nsp; q++)
+    sizes[1 + q] = cv->w->sizes[2 + q];
+  bool red[COIL_MAX_RANK];
+  lazy *e = with_reduced(L, gi, acc, 1 + cv->nsp, sizes, idx, red);
+  const coil_sym *ci = e->dvars[1], *g = coil_sym_floordiv(L->sym, ci, K(L, cv->cpg));
+  const coil_sym *co = coil_sym_add(L->sym, coil_sym_mul(L->sym, g, K(L, cv->opg)), idx[0]);
+  const coil_sym *yi[COIL_MAX_RANK], *wi[COIL_MAX_RANK];
+  const lexpr *ok = NULL;
+  yi[0] = e->dvars[0];
+  yi[1] = co;
+  wi[0] = cv->transposed ? ci : co;
+  wi[1] = cv->transposed ? idx[0] : coil_sym_mod(L->sym, ci, K(L, cv->cpg));
+  for (int q = 0; q < cv->nsp; q++) {
+    const coil_sym *i = e->dvars[2 + q], *k = idx[1 + q], *osize = cv->gy->sizes[2 + q];
+    yi[2 + q] = cv->transposed ? forward_pos(L, cv, q, i, k, osize, true, &ok) : backward_pos(L, cv, q, i, k, osize, &ok);
+    wi[2 + q] = k;
+  }
+  const lexpr *v = lx_op(L, COIL_KOP_MUL, acc, lx_cast(L, lz_at(L, cv->gy, yi), acc), lx_cast(L, lz_at(L, cv->w, wi), acc), NULL);
+  e->expr = ok ? lx_op(L, COIL_KOP_WHERE, acc, ok, v, lx_const(L, acc, 0, 0)) : v;
+  lazy *sum = lz_reduce(L, e, red, false, COIL_REDUCE_SUM, acc);
+  gi->expr = lx_cast(L, lz_at(L, sum, gi->dvars), gi->dtype);
+}
+
+/* grad_weight[a, b, k] = Σ_{n, positions} grad_output * input over the pairs term k links:
+ * not transposed, w[co, c, k] sums over output positions o (input at o*s - p + k*d); transposed,
+ * w[ci, j, k] sums over input positions i (output at i*s - p + k*d) */
+static void
+conv_grad_weight(lowering *L, const conv *cv, lazy *gw)
+{
+  coil_dtype acc = opmath_dtype(gw->dtype);
+  const lazy *from = cv->transposed ? cv->x : cv->gy, *to = cv->transposed ? cv->gy : cv->x;
+  const coil_sym *sizes[4], *idx[4];
+  sizes[0] = from->sizes[0];
+  for (int q = 0; q < cv->nsp; q++)
+    sizes[1 + q] = from->sizes[2 + q];
+  bool red[COIL_MAX_RANK];
+  lazy *e = with_reduced(L, gw, acc, 1 + cv->nsp, sizes, idx, red);
+  const coil_sym *a = e->dvars[0], *b = e->dvars[1], *ci, *co;
+  if (cv->transposed) { /* w[ci, j, k] */
+    ci = a;
+    co = coil_sym_add(L->sym, coil_sym_mul(L->sym, coil_sym_floordiv(L->sym, a, K(L, cv->cpg)), K(L, cv->opg)), b);
+  } else { /* w[co, c, k] */
+    co = a;
+    ci = coil_sym_add(L->sym, coil_sym_mul(L->sym, coil_sym_floordiv(L->sym, a, K(L, cv->opg)), K(L, cv->cpg)), b);
+  }
+  const coil_sym *fi[COIL_MAX_RANK], *ti[COIL_MAX_RANK];
+  const lexpr *ok = NULL;
+  fi[0] = ti[0] = idx[0];
+  fi[1] = cv->transposed ? ci : co;
+  ti[1] = cv->transposed ? co : ci;
+  for (int q = 0; q < cv->nsp; q++) {
+    fi[2 + q] = idx[1 + q];
+    /* without padding a forward term never leaves the input (the output-size formula) */
+    bool can_leave = cv->transposed || cv->p[q] > 0;
+    ti[2 + q] = forward_pos(L, cv, q, idx[1 + q], e->dvars[2 + q], to->sizes[2 + q], can_leave, &ok);
+  }
+  const lexpr *v = lx_op(L, COIL_KOP_MUL, acc, lx_cast(L, lz_at(L, from, fi), acc), lx_cast(L, lz_at(L, to, ti), acc), NULL);
+  e->expr = ok ? lx_op(L, COIL_KOP_WHERE, acc, ok, v, lx_const(L, acc, 0, 0)) : v;
+  lazy *sum = lz_reduce(L, e, red, false, COIL_REDUCE_SUM, acc);
+  gw->expr = lx_cast(L, lz_at(L, sum, gw->dvars), gw->dtype);
+}
+
+static int
+lower_conv_bwd(lowering *L, const coil_node *n)
+{
+  conv cv = {.gy = op_arg(L, n, 0), .x = op_arg(L, n, 1), .w = op_arg(L, n, 2)};
+  const coil_lit *ls = op_lit(n, "stride"), *lp = op_lit(n, "padding"), *ld = op_lit(n, "dilation");
+  cv.nsp = cv.x->rank - 2;
+  for (int q = 0; q < cv.nsp; q++) {
+    cv.s[q] = ls->items[q].i;
+    cv.p[q] = lp->items[q].i;
+    cv.d[q] = ld->items[q].i;
+  }
+  cv.transposed = op_lit(n, "transposed")->i;
+  cv.groups = op_lit(n, "groups")->i;
+  int64_t cin = 0, cout = 0;
+  coil_sym_is_const(cv.x->sizes[1], &cin); /* constant: inference checks channel counts */
+  coil_sym_is_const(cv.gy->sizes[1], &cout);
+  cv.cpg = cin / cv.groups;
+  cv.opg = cout / cv.groups;
+  in_memory(L, cv.gy); /* each element is read by many terms */
+  in_memory(L, cv.x);
+  in_memory(L, cv.w);
+  lazy *outs[3] = {op_result(L, n, 0), op_result(L, n, 1), op_result(L, n, 2)};
+  conv_grad_input(L, &cv, outs[0]);
+  conv_grad_weight(L, &cv, outs[1]);
+  /* grad_bias: grad_output summed over all but the channels */
+  coil_dtype acc = opmath_dtype(outs[2]->dtype);
+  bool red[COIL_MAX_RANK] = {0};
+  for (int i = 0; i < cv.gy->rank; i++)
+    red[i] = i != 1;
+  lazy *gyf = lz_new(L, acc, cv.gy->rank, cv.gy->sizes);
+  gyf->expr = lx_cast(L, lz_at(L, cv.gy, gyf->dvars), acc);
+  lazy *sum = lz_reduce(L, gyf, red, false, COIL_REDUCE_SUM, acc);
+  outs[2]->expr = lx_cast(L, lz_at(L, sum, outs[2]->dvars), outs[2]->dtype);
+  op_set_tuple(L, n, outs);
+  return 0;
+}
+
 int
 coil_lower_backward(lowering *L, const coil_node *n)
 {
   if (n->op->rule == COIL_RULE_NORM_BWD)
     return lower_norm_bwd(L, n);
+  if (n->op->rule == COIL_RULE_CONV_BWD)
+    return lower_conv_bwd(L, n);
   switch (n->op->sub) {
   case 0: return lower_max_pool_bwd(L, n);
   case 1: return lower_avg_pool_bwd(L, n);

@@ -187,6 +187,62 @@ run_group_norm_bwd(rctx *r, coil_tensor *outs, double **acc)
   return 0;
 }
 
+/* ---- convolution backward ---- */
+
+/* convolution_backward: the forward's terms y[n, co, o] += x[n, ci, i] * w[..] (o*s - p + k*d
+ * = i, or i*s - p + k*d = o transposed) each send grad_output[n, co, o] back: times w to
+ * grad_input[n, ci, i], times x to the weight's element; grad_bias sums grad_output per
+ * channel */
+static int
+run_conv_bwd(rctx *r, coil_tensor *outs, double **acc)
+{
+  const coil_tensor *gy = coil_ref_param(r, "grad_output"), *x = coil_ref_param(r, "input"),
+                    *w = coil_ref_param(r, "weight");
+  const coil_lit *ls = coil_ref_lit(r, "stride"), *lp = coil_ref_lit(r, "padding"), *ld = coil_ref_lit(r, "dilation");
+  int64_t groups = coil_ref_lit(r, "groups")->i;
+  bool tr = coil_ref_lit(r, "transposed")->i;
+  int nsp = x->rank - 2;
+  int64_t N = x->shape[0], C = x->shape[1], O = gy->shape[1];
+  int64_t cpg = C / groups, opg = O / groups, ksz = 1, isp = 1, osp = 1;
+  for (int i = 0; i < nsp; i++) {
+    ksz *= w->shape[2 + i];
+    isp *= x->shape[2 + i];
+    osp *= gy->shape[2 + i];
+  }
+  int64_t ip[3], kp[3], op[3];
+  (void)outs;
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t g = 0; g < groups; g++)
+      for (int64_t oc = 0; oc < opg; oc++)
+        for (int64_t ic = 0; ic < cpg; ic++)
+          for (int64_t k = 0; k < ksz; k++) {
+            coil_ref_unravel(k, nsp, w->shape + 2, kp);
+            int64_t widx = tr ? (((g * cpg + ic) * opg + oc) * ksz + k) : (((g * opg + oc) * cpg + ic) * ksz + k);
+            for (int64_t s = 0; s < (tr ? isp : osp); s++) {
+              bool ok = true;
+              int64_t fi = 0, fo = 0;
+              coil_ref_unravel(s, nsp, (tr ? x->shape : gy->shape) + 2, tr ? ip : op);
+              for (int q = 0; q < nsp; q++) {
+                int64_t v = (tr ? ip[q] : op[q]) * ls->items[q].i - lp->items[q].i + kp[q] * ld->items[q].i;
+                int64_t lim = tr ? gy->shape[2 + q] : x->shape[2 + q];
+                ok = ok && v >= 0 && v < lim;
+                *(tr ? &op[q] : &ip[q]) = v;
+                fi = fi * x->shape[2 + q] + ip[q];
+                fo = fo * gy->shape[2 + q] + op[q];
+              }
+              if (!ok)
+                continue;
+              int64_t xi = (n * C + g * cpg + ic) * isp + fi, yi = (n * O + g * opg + oc) * osp + fo;
+              double gv = at(gy, yi);
+              acc[0][xi] += gv * at(w, widx);
+              acc[1][widx] += gv * at(x, xi);
+            }
+          }
+  for (int64_t i = 0; i < coil_tensor_numel(gy); i++)
+    acc[2][i / osp % O] += at(gy, i);
+  return 0;
+}
+
 /* ---- sort ---- */
 
 typedef struct {
@@ -321,12 +377,14 @@ coil_ref_run_backward(rctx *r, coil_tensor *outs)
       return run_avg_pool_bwd(r, &outs[0], acc);
     return run_adaptive_bwd(&outs[0], coil_ref_param(r, "grad_output"), acc);
   }
-  case COIL_RULE_NORM_BWD: {
+  case COIL_RULE_NORM_BWD: case COIL_RULE_CONV_BWD: {
     double *acc[3] = {0};
     int rc = 0;
     for (int k = 0; k < 3 && !rc; k++)
       rc = (acc[k] = zeros(r, &outs[k])) ? 0 : -1;
-    if (!rc)
+    if (!rc && r->n->op->rule == COIL_RULE_CONV_BWD)
+      rc = run_conv_bwd(r, outs, acc);
+    else if (!rc)
       rc = r->n->op->sub == 0 ? run_layer_norm_bwd(r, outs, acc) : run_group_norm_bwd(r, outs, acc);
     for (int k = 0; k < 3; k++)
       if (acc[k] && !rc)
