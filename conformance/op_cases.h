@@ -396,6 +396,13 @@ static const op_template op_templates[] = {
      "%bw = aten.convolution_backward.default(%a, %b, %c, [6], [2, 2], [1, 1], [1, 1], True, [1, 0], 2, [True, True, True])\n%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_FL, 0},
     {"aten.convolution_backward.default", "transposed1d", "T[2, 2, 9] T[2, 3, 7] T[3, 2, 4]",
      "%bw = aten.convolution_backward.default(%a, %b, %c, None, [1], [2], [2], True, [0], 1, [True, True, True])\n%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_F32, 0},
+    /* col2im: overlapping blocks (stride 1), stride with padding and dilation, unbatched, and
+     * gaps (stride past the kernel: pixels no block covers are 0) */
+    {"aten.col2im.default", "", "T[2, 12, 20]", "%out = aten.col2im.default(%a, [5, 6], [2, 2], [1, 1], [0, 0], [1, 1])", DT_FL, 0},
+    {"aten.col2im.default", "stride_pad_dil", "T[2, 12, 9]",
+     "%out = aten.col2im.default(%a, [7, 8], [3, 2], [2, 1], [1, 1], [2, 3])", DT_FL, 0},
+    {"aten.col2im.default", "unbatched", "T[12, 20]", "%out = aten.col2im.default(%a, [5, 6], 2, 1, 0, 1)", DT_F32, 0},
+    {"aten.col2im.default", "gaps", "T[1, 4, 6]", "%out = aten.col2im.default(%a, [7, 8], [2, 2], [1, 1], [0, 0], [3, 3])", DT_F32, 0},
 };
 
 #endif

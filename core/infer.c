@@ -1705,6 +1705,50 @@ r_conv_bwd(ictx *c)
   return 0;
 }
 
+/* col2im: self [N, C*KH*KW, L] (or without N) -> [N, C, output_size], L the number of sliding
+ * blocks over the output */
+static int
+r_col2im(ictx *c)
+{
+  const coil_type *t;
+  if (float_input(c, "self", &t))
+    return -1;
+  if (t->rank != 2 && t->rank != 3)
+    return ierr(c, P(c, "self"), "input must be a 2-D or 3-D tensor ([N,] C*KH*KW, L), not of rank %d", t->rank);
+  int64_t os[2], ks[2], dl[2], pd[2], st[2], cols, len;
+  int n[5];
+  if (int_list(c, P(c, "output_size"), os, &n[0], 2) || int_list(c, P(c, "kernel_size"), ks, &n[1], 2) ||
+      int_list(c, P(c, "dilation"), dl, &n[2], 2) || int_list(c, P(c, "padding"), pd, &n[3], 2) ||
+      int_list(c, P(c, "stride"), st, &n[4], 2))
+    return -1;
+  for (int i = 0; i < 5; i++)
+    if (n[i] != 2)
+      return ierr(c, NULL, "output_size, kernel_size, dilation, padding and stride need 2 entries each");
+  if (os[0] <= 0 || os[1] <= 0)
+    return ierr(c, P(c, "output_size"), "output_size must be positive");
+  const coil_sym *blocks = K(c, 1), *nb;
+  for (int i = 0; i < 2; i++) {
+    if (window_out(c, K(c, os[i]), ks[i], st[i], pd[i], dl[i], false, &nb))
+      return -1;
+    blocks = coil_sym_mul(c->sc, blocks, nb);
+  }
+  int r = t->rank;
+  if (!coil_sym_is_const(t->dims[r - 2], &cols) || cols % (ks[0] * ks[1]))
+    return ierr(c, P(c, "self"), "the input's size %d must be a constant multiple of kernel_size's product (%lld)",
+                r - 2, (long long)(ks[0] * ks[1]));
+  if (!coil_sym_is_const(t->dims[r - 1], &len) || !sym_eq(t->dims[r - 1], blocks))
+    return ierr(c, P(c, "self"), "the input's last size (%s) must be the number of sliding blocks (%s)",
+                S(c, t->dims[r - 1]), S(c, blocks));
+  const coil_sym *dims[4];
+  if (r == 3)
+    dims[0] = t->dims[0];
+  dims[r - 2] = K(c, cols / (ks[0] * ks[1]));
+  dims[r - 1] = K(c, os[0]);
+  dims[r] = K(c, os[1]);
+  set_tensor(c, t->dtype, r + 1, dims);
+  return 0;
+}
+
 /* sort: (values, indices) shaped as self */
 static int
 r_sort(ictx *c)
@@ -1793,7 +1837,7 @@ static const rule_fn rules[COIL_RULE_COUNT] = {
     [COIL_RULE_ASSERT_META] = r_assert_meta, [COIL_RULE_GETITEM] = r_getitem,
     [COIL_RULE_POOL_BWD] = r_pool_bwd, [COIL_RULE_NORM_BWD] = r_norm_bwd,
     [COIL_RULE_SORT] = r_sort, [COIL_RULE_CDIST] = r_cdist,
-    [COIL_RULE_CONV_BWD] = r_conv_bwd,
+    [COIL_RULE_CONV_BWD] = r_conv_bwd, [COIL_RULE_COL2IM] = r_col2im,
 };
 
 int

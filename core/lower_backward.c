@@ -551,9 +551,53 @@ lower_conv_bwd(lowering *L, const coil_node *n)
   return 0;
 }
 
+/* col2im: out[n, c, h, w] = Σ_{kh, kw} self[n, (c*KH + kh)*KW + kw, bh*NBW + bw] over the
+ * blocks (bh, bw) whose kernel offset (kh, kw) lands on (h, w) */
+static int
+lower_col2im(lowering *L, const coil_node *n)
+{
+  lazy *x = op_arg(L, n, 0), *out = op_result(L, n, 0);
+  const coil_lit *lk = op_lit(n, "kernel_size"), *ld = op_lit(n, "dilation"), *lp = op_lit(n, "padding"),
+                 *ls = op_lit(n, "stride");
+  coil_dtype acc = opmath_dtype(out->dtype);
+  int r = out->rank;
+  conv cv = {.nsp = 2};
+  const coil_sym *ksz[2], *nb[2];
+  for (int q = 0; q < 2; q++) {
+    cv.s[q] = item(ls, q, 1);
+    cv.p[q] = item(lp, q, 0);
+    cv.d[q] = item(ld, q, 1);
+    ksz[q] = K(L, item(lk, q, 1));
+    int64_t size = 0;
+    coil_sym_is_const(out->sizes[r - 2 + q], &size); /* output_size: constants */
+    nb[q] = K(L, (size + 2 * cv.p[q] - cv.d[q] * (item(lk, q, 1) - 1) - 1) / cv.s[q] + 1);
+  }
+  in_memory(L, x); /* each element is read by several pixels' sums where blocks overlap */
+  const coil_sym *idx[2];
+  bool red[COIL_MAX_RANK];
+  lazy *e = with_reduced(L, out, acc, 2, ksz, idx, red);
+  const lexpr *ok = NULL;
+  const coil_sym *b[2], *xi[3];
+  for (int q = 0; q < 2; q++)
+    b[q] = backward_pos(L, &cv, q, e->dvars[r - 2 + q], idx[q], nb[q], &ok);
+  int at = 0;
+  if (r == 4)
+    xi[at++] = e->dvars[0];
+  const coil_sym *col = coil_sym_add(L->sym, coil_sym_mul(L->sym, coil_sym_add(L->sym, coil_sym_mul(L->sym, e->dvars[r - 3], ksz[0]), idx[0]), ksz[1]), idx[1]);
+  xi[at++] = col;
+  xi[at] = coil_sym_add(L->sym, coil_sym_mul(L->sym, b[0], nb[1]), b[1]);
+  e->expr = lx_op(L, COIL_KOP_WHERE, acc, ok, lx_cast(L, lz_at(L, x, xi), acc), lx_const(L, acc, 0, 0));
+  lazy *sum = lz_reduce(L, e, red, false, COIL_REDUCE_SUM, acc);
+  out->expr = lx_cast(L, lz_at(L, sum, out->dvars), out->dtype);
+  op_set_value(L, n, out);
+  return 0;
+}
+
 int
 coil_lower_backward(lowering *L, const coil_node *n)
 {
+  if (n->op->rule == COIL_RULE_COL2IM)
+    return lower_col2im(L, n);
   if (n->op->rule == COIL_RULE_NORM_BWD)
     return lower_norm_bwd(L, n);
   if (n->op->rule == COIL_RULE_CONV_BWD)

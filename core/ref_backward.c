@@ -243,6 +243,33 @@ run_conv_bwd(rctx *r, coil_tensor *outs, double **acc)
   return 0;
 }
 
+/* col2im: column (c*KH + kh)*KW + kw, block (bh, bw) adds to pixel (bh*s - p + kh*d, ...) */
+static int
+run_col2im(rctx *r, coil_tensor *out, double *acc)
+{
+  const coil_tensor *x = coil_ref_param(r, "self");
+  const coil_lit *lk = coil_ref_lit(r, "kernel_size"), *ld = coil_ref_lit(r, "dilation"),
+                 *lp = coil_ref_lit(r, "padding"), *ls = coil_ref_lit(r, "stride");
+  int rk = out->rank;
+  int64_t C = out->shape[rk - 3], H = out->shape[rk - 2], W = out->shape[rk - 1];
+  int64_t KH = item(lk, 0, 1), KW = item(lk, 1, 1), L = x->shape[x->rank - 1];
+  int64_t nbw = (W + 2 * item(lp, 1, 0) - item(ld, 1, 1) * (KW - 1) - 1) / item(ls, 1, 1) + 1;
+  int64_t batches = rk == 4 ? out->shape[0] : 1;
+  for (int64_t n = 0; n < batches; n++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t kh = 0; kh < KH; kh++)
+        for (int64_t kw = 0; kw < KW; kw++)
+          for (int64_t b = 0; b < L; b++) {
+            int64_t h = b / nbw * item(ls, 0, 1) - item(lp, 0, 0) + kh * item(ld, 0, 1);
+            int64_t w = b % nbw * item(ls, 1, 1) - item(lp, 1, 0) + kw * item(ld, 1, 1);
+            if (h < 0 || h >= H || w < 0 || w >= W)
+              continue;
+            acc[((n * C + c) * H + h) * W + w] += at(x, ((n * C + c) * KH * KW + kh * KW + kw) * L + b);
+          }
+  store(out, acc);
+  return 0;
+}
+
 /* ---- sort ---- */
 
 typedef struct {
@@ -376,6 +403,10 @@ coil_ref_run_backward(rctx *r, coil_tensor *outs)
     if (r->n->op->sub == 1)
       return run_avg_pool_bwd(r, &outs[0], acc);
     return run_adaptive_bwd(&outs[0], coil_ref_param(r, "grad_output"), acc);
+  }
+  case COIL_RULE_COL2IM: {
+    double *acc = zeros(r, &outs[0]);
+    return acc ? run_col2im(r, &outs[0], acc) : -1;
   }
   case COIL_RULE_NORM_BWD: case COIL_RULE_CONV_BWD: {
     double *acc[3] = {0};
