@@ -403,6 +403,17 @@ static const op_template op_templates[] = {
      "%out = aten.col2im.default(%a, [7, 8], [3, 2], [2, 1], [1, 1], [2, 3])", DT_FL, 0},
     {"aten.col2im.default", "unbatched", "T[12, 20]", "%out = aten.col2im.default(%a, [5, 6], 2, 1, 0, 1)", DT_F32, 0},
     {"aten.col2im.default", "gaps", "T[1, 4, 6]", "%out = aten.col2im.default(%a, [7, 8], [2, 2], [1, 1], [0, 0], [3, 3])", DT_F32, 0},
+    /* grid_sampler_2d: grid points drawn from N(0, 1), so many fall outside [-1, 1] and the
+     * padding mode decides; a size-1 input dim (reflection over a single pixel) */
+    {"aten.grid_sampler_2d.default", "", "T[2, 3, 5, 6] T[2, 4, 7, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 0, 0, False)", DT_FL, 0},
+    {"aten.grid_sampler_2d.default", "border_align", "T[2, 3, 5, 6] T[2, 4, 7, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 0, 1, True)", DT_F32, 0},
+    {"aten.grid_sampler_2d.default", "reflect", "T[2, 3, 5, 6] T[2, 4, 7, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 0, 2, False)", DT_FL, 0},
+    {"aten.grid_sampler_2d.default", "reflect_align", "T[2, 3, 5, 6] T[2, 4, 7, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 0, 2, True)", DT_F32, 0},
+    {"aten.grid_sampler_2d.default", "nearest", "T[2, 3, 5, 6] T[2, 4, 7, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 1, 0, False)", DT_FL, 0},
+    {"aten.grid_sampler_2d.default", "nearest_border", "T[2, 3, 5, 6] T[2, 4, 7, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 1, 1, False)", DT_F32, 0},
+    {"aten.grid_sampler_2d.default", "nearest_reflect_align", "T[2, 3, 5, 6] T[2, 4, 7, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 1, 2, True)", DT_F32, 0},
+    {"aten.grid_sampler_2d.default", "align", "T[2, 3, 5, 6] T[2, 4, 7, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 0, 0, True)", DT_F32, 0},
+    {"aten.grid_sampler_2d.default", "size1", "T[1, 2, 1, 5] T[1, 3, 4, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 0, 2, True)", DT_F32, 0},
 };
 
 #endif

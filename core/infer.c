@@ -1749,6 +1749,32 @@ r_col2im(ictx *c)
   return 0;
 }
 
+/* grid_sampler_2d: input [N, C, H, W], grid [N, Ho, Wo, 2] -> [N, C, Ho, Wo] */
+static int
+r_grid_sample(ictx *c)
+{
+  const coil_type *x, *g;
+  if (float_input(c, "input", &x) || float_input(c, "grid", &g))
+    return -1;
+  if (x->rank != 4)
+    return ierr(c, P(c, "input"), "input must be a 4-D tensor (N, C, H, W), not of rank %d", x->rank);
+  if (g->rank != 4 || !sym_is(g->dims[3], 2) || !sym_eq(g->dims[0], x->dims[0]))
+    return ierr(c, P(c, "grid"), "grid must be a tensor of size [%s, Ho, Wo, 2]", S(c, x->dims[0]));
+  if (g->dtype != x->dtype)
+    return ierr(c, P(c, "grid"), "grid must have the input's dtype (%s), not %s", coil_dtype_name(x->dtype),
+                coil_dtype_name(g->dtype));
+  coil_lit *im = P(c, "interpolation_mode"), *pm = P(c, "padding_mode");
+  if (im->i == 2)
+    return ierr(c, im, "bicubic interpolation (mode 2) is not supported; bilinear (0) and nearest (1) are");
+  if (im->i < 0 || im->i > 1)
+    return ierr(c, im, "interpolation_mode must be 0 (bilinear) or 1 (nearest)");
+  if (pm->i < 0 || pm->i > 2)
+    return ierr(c, pm, "padding_mode must be 0 (zeros), 1 (border) or 2 (reflection)");
+  const coil_sym *dims[4] = {x->dims[0], x->dims[1], g->dims[1], g->dims[2]};
+  set_tensor(c, x->dtype, 4, dims);
+  return 0;
+}
+
 /* sort: (values, indices) shaped as self */
 static int
 r_sort(ictx *c)
@@ -1838,6 +1864,7 @@ static const rule_fn rules[COIL_RULE_COUNT] = {
     [COIL_RULE_POOL_BWD] = r_pool_bwd, [COIL_RULE_NORM_BWD] = r_norm_bwd,
     [COIL_RULE_SORT] = r_sort, [COIL_RULE_CDIST] = r_cdist,
     [COIL_RULE_CONV_BWD] = r_conv_bwd, [COIL_RULE_COL2IM] = r_col2im,
+    [COIL_RULE_GRID_SAMPLE] = r_grid_sample,
 };
 
 int

@@ -202,4 +202,7 @@ int coil_lower_backward(lowering *L, const coil_node *n);
 /* lower_pairwise.c: sort, cdist and pdist as reductions over pairs */
 int coil_lower_pairwise(lowering *L, const coil_node *n);
 
+/* lower_sample.c: grid_sampler_2d and _embedding_bag as indirect loads */
+int coil_lower_sample(lowering *L, const coil_node *n);
+
 #endif

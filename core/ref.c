@@ -811,7 +811,7 @@ run_node(rctx *r, coil_tensor *outs)
   case COIL_RULE_INDEX: case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING: case COIL_RULE_CUMSUM:
     return coil_ref_run_extern(r, outs);
   case COIL_RULE_POOL_BWD: case COIL_RULE_NORM_BWD: case COIL_RULE_SORT: case COIL_RULE_CDIST:
-  case COIL_RULE_CONV_BWD: case COIL_RULE_COL2IM:
+  case COIL_RULE_CONV_BWD: case COIL_RULE_COL2IM: case COIL_RULE_GRID_SAMPLE:
     return coil_ref_run_backward(r, outs);
   default:
     return coil_ref_run_move(r, outs);

@@ -1,7 +1,8 @@
-/* ref_backward.c — the reference interpreter's backward ops (pooling, layer and group norm),
- * sort and pairwise distances, written from PyTorch's definitions in f64: the backward ops
- * scatter each gradient element onto the inputs it came from, as PyTorch's CPU kernels do
- * (the lowering gathers instead; the two meet only in the tests). */
+/* ref_backward.c — the reference interpreter's backward ops (pooling, layer and group norm,
+ * convolution), col2im, grid_sampler_2d, sort and pairwise distances, written from PyTorch's
+ * definitions in f64: the backward ops and col2im scatter each gradient element onto the
+ * inputs it came from, as PyTorch's CPU kernels do (the lowering gathers instead; the two meet
+ * only in the tests). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,6 +271,64 @@ run_col2im(rctx *r, coil_tensor *out, double *acc)
   return 0;
 }
 
+/* ---- grid_sampler_2d ---- */
+
+/* PyTorch's GridSampler.h, in f64: a grid coordinate in [-1, 1] to a pixel position, then the
+ * padding mode's rule */
+static double
+grid_source(double g, int64_t size, int padding_mode, bool align_corners)
+{
+  double c = align_corners ? (g + 1) / 2 * (double)(size - 1) : ((g + 1) * (double)size - 1) / 2;
+  if (padding_mode == 2) { /* reflection */
+    double lo = align_corners ? 0 : -1, hi = align_corners ? 2.0 * (double)(size - 1) : 2.0 * (double)size - 1;
+    if (lo == hi) {
+      c = 0;
+    } else {
+      double min = lo / 2, span = (hi - lo) / 2, in = fabs(c - min);
+      double extra = fmod(in, span), flips = floor(in / span);
+      c = fmod(flips, 2) == 0 ? extra + min : span - extra + min;
+    }
+  }
+  if (padding_mode >= 1) /* border, and reflection's result clipped */
+    c = fmin((double)(size - 1), fmax(c, 0));
+  return c;
+}
+
+static int
+run_grid_sample(rctx *r, coil_tensor *out)
+{
+  const coil_tensor *x = coil_ref_param(r, "input"), *grid = coil_ref_param(r, "grid");
+  int mode = (int)coil_ref_lit(r, "interpolation_mode")->i, pad = (int)coil_ref_lit(r, "padding_mode")->i;
+  bool align = coil_ref_lit(r, "align_corners")->i;
+  int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3], Ho = out->shape[2], Wo = out->shape[3];
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t h = 0; h < Ho; h++)
+      for (int64_t w = 0; w < Wo; w++) {
+        int64_t gi = ((n * Ho + h) * Wo + w) * 2;
+        double ix = grid_source(at(grid, gi), W, pad, align), iy = grid_source(at(grid, gi + 1), H, pad, align);
+        for (int64_t c = 0; c < C; c++) {
+          const int64_t plane = (n * C + c) * H * W;
+          double v = 0;
+          if (mode == 1) { /* nearest: round half to even, as nearbyint */
+            double xr = nearbyint(ix), yr = nearbyint(iy);
+            if (xr >= 0 && xr < (double)W && yr >= 0 && yr < (double)H)
+              v = at(x, plane + (int64_t)yr * W + (int64_t)xr);
+          } else { /* bilinear over the four neighbours inside the input */
+            double x0 = floor(ix), y0 = floor(iy);
+            for (int dy = 0; dy < 2; dy++)
+              for (int dx = 0; dx < 2; dx++) {
+                double xx = x0 + dx, yy = y0 + dy;
+                double wt = (dx ? ix - x0 : x0 + 1 - ix) * (dy ? iy - y0 : y0 + 1 - iy);
+                if (xx >= 0 && xx < (double)W && yy >= 0 && yy < (double)H)
+                  v += wt * at(x, plane + (int64_t)yy * W + (int64_t)xx);
+              }
+          }
+          coil_tensor_set_f64(out, ((n * C + c) * Ho + h) * Wo + w, v);
+        }
+      }
+  return 0;
+}
+
 /* ---- sort ---- */
 
 typedef struct {
@@ -425,6 +484,7 @@ coil_ref_run_backward(rctx *r, coil_tensor *outs)
     return rc;
   }
   case COIL_RULE_SORT: return run_sort(r, outs);
+  case COIL_RULE_GRID_SAMPLE: return run_grid_sample(r, outs);
   case COIL_RULE_CDIST: return run_cdist(r, outs);
   default: return coil_ref_err(r, "internal: no reference implementation");
   }
