@@ -414,6 +414,24 @@ static const op_template op_templates[] = {
     {"aten.grid_sampler_2d.default", "nearest_reflect_align", "T[2, 3, 5, 6] T[2, 4, 7, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 1, 2, True)", DT_F32, 0},
     {"aten.grid_sampler_2d.default", "align", "T[2, 3, 5, 6] T[2, 4, 7, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 0, 0, True)", DT_F32, 0},
     {"aten.grid_sampler_2d.default", "size1", "T[1, 2, 1, 5] T[1, 3, 4, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 0, 2, True)", DT_F32, 0},
+    /* _embedding_bag: offsets built in the body (sorted, from 0); an empty bag (a repeated offset),
+     * padding_idx, per_sample_weights, include_last_offset; all four outputs compared */
+    {"aten._embedding_bag.default", "sum", "T[A, B] i64[10]<A",
+     "%o = aten.arange.start_step(0, 10, 3)\n%eb = aten._embedding_bag.default(%a, %b, %o)\n%out = getitem(%eb, 0)\n%out1 = getitem(%eb, 1)\n%out2 = getitem(%eb, 2)\n%out3 = getitem(%eb, 3)\nreturn (%out, %out1, %out2, %out3)", DT_FL, 0},
+    {"aten._embedding_bag.default", "sum_pad", "T[A, B] i64[10]<A",
+     "%o1 = aten.arange.start_step(0, 4, 2)\n%o2 = aten.arange.start_step(2, 9, 3)\n%o = aten.cat.default([%o1, %o2])\n%eb = aten._embedding_bag.default(%a, %b, %o, False, 0, False, None, False, 1)\n%out = getitem(%eb, 0)\n%out1 = getitem(%eb, 1)\n%out2 = getitem(%eb, 2)\n%out3 = getitem(%eb, 3)\nreturn (%out, %out1, %out2, %out3)", DT_FL, 0},
+    {"aten._embedding_bag.default", "mean", "T[A, B] i64[10]<A",
+     "%o1 = aten.arange.start_step(0, 4, 2)\n%o2 = aten.arange.start_step(2, 9, 3)\n%o = aten.cat.default([%o1, %o2])\n%eb = aten._embedding_bag.default(%a, %b, %o, False, 1)\n%out = getitem(%eb, 0)\n%out1 = getitem(%eb, 1)\n%out2 = getitem(%eb, 2)\n%out3 = getitem(%eb, 3)\nreturn (%out, %out1, %out2, %out3)", DT_FL, 0},
+    {"aten._embedding_bag.default", "mean_pad", "T[A, B] i64[10]<A",
+     "%o1 = aten.arange.start_step(0, 4, 2)\n%o2 = aten.arange.start_step(2, 9, 3)\n%o = aten.cat.default([%o1, %o2])\n%eb = aten._embedding_bag.default(%a, %b, %o, False, 1, False, None, False, 1)\n%out = getitem(%eb, 0)\n%out1 = getitem(%eb, 1)\n%out2 = getitem(%eb, 2)\n%out3 = getitem(%eb, 3)\nreturn (%out, %out1, %out2, %out3)", DT_F32, 0},
+    {"aten._embedding_bag.default", "max", "T[A, B] i64[10]<A",
+     "%o1 = aten.arange.start_step(0, 4, 2)\n%o2 = aten.arange.start_step(2, 9, 3)\n%o = aten.cat.default([%o1, %o2])\n%eb = aten._embedding_bag.default(%a, %b, %o, False, 2)\n%out = getitem(%eb, 0)\n%out1 = getitem(%eb, 1)\n%out2 = getitem(%eb, 2)\n%out3 = getitem(%eb, 3)\nreturn (%out, %out1, %out2, %out3)", DT_FL, 0},
+    {"aten._embedding_bag.default", "max_pad", "T[A, B] i64[10]<A",
+     "%o = aten.arange.start_step(0, 10, 3)\n%eb = aten._embedding_bag.default(%a, %b, %o, False, 2, False, None, False, 2)\n%out = getitem(%eb, 0)\n%out1 = getitem(%eb, 1)\n%out2 = getitem(%eb, 2)\n%out3 = getitem(%eb, 3)\nreturn (%out, %out1, %out2, %out3)", DT_F32, 0},
+    {"aten._embedding_bag.default", "weighted", "T[A, B] i64[10]<A T[10]",
+     "%o = aten.arange.start_step(0, 10, 3)\n%eb = aten._embedding_bag.default(%a, %b, %o, False, 0, False, %c)\n%out = getitem(%eb, 0)\n%out1 = getitem(%eb, 1)\n%out2 = getitem(%eb, 2)\n%out3 = getitem(%eb, 3)\nreturn (%out, %out1, %out2, %out3)", DT_FL, 0},
+    {"aten._embedding_bag.default", "last", "T[A, B] i64[10]<A",
+     "%o1 = aten.arange.start_step(0, 9, 3)\n%o2 = aten.full.default([1], 10, dtype=i64)\n%o = aten.cat.default([%o1, %o2])\n%eb = aten._embedding_bag.default(%a, %b, %o, False, 1, False, None, True)\n%out = getitem(%eb, 0)\n%out1 = getitem(%eb, 1)\n%out2 = getitem(%eb, 2)\n%out3 = getitem(%eb, 3)\nreturn (%out, %out1, %out2, %out3)", DT_F32, 0},
 };
 
 #endif

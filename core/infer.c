@@ -1775,6 +1775,51 @@ r_grid_sample(ictx *c)
   return 0;
 }
 
+/* _embedding_bag: (output [B, D], offset2bag, bag_size, max_indices) with B the bags; the
+ * auxiliary outputs' sizes as PyTorch's CPU kernels give them: offset2bag is [0] for mode sum
+ * in f32 or f16 without padding_idx (the fast path skips it), else [I]; max_indices is [B, D]
+ * for mode max, else [B] */
+static int
+r_embedding_bag(ictx *c)
+{
+  const coil_type *w, *ix = tensor_of(P(c, "indices")), *off = tensor_of(P(c, "offsets"));
+  const coil_type *psw = tensor_of(P(c, "per_sample_weights"));
+  if (float_input(c, "weight", &w))
+    return -1;
+  if (w->rank != 2)
+    return ierr(c, P(c, "weight"), "weight must be a 2-D tensor (num_embeddings, dim), not of rank %d", w->rank);
+  if (!ix || ix->rank != 1 || (ix->dtype != COIL_I64 && ix->dtype != COIL_I32))
+    return ierr(c, P(c, "indices"), "indices must be a 1-D tensor of i64 or i32");
+  if (!off || off->rank != 1 || (off->dtype != COIL_I64 && off->dtype != COIL_I32))
+    return ierr(c, P(c, "offsets"), "offsets must be a 1-D tensor of i64 or i32");
+  int64_t mode = P(c, "mode")->i, nb;
+  if (mode < 0 || mode > 2)
+    return ierr(c, P(c, "mode"), "mode must be 0 (sum), 1 (mean) or 2 (max)");
+  if (psw && mode != 0)
+    return ierr(c, P(c, "per_sample_weights"), "per_sample_weights is only supported for mode 0 (sum)");
+  if (psw && (psw->rank != 1 || !sym_eq(psw->dims[0], ix->dims[0]) || psw->dtype != w->dtype))
+    return ierr(c, P(c, "per_sample_weights"), "per_sample_weights must be a 1-D tensor like indices, of weight's dtype");
+  bool last = P(c, "include_last_offset")->i;
+  const coil_sym *bags = last ? coil_sym_add(c->sc, off->dims[0], K(c, -1)) : off->dims[0];
+  if (coil_sym_is_const(bags, &nb) && nb < 0)
+    return ierr(c, P(c, "offsets"), "include_last_offset: offsets needs at least one element");
+  coil_dtype aux = ix->dtype == COIL_I64 || off->dtype == COIL_I64 ? COIL_I64 : COIL_I32;
+  bool fast_sum = mode == 0 && P(c, "padding_idx")->i < 0 && (w->dtype == COIL_F32 || w->dtype == COIL_F16);
+  coil_type *e = set_tuple(c, 4);
+  e[0].dtype = w->dtype;
+  e[0].rank = 2;
+  e[0].dims[0] = bags;
+  e[0].dims[1] = w->dims[1];
+  e[1].dtype = e[2].dtype = e[3].dtype = aux;
+  e[1].rank = e[2].rank = 1;
+  e[1].dims[0] = fast_sum ? K(c, 0) : ix->dims[0];
+  e[2].dims[0] = bags;
+  e[3].rank = mode == 2 ? 2 : 1;
+  e[3].dims[0] = bags;
+  e[3].dims[1] = w->dims[1];
+  return 0;
+}
+
 /* sort: (values, indices) shaped as self */
 static int
 r_sort(ictx *c)
@@ -1864,7 +1909,7 @@ static const rule_fn rules[COIL_RULE_COUNT] = {
     [COIL_RULE_POOL_BWD] = r_pool_bwd, [COIL_RULE_NORM_BWD] = r_norm_bwd,
     [COIL_RULE_SORT] = r_sort, [COIL_RULE_CDIST] = r_cdist,
     [COIL_RULE_CONV_BWD] = r_conv_bwd, [COIL_RULE_COL2IM] = r_col2im,
-    [COIL_RULE_GRID_SAMPLE] = r_grid_sample,
+    [COIL_RULE_GRID_SAMPLE] = r_grid_sample, [COIL_RULE_EMBEDDING_BAG] = r_embedding_bag,
 };
 
 int

@@ -1,6 +1,6 @@
 /* ref_backward.c — the reference interpreter's backward ops (pooling, layer and group norm,
- * convolution), col2im, grid_sampler_2d, sort and pairwise distances, written from PyTorch's
- * definitions in f64: the backward ops and col2im scatter each gradient element onto the
+ * convolution), col2im, grid_sampler_2d, _embedding_bag, sort and pairwise distances, written
+ * from PyTorch's definitions in f64: the backward ops and col2im scatter each gradient element onto the
  * inputs it came from, as PyTorch's CPU kernels do (the lowering gathers instead; the two meet
  * only in the tests). */
 #include <math.h>
@@ -329,6 +329,84 @@ run_grid_sample(rctx *r, coil_tensor *out)
   return 0;
 }
 
+/* ---- _embedding_bag ---- */
+
+/* As PyTorch's _embedding_bag_cpu: offset2bag[i] = (offsets up to i) - 1, by its cumsum of
+ * ones put at the offsets; index i adds its weight row (times per_sample_weights[i]) to bag
+ * offset2bag[i] unless it is padding_idx; mean divides by max(bag_size, 1); max keeps the first
+ * largest (and its index, 0 for an empty bag); bag_size counts a bag's indices but padding ones
+ * (zeroed for sum); max_indices is bag_size for sum and mean */
+static int
+run_embedding_bag(rctx *r, coil_tensor *outs)
+{
+  const coil_tensor *w = coil_ref_param(r, "weight"), *ix = coil_ref_param(r, "indices"),
+                    *off = coil_ref_param(r, "offsets"), *psw = coil_ref_param(r, "per_sample_weights");
+  int64_t mode = coil_ref_lit(r, "mode")->i, pad = coil_ref_lit(r, "padding_idx")->i;
+  int64_t V = w->shape[0], D = w->shape[1], I = ix->shape[0], B = outs[0].shape[0];
+  int64_t *o2b = calloc((size_t)I + 2, sizeof(int64_t)), *size = calloc((size_t)B + 1, sizeof(int64_t));
+  int64_t *arg = calloc((size_t)(B * D) + 1, sizeof(int64_t));
+  double *acc = calloc((size_t)(B * D) + 1, sizeof(double));
+  bool *seen = calloc((size_t)B + 1, sizeof(bool));
+  int rc = 0;
+  if (!o2b || !size || !arg || !acc || !seen) {
+    rc = coil_ref_err(r, "out of memory");
+    goto done;
+  }
+  for (int64_t b = 0; b < B; b++) {
+    int64_t o = coil_tensor_get_i64(off, b);
+    if (o < 0 || o > I) {
+      rc = coil_ref_err(r, "offsets[%lld] = %lld is out of range [0, %lld]", (long long)b, (long long)o, (long long)I);
+      goto done;
+    }
+    o2b[o]++;
+    size[b] = (b + 1 < B ? coil_tensor_get_i64(off, b + 1) : I) - o;
+  }
+  o2b[0]--;
+  for (int64_t i = 1; i <= I; i++)
+    o2b[i] += o2b[i - 1];
+  for (int64_t i = 0; i < I; i++) {
+    int64_t id = coil_tensor_get_i64(ix, i), bag = o2b[i];
+    if (id < 0 || id >= V) {
+      rc = coil_ref_err(r, "index %lld is out of range for %lld embeddings", (long long)id, (long long)V);
+      goto done;
+    }
+    if (bag < 0 || bag >= B)
+      continue;
+    if (id == pad) {
+      size[bag]--;
+      continue;
+    }
+    for (int64_t d = 0; d < D; d++) {
+      double v = at(w, id * D + d);
+      if (mode != 2) {
+        acc[bag * D + d] += v * (psw ? at(psw, i) : 1.0);
+      } else if (!seen[bag] || v > acc[bag * D + d]) {
+        acc[bag * D + d] = v;
+        arg[bag * D + d] = id;
+      }
+    }
+    seen[bag] = true;
+  }
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t d = 0; d < D; d++) {
+      double div = mode == 1 && size[b] > 1 ? (double)size[b] : 1.0;
+      coil_tensor_set_f64(&outs[0], b * D + d, acc[b * D + d] / div);
+    }
+  for (int64_t i = 0; i < coil_tensor_numel(&outs[1]); i++)
+    coil_tensor_set_i64(&outs[1], i, o2b[i]);
+  for (int64_t b = 0; b < B; b++)
+    coil_tensor_set_i64(&outs[2], b, mode == 0 ? 0 : size[b]);
+  for (int64_t e = 0; e < coil_tensor_numel(&outs[3]); e++)
+    coil_tensor_set_i64(&outs[3], e, mode == 2 ? arg[e] : mode == 0 ? 0 : size[e]);
+done:
+  free(o2b);
+  free(size);
+  free(arg);
+  free(acc);
+  free(seen);
+  return rc;
+}
+
 /* ---- sort ---- */
 
 typedef struct {
@@ -485,6 +563,7 @@ coil_ref_run_backward(rctx *r, coil_tensor *outs)
   }
   case COIL_RULE_SORT: return run_sort(r, outs);
   case COIL_RULE_GRID_SAMPLE: return run_grid_sample(r, outs);
+  case COIL_RULE_EMBEDDING_BAG: return run_embedding_bag(r, outs);
   case COIL_RULE_CDIST: return run_cdist(r, outs);
   default: return coil_ref_err(r, "internal: no reference implementation");
   }
