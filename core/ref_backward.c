@@ -1,8 +1,8 @@
 /* ref_backward.c — the reference interpreter's backward ops (pooling, layer and group norm,
  * convolution), col2im, grid_sampler_2d, _embedding_bag, sort and pairwise distances, written
- * from PyTorch's definitions in f64: the backward ops and col2im scatter each gradient element onto the
- * inputs it came from, as PyTorch's CPU kernels do (the lowering gathers instead; the two meet
- * only in the tests). */
+ * from PyTorch's definitions in f64: the backward ops and col2im scatter each gradient element
+ * onto the inputs it came from, as PyTorch's CPU kernels do (the lowering gathers instead; the
+ * two meet only in the tests). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
