@@ -292,6 +292,160 @@ static const op_template op_templates[] = {
      "%i = aten.arange.start_step(0, $B, 1)\n%u = aten.unsqueeze.default(%i, 0)\n%e = aten.expand.default(%u, [$A, -1])\n"
      "%out = aten.gather.default(%a, 1, %e)", DT_NUM, 0},
     {"aten.gather.default", "dim0", "T[A, B] i64[C, B]<A", "%out = aten.gather.default(%a, 0, %b)", DT_FL, 0},
+    /* ---- backward ops, sort, pairwise distances: gather-style reductions (core/lower_backward.c,
+     * core/lower_pairwise.c); gradients are random tensors of grad_output's shape ---- */
+    /* max_pool2d backward: indices from the forward on the same input; overlapping windows
+     * (stride 1) send one element the sum of several gradients */
+    {"aten.max_pool2d_with_indices_backward.default", "", "T[2, 3, 9, 7] T[2, 3, 5, 4]",
+     "%mp = aten.max_pool2d_with_indices.default(%a, [3, 3], [2, 2], [1, 1])\n%i = getitem(%mp, 1)\n"
+     "%out = aten.max_pool2d_with_indices_backward.default(%b, %a, [3, 3], [2, 2], [1, 1], [1, 1], False, %i)", DT_FL, 0},
+    {"aten.max_pool2d_with_indices_backward.default", "ceil_dil", "T[2, 3, 10, 9] T[2, 3, 5, 4]",
+     "%mp = aten.max_pool2d_with_indices.default(%a, [3, 3], [2, 2], [1, 1], [2, 2], True)\n%i = getitem(%mp, 1)\n"
+     "%out = aten.max_pool2d_with_indices_backward.default(%b, %a, [3, 3], [2, 2], [1, 1], [2, 2], True, %i)", DT_FL, 0},
+    {"aten.max_pool2d_with_indices_backward.default", "overlap", "T[1, 2, 6, 5] T[1, 2, 6, 5]",
+     "%mp = aten.max_pool2d_with_indices.default(%a, [3, 3], [1, 1], [1, 1])\n%i = getitem(%mp, 1)\n"
+     "%out = aten.max_pool2d_with_indices_backward.default(%b, %a, [3, 3], [1, 1], [1, 1], [1, 1], False, %i)", DT_FL, 0},
+    /* ties and NaN: the gradient goes where the forward's index points */
+    {"aten.max_pool2d_with_indices_backward.default", "nan_ties", "T[2, 3, 9, 7] T[2, 3, 5, 4]",
+     "%r = aten.round.default(%a)\n%m = aten.gt.Scalar(%a, 1.5)\n%nan = aten.full_like.default(%a, nan)\n"
+     "%x = aten.where.self(%m, %nan, %r)\n"
+     "%mp = aten.max_pool2d_with_indices.default(%x, [3, 3], [2, 2], [1, 1], [1, 1], True)\n%i = getitem(%mp, 1)\n"
+     "%out = aten.max_pool2d_with_indices_backward.default(%b, %x, [3, 3], [2, 2], [1, 1], [1, 1], True, %i)", DT_FL, 0},
+    {"aten.max_pool2d_with_indices_backward.default", "3d", "T[3, 8, 7] T[3, 4, 3]",
+     "%mp = aten.max_pool2d_with_indices.default(%a, [2, 2])\n%i = getitem(%mp, 1)\n"
+     "%out = aten.max_pool2d_with_indices_backward.default(%b, %a, [2, 2], [], [0, 0], [1, 1], False, %i)", DT_FL, 0},
+    {"aten.avg_pool2d_backward.default", "", "T[2, 3, 4, 4] T[2, 3, 8, 7]",
+     "%out = aten.avg_pool2d_backward.default(%a, %b, [3, 3], [2, 2], [1, 1], False, True, None)", DT_FL, 0},
+    {"aten.avg_pool2d_backward.default", "ceil", "T[2, 3, 5, 4] T[2, 3, 8, 7]",
+     "%out = aten.avg_pool2d_backward.default(%a, %b, [3, 3], [2, 2], [1, 1], True, True, None)", DT_FL, 0},
+    {"aten.avg_pool2d_backward.default", "exclude_pad", "T[2, 3, 4, 4] T[2, 3, 8, 7]",
+     "%out = aten.avg_pool2d_backward.default(%a, %b, [3, 3], [2, 2], [1, 1], False, False, None)", DT_FL, 0},
+    {"aten.avg_pool2d_backward.default", "divisor", "T[2, 3, 5, 3] T[2, 3, 8, 7]",
+     "%out = aten.avg_pool2d_backward.default(%a, %b, [3, 2], [2, 3], [1, 1], True, True, 5)", DT_FL, 0},
+    {"aten.avg_pool2d_backward.default", "stride1", "T[1, 2, 4, 5] T[1, 2, 5, 6]",
+     "%out = aten.avg_pool2d_backward.default(%a, %b, [2, 2], [1, 1], [0, 0], False, True, None)", DT_FL, 0},
+    {"aten.avg_pool2d_backward.default", "3d", "T[3, 5, 3] T[3, 9, 7]",
+     "%out = aten.avg_pool2d_backward.default(%a, %b, [2, 3], [], [1, 1], True, False, None)", DT_FL, 0},
+    {"aten._adaptive_avg_pool2d_backward.default", "", "T[2, 3, 3, 4] T[2, 3, 7, 9]",
+     "%out = aten._adaptive_avg_pool2d_backward.default(%a, %b)", DT_FL, 0},
+    {"aten._adaptive_avg_pool2d_backward.default", "global", "T[2, 3, 1, 1] T[2, 3, A, B]",
+     "%out = aten._adaptive_avg_pool2d_backward.default(%a, %b)", DT_FL, S},
+    /* an output larger than the input: windows overlap */
+    {"aten._adaptive_avg_pool2d_backward.default", "up", "T[1, 2, 5, 7] T[1, 2, 3, 4]",
+     "%out = aten._adaptive_avg_pool2d_backward.default(%a, %b)", DT_FL, 0},
+    {"aten._adaptive_avg_pool2d_backward.default", "3d", "T[3, 4, 2] T[3, 6, 5]",
+     "%out = aten._adaptive_avg_pool2d_backward.default(%a, %b)", DT_FL, 0},
+    /* layer norm backward with mean and rstd from the forward */
+    {"aten.native_layer_norm_backward.default", "", "T[A, B] T[A, B] T[B] T[B]",
+     "%ln = aten.native_layer_norm.default(%b, [$B], %c, %d, 1e-05)\n%m = getitem(%ln, 1)\n%r = getitem(%ln, 2)\n"
+     "%bw = aten.native_layer_norm_backward.default(%a, %b, [$B], %m, %r, %c, %d, [True, True, True])\n"
+     "%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_FL, S},
+    {"aten.native_layer_norm_backward.default", "noweight", "T[A, B, C] T[A, B, C]",
+     "%ln = aten.native_layer_norm.default(%b, [$C], None, None, 1e-05)\n%m = getitem(%ln, 1)\n%r = getitem(%ln, 2)\n"
+     "%bw = aten.native_layer_norm_backward.default(%a, %b, [$C], %m, %r, None, None, [True, False, False])\n"
+     "%out = getitem(%bw, 0)", DT_FL, 0},
+    /* two normalised dims, weight over both */
+    {"aten.native_layer_norm_backward.default", "2d", "T[A, B, C] T[A, B, C] T[B, C]",
+     "%ln = aten.native_layer_norm.default(%b, [$B, $C], None, None, 1e-05)\n%m = getitem(%ln, 1)\n%r = getitem(%ln, 2)\n"
+     "%bw = aten.native_layer_norm_backward.default(%a, %b, [$B, $C], %m, %r, %c, None, [True, True, True])\n"
+     "%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_F32, 0},
+    /* group norm backward: mean and rstd as given (any values) */
+    {"aten.native_group_norm_backward.default", "", "T[2, 6, 5, 3] T[2, 6, 5, 3] T[2, 3] T[2, 3]+ T[6]",
+     "%bw = aten.native_group_norm_backward.default(%a, %b, %c, %d, %e, 2, 6, 15, 3, [True, True, True])\n"
+     "%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_FL, 0},
+    {"aten.native_group_norm_backward.default", "noweight", "T[3, 4, 7] T[3, 4, 7] T[3, 2] T[3, 2]+",
+     "%bw = aten.native_group_norm_backward.default(%a, %b, %c, %d, None, 3, 4, 7, 2, [True, True, True])\n"
+     "%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_F32, 0},
+    {"aten.native_group_norm_backward.default", "2d", "T[3, 4] T[3, 4] T[3, 4] T[3, 4]+ T[4]",
+     "%bw = aten.native_group_norm_backward.default(%a, %b, %c, %d, %e, 3, 4, 1, 4, [True, True, False])\n"
+     "%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\nreturn (%out, %out1)", DT_F32, 0},
+    /* sort: the stable order (equal values keep their order), NaN the largest */
+    {"aten.sort.default", "", "T[A, B]",
+     "%s = aten.sort.default(%a)\n%out = getitem(%s, 0)\n%out1 = getitem(%s, 1)\nreturn (%out, %out1)", DT_ALL, S},
+    {"aten.sort.default", "desc_dim0", "T[A, B, C]",
+     "%s = aten.sort.default(%a, 0, True)\n%out = getitem(%s, 0)\n%out1 = getitem(%s, 1)\nreturn (%out, %out1)", DT_NUM, 0},
+    {"aten.sort.default", "nan_ties", "T[A, 9]",
+     "%r = aten.round.default(%a)\n%m = aten.gt.Scalar(%a, 1)\n%nan = aten.full_like.default(%a, nan)\n"
+     "%x = aten.where.self(%m, %nan, %r)\n%s = aten.sort.default(%x, 1)\n%out = getitem(%s, 0)\n%out1 = getitem(%s, 1)\n"
+     "return (%out, %out1)", DT_FL, 0},
+    {"aten.sort.default", "nan_ties_desc", "T[A, 9]",
+     "%r = aten.round.default(%a)\n%m = aten.gt.Scalar(%a, 1)\n%nan = aten.full_like.default(%a, nan)\n"
+     "%x = aten.where.self(%m, %nan, %r)\n%s = aten.sort.default(%x, -1, True)\n%out = getitem(%s, 0)\n"
+     "%out1 = getitem(%s, 1)\nreturn (%out, %out1)", DT_FL, 0},
+    {"aten.sort.default", "long", "T[2, 300]",
+     "%s = aten.sort.default(%a)\n%out = getitem(%s, 0)\n%out1 = getitem(%s, 1)\nreturn (%out, %out1)", DT_F32 | DT_I64, 0},
+    {"aten.sort.default", "size1", "T[A, 1]",
+     "%s = aten.sort.default(%a, 1)\n%out = getitem(%s, 0)\n%out1 = getitem(%s, 1)\nreturn (%out, %out1)", DT_F32, 0},
+    /* cdist and pdist over p = 2, 0 (integer-valued inputs, so some differences are zero), 1,
+     * inf and a general p; batch dims broadcast */
+    {"aten._cdist_forward.default", "", "T[A, C] T[B, C]", "%out = aten._cdist_forward.default(%a, %b, 2.0, None)", DT_F32, S},
+    {"aten._cdist_forward.default", "p0", "T[A, C] T[B, C]",
+     "%x = aten.round.default(%a)\n%y = aten.round.default(%b)\n%out = aten._cdist_forward.default(%x, %y, 0.0, None)", DT_F32, 0},
+    {"aten._cdist_forward.default", "p1", "T[A, C] T[B, C]", "%out = aten._cdist_forward.default(%a, %b, 1.0, None)", DT_F32, 0},
+    {"aten._cdist_forward.default", "pinf", "T[A, C] T[B, C]", "%out = aten._cdist_forward.default(%a, %b, inf, 2)", DT_F32, 0},
+    {"aten._cdist_forward.default", "p3_batch", "T[2, A, C] T[1, B, C]",
+     "%out = aten._cdist_forward.default(%a, %b, 3.0, None)", DT_F32, 0},
+    {"aten._cdist_forward.default", "mm", "T[30, 5] T[40, 5]", "%out = aten._cdist_forward.default(%a, %b, 2.0, 1)", DT_F32, 0},
+    {"aten._pdist_forward.default", "", "T[A, C]", "%out = aten._pdist_forward.default(%a)", DT_F32, S},
+    {"aten._pdist_forward.default", "p0", "T[A, C]",
+     "%x = aten.round.default(%a)\n%out = aten._pdist_forward.default(%x, 0.0)", DT_F32, 0},
+    {"aten._pdist_forward.default", "p1", "T[A, C]", "%out = aten._pdist_forward.default(%a, 1.0)", DT_F32, 0},
+    {"aten._pdist_forward.default", "pinf", "T[A, C]", "%out = aten._pdist_forward.default(%a, inf)", DT_F32, 0},
+    {"aten._pdist_forward.default", "p1_5", "T[A, C]", "%out = aten._pdist_forward.default(%a, 1.5)", DT_F32, 0},
+    /* convolution backward: grad_input, grad_weight and grad_bias as gathers (stride that does not
+     * divide, padding, dilation, groups, depthwise, 1-D, 3-D (reduced dims folded), transposed) */
+    {"aten.convolution_backward.default", "", "T[2, 4, 7, 6] T[2, 3, 7, 6] T[4, 3, 3, 3]",
+     "%bw = aten.convolution_backward.default(%a, %b, %c, [4], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, True])\n%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_FL, 0},
+    {"aten.convolution_backward.default", "groups_stride", "T[1, 6, 4, 7] T[1, 4, 9, 8] T[6, 2, 3, 2]",
+     "%bw = aten.convolution_backward.default(%a, %b, %c, [6], [2, 1], [1, 0], [2, 1], False, [0, 0], 2, [True, True, True])\n%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_FL, 0},
+    {"aten.convolution_backward.default", "1d", "T[2, 6, 6] T[2, 4, 11] T[6, 4, 3]",
+     "%bw = aten.convolution_backward.default(%a, %b, %c, [6], [2], [1], [1], False, [0], 1, [True, True, True])\n%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_F32, 0},
+    {"aten.convolution_backward.default", "3d", "T[2, 6, 5, 3, 5] T[2, 4, 5, 6, 7] T[6, 2, 3, 2, 3]",
+     "%bw = aten.convolution_backward.default(%a, %b, %c, [6], [1, 2, 1], [1, 0, 1], [1, 1, 2], False, [0, 0, 0], 2, [True, True, True])\n%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_F32, 0},
+    {"aten.convolution_backward.default", "depthwise", "T[2, 6, 5, 4] T[2, 6, 9, 7] T[6, 1, 3, 3]",
+     "%bw = aten.convolution_backward.default(%a, %b, %c, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 6, [True, True, False])\n%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\nreturn (%out, %out1)", DT_FL, 0},
+    {"aten.convolution_backward.default", "stride_nopad", "T[1, 4, 5, 4] T[1, 3, 11, 9] T[4, 3, 3, 3]",
+     "%bw = aten.convolution_backward.default(%a, %b, %c, [4], [2, 2], [0, 0], [1, 1], False, [0, 0], 1, [True, True, True])\n%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_F32, 0},
+    {"aten.convolution_backward.default", "transposed", "T[1, 6, 10, 11] T[1, 4, 5, 6] T[4, 3, 3, 3]",
+     "%bw = aten.convolution_backward.default(%a, %b, %c, [6], [2, 2], [1, 1], [1, 1], True, [1, 0], 2, [True, True, True])\n%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_FL, 0},
+    {"aten.convolution_backward.default", "transposed1d", "T[2, 2, 9] T[2, 3, 7] T[3, 2, 4]",
+     "%bw = aten.convolution_backward.default(%a, %b, %c, None, [1], [2], [2], True, [0], 1, [True, True, True])\n%out = getitem(%bw, 0)\n%out1 = getitem(%bw, 1)\n%out2 = getitem(%bw, 2)\nreturn (%out, %out1, %out2)", DT_F32, 0},
+    /* col2im: overlapping blocks (stride 1), stride with padding and dilation, unbatched, and
+     * gaps (stride past the kernel: pixels no block covers are 0) */
+    {"aten.col2im.default", "", "T[2, 12, 20]", "%out = aten.col2im.default(%a, [5, 6], [2, 2], [1, 1], [0, 0], [1, 1])", DT_FL, 0},
+    {"aten.col2im.default", "stride_pad_dil", "T[2, 12, 9]",
+     "%out = aten.col2im.default(%a, [7, 8], [3, 2], [2, 1], [1, 1], [2, 3])", DT_FL, 0},
+    {"aten.col2im.default", "unbatched", "T[12, 20]", "%out = aten.col2im.default(%a, [5, 6], 2, 1, 0, 1)", DT_F32, 0},
+    {"aten.col2im.default", "gaps", "T[1, 4, 6]", "%out = aten.col2im.default(%a, [7, 8], [2, 2], [1, 1], [0, 0], [3, 3])", DT_F32, 0},
+    /* grid_sampler_2d: grid points drawn from N(0, 1), so many fall outside [-1, 1] and the
+     * padding mode decides; a size-1 input dim (reflection over a single pixel) */
+    {"aten.grid_sampler_2d.default", "", "T[2, 3, 5, 6] T[2, 4, 7, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 0, 0, False)", DT_FL, 0},
+    {"aten.grid_sampler_2d.default", "border_align", "T[2, 3, 5, 6] T[2, 4, 7, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 0, 1, True)", DT_F32, 0},
+    {"aten.grid_sampler_2d.default", "reflect", "T[2, 3, 5, 6] T[2, 4, 7, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 0, 2, False)", DT_FL, 0},
+    {"aten.grid_sampler_2d.default", "reflect_align", "T[2, 3, 5, 6] T[2, 4, 7, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 0, 2, True)", DT_F32, 0},
+    {"aten.grid_sampler_2d.default", "nearest", "T[2, 3, 5, 6] T[2, 4, 7, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 1, 0, False)", DT_FL, 0},
+    {"aten.grid_sampler_2d.default", "nearest_border", "T[2, 3, 5, 6] T[2, 4, 7, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 1, 1, False)", DT_F32, 0},
+    {"aten.grid_sampler_2d.default", "nearest_reflect_align", "T[2, 3, 5, 6] T[2, 4, 7, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 1, 2, True)", DT_F32, 0},
+    {"aten.grid_sampler_2d.default", "align", "T[2, 3, 5, 6] T[2, 4, 7, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 0, 0, True)", DT_F32, 0},
+    {"aten.grid_sampler_2d.default", "size1", "T[1, 2, 1, 5] T[1, 3, 4, 2]", "%out = aten.grid_sampler_2d.default(%a, %b, 0, 2, True)", DT_F32, 0},
+    /* _embedding_bag: offsets built in the body (sorted, from 0); an empty bag (a repeated offset),
+     * padding_idx, per_sample_weights, include_last_offset; all four outputs compared */
+    {"aten._embedding_bag.default", "sum", "T[A, B] i64[10]<A",
+     "%o = aten.arange.start_step(0, 10, 3)\n%eb = aten._embedding_bag.default(%a, %b, %o)\n%out = getitem(%eb, 0)\n%out1 = getitem(%eb, 1)\n%out2 = getitem(%eb, 2)\n%out3 = getitem(%eb, 3)\nreturn (%out, %out1, %out2, %out3)", DT_FL, 0},
+    {"aten._embedding_bag.default", "sum_pad", "T[A, B] i64[10]<A",
+     "%o1 = aten.arange.start_step(0, 4, 2)\n%o2 = aten.arange.start_step(2, 9, 3)\n%o = aten.cat.default([%o1, %o2])\n%eb = aten._embedding_bag.default(%a, %b, %o, False, 0, False, None, False, 1)\n%out = getitem(%eb, 0)\n%out1 = getitem(%eb, 1)\n%out2 = getitem(%eb, 2)\n%out3 = getitem(%eb, 3)\nreturn (%out, %out1, %out2, %out3)", DT_FL, 0},
+    {"aten._embedding_bag.default", "mean", "T[A, B] i64[10]<A",
+     "%o1 = aten.arange.start_step(0, 4, 2)\n%o2 = aten.arange.start_step(2, 9, 3)\n%o = aten.cat.default([%o1, %o2])\n%eb = aten._embedding_bag.default(%a, %b, %o, False, 1)\n%out = getitem(%eb, 0)\n%out1 = getitem(%eb, 1)\n%out2 = getitem(%eb, 2)\n%out3 = getitem(%eb, 3)\nreturn (%out, %out1, %out2, %out3)", DT_FL, 0},
+    {"aten._embedding_bag.default", "mean_pad", "T[A, B] i64[10]<A",
+     "%o1 = aten.arange.start_step(0, 4, 2)\n%o2 = aten.arange.start_step(2, 9, 3)\n%o = aten.cat.default([%o1, %o2])\n%eb = aten._embedding_bag.default(%a, %b, %o, False, 1, False, None, False, 1)\n%out = getitem(%eb, 0)\n%out1 = getitem(%eb, 1)\n%out2 = getitem(%eb, 2)\n%out3 = getitem(%eb, 3)\nreturn (%out, %out1, %out2, %out3)", DT_F32, 0},
+    {"aten._embedding_bag.default", "max", "T[A, B] i64[10]<A",
+     "%o1 = aten.arange.start_step(0, 4, 2)\n%o2 = aten.arange.start_step(2, 9, 3)\n%o = aten.cat.default([%o1, %o2])\n%eb = aten._embedding_bag.default(%a, %b, %o, False, 2)\n%out = getitem(%eb, 0)\n%out1 = getitem(%eb, 1)\n%out2 = getitem(%eb, 2)\n%out3 = getitem(%eb, 3)\nreturn (%out, %out1, %out2, %out3)", DT_FL, 0},
+    {"aten._embedding_bag.default", "max_pad", "T[A, B] i64[10]<A",
+     "%o = aten.arange.start_step(0, 10, 3)\n%eb = aten._embedding_bag.default(%a, %b, %o, False, 2, False, None, False, 2)\n%out = getitem(%eb, 0)\n%out1 = getitem(%eb, 1)\n%out2 = getitem(%eb, 2)\n%out3 = getitem(%eb, 3)\nreturn (%out, %out1, %out2, %out3)", DT_F32, 0},
+    {"aten._embedding_bag.default", "weighted", "T[A, B] i64[10]<A T[10]",
+     "%o = aten.arange.start_step(0, 10, 3)\n%eb = aten._embedding_bag.default(%a, %b, %o, False, 0, False, %c)\n%out = getitem(%eb, 0)\n%out1 = getitem(%eb, 1)\n%out2 = getitem(%eb, 2)\n%out3 = getitem(%eb, 3)\nreturn (%out, %out1, %out2, %out3)", DT_FL, 0},
+    {"aten._embedding_bag.default", "last", "T[A, B] i64[10]<A",
+     "%o1 = aten.arange.start_step(0, 9, 3)\n%o2 = aten.full.default([1], 10, dtype=i64)\n%o = aten.cat.default([%o1, %o2])\n%eb = aten._embedding_bag.default(%a, %b, %o, False, 1, False, None, True)\n%out = getitem(%eb, 0)\n%out1 = getitem(%eb, 1)\n%out2 = getitem(%eb, 2)\n%out3 = getitem(%eb, 3)\nreturn (%out, %out1, %out2, %out3)", DT_F32, 0},
 };
 
 #endif

@@ -199,4 +199,13 @@ int coil_lower_index(lowering *L, const coil_node *n);
 /* lower_pool.c: max_pool2d_with_indices and avg_pool2d as window reductions */
 int coil_lower_pool(lowering *L, const coil_node *n);
 
+/* lower_backward.c: pooling and norm backward ops as gather-style reductions */
+int coil_lower_backward(lowering *L, const coil_node *n);
+
+/* lower_pairwise.c: sort, cdist and pdist as reductions over pairs */
+int coil_lower_pairwise(lowering *L, const coil_node *n);
+
+/* lower_sample.c: grid_sampler_2d and _embedding_bag as indirect loads */
+int coil_lower_sample(lowering *L, const coil_node *n);
+
 #endif

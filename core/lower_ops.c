@@ -957,6 +957,11 @@ coil_lower_node(lowering *L, const coil_node *n)
   }
   case COIL_RULE_TOPK:
     return lower_extern(L, n, n->op->name);
+  case COIL_RULE_POOL_BWD: case COIL_RULE_NORM_BWD: case COIL_RULE_CONV_BWD:
+  case COIL_RULE_COL2IM:
+    return coil_lower_backward(L, n);
+  case COIL_RULE_SORT: case COIL_RULE_CDIST: return coil_lower_pairwise(L, n);
+  case COIL_RULE_GRID_SAMPLE: case COIL_RULE_EMBEDDING_BAG: return coil_lower_sample(L, n);
   case COIL_RULE_ASSERT_META:
     return 0;
   case COIL_RULE_GETITEM: {

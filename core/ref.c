@@ -810,6 +810,10 @@ run_node(rctx *r, coil_tensor *outs)
   case COIL_RULE_MATMUL: case COIL_RULE_CONV: case COIL_RULE_POOL: case COIL_RULE_TOPK:
   case COIL_RULE_INDEX: case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING: case COIL_RULE_CUMSUM:
     return coil_ref_run_extern(r, outs);
+  case COIL_RULE_POOL_BWD: case COIL_RULE_NORM_BWD: case COIL_RULE_SORT: case COIL_RULE_CDIST:
+  case COIL_RULE_CONV_BWD: case COIL_RULE_COL2IM: case COIL_RULE_GRID_SAMPLE:
+  case COIL_RULE_EMBEDDING_BAG:
+    return coil_ref_run_backward(r, outs);
   default:
     return coil_ref_run_move(r, outs);
   }

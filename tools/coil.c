@@ -273,6 +273,15 @@ lowers_to(const coil_op *op)
   case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING: return "pointwise with indirect loads";
   case COIL_RULE_TOPK: case COIL_RULE_CUMSUM:
     return "library call";
+  case COIL_RULE_POOL_BWD: return "reduction over the windows covering each input element (a gather)";
+  case COIL_RULE_NORM_BWD: return "sum reductions + pointwise (decomposed)";
+  case COIL_RULE_CONV_BWD: return "three reductions (gathers): grad_input, grad_weight, grad_bias";
+  case COIL_RULE_COL2IM: return "reduction over the blocks covering each pixel (a gather)";
+  case COIL_RULE_SORT: return "two O(n^2) sum reductions (rank, position) + indirect load (rows up to 1024)";
+  case COIL_RULE_CDIST: return op->sub == 1 ? "sum reduction (row of each pair) + reduction with indirect loads"
+                                            : "reduction over the features";
+  case COIL_RULE_GRID_SAMPLE: return "pointwise with masked indirect loads";
+  case COIL_RULE_EMBEDDING_BAG: return "masked reductions over the indices with indirect loads";
   case COIL_RULE_ASSERT_META: return "nothing (checked at compile time)";
   case COIL_RULE_GETITEM: return "nothing (selects a tuple element)";
   default: return op->kind == COIL_OPK_COMPOSITE ? "pointwise (decomposed)" : "pointwise";

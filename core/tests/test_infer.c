@@ -1051,3 +1051,68 @@ Test(infer, argument_binding)
   bad("%x: f32[2]", "%r = aten.view.default(%x, [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2])",
       "list has 19 items, at most 8 allowed");
 }
+
+/* Backward ops, sort, distances, col2im, grid sampling, embedding bags: result types as
+ * PyTorch's, and the errors that name what was expected. */
+Test(infer, backward_and_pairwise_ops)
+{
+  ty("%g: f32[2, 3, 5, 4], %x: f32[2, 3, 9, 7], %i: i64[2, 3, 5, 4]",
+     "%r = aten.max_pool2d_with_indices_backward.default(%g, %x, [3, 3], [2, 2], [1, 1], [1, 1], False, %i)",
+     "f32[2, 3, 9, 7]");
+  ty("%g: f16[3, 5, 4], %x: f16[3, 8, 7]", "%r = aten.avg_pool2d_backward.default(%g, %x, [3, 3], [2, 2], [1, 1], True, True, None)",
+     "f16[3, 8, 7]");
+  ty("%g: f32[2, 3, 1, 1], %x: f32[2, 3, 7, 9]", "%r = aten._adaptive_avg_pool2d_backward.default(%g, %x)", "f32[2, 3, 7, 9]");
+  ty("%g: f32[4, 5], %x: f32[4, 5], %m: f32[4, 1], %s: f32[4, 1], %w: bf16[5]",
+     "%r = aten.native_layer_norm_backward.default(%g, %x, [5], %m, %s, %w, None, [True, True, False])",
+     "(f32[4, 5], bf16[5], bf16[5])");
+  ty("%g: f32[2, 6, 5], %x: f32[2, 6, 5], %m: f32[2, 3], %s: f32[2, 3]",
+     "%r = aten.native_group_norm_backward.default(%g, %x, %m, %s, None, 2, 6, 5, 3, [True, True, True])",
+     "(f32[2, 6, 5], f32[6], f32[6])");
+  ty("%g: f32[1, 6, 4, 7], %x: f32[1, 4, 9, 8], %w: f32[6, 2, 3, 2]",
+     "%r = aten.convolution_backward.default(%g, %x, %w, [6], [2, 1], [1, 0], [2, 1], False, [0, 0], 2, [True, True, True])",
+     "(f32[1, 4, 9, 8], f32[6, 2, 3, 2], f32[6])");
+  ty("%x: i64[3, s0]", "%r = aten.sort.default(%x, 0, True)", "(i64[3, s0], i64[3, s0])");
+  ty("%a: f32[2, 5, 3], %b: f32[1, 4, 3]", "%r = aten._cdist_forward.default(%a, %b, 2.0, None)", "f32[2, 5, 4]");
+  ty("%a: f32[7, 3]", "%r = aten._pdist_forward.default(%a)", "f32[21]");
+  ty("%x: f32[2, 12, 9]", "%r = aten.col2im.default(%x, [7, 8], [3, 2], [2, 1], [1, 1], [2, 3])", "f32[2, 2, 7, 8]");
+  ty("%x: f32[1, 2, 5, 6], %g: f32[1, 3, 4, 2]", "%r = aten.grid_sampler_2d.default(%x, %g, 0, 2, True)", "f32[1, 2, 3, 4]");
+  ty("%w: f32[5, 3], %i: i64[10], %o: i64[4]", "%r = aten._embedding_bag.default(%w, %i, %o)",
+     "(f32[4, 3], i64[0], i64[4], i64[4])");
+  ty("%w: bf16[5, 3], %i: i32[10], %o: i32[5]", "%r = aten._embedding_bag.default(%w, %i, %o, False, 2, False, None, True)",
+     "(bf16[4, 3], i32[10], i32[4], i32[4, 3])");
+
+  bad("%g: f32[2, 3, 4, 4], %x: f32[2, 3, 9, 7], %i: i64[2, 3, 5, 4]",
+      "%r = aten.max_pool2d_with_indices_backward.default(%g, %x, [3, 3], [2, 2], [1, 1], [1, 1], False, %i)",
+      "'grad_output' must be a tensor of size [2, 3, 5, 4]");
+  bad("%g: f32[2, 3, 5, 4], %x: f32[2, 3, 9, 7], %i: i32[2, 3, 5, 4]",
+      "%r = aten.max_pool2d_with_indices_backward.default(%g, %x, [3, 3], [2, 2], [1, 1], [1, 1], False, %i)",
+      "'indices' must have dtype i64, not i32");
+  bad("%g: i64[1, 1, 2, 2], %x: i64[1, 1, 4, 4]", "%r = aten._adaptive_avg_pool2d_backward.default(%g, %x)",
+      "'self' must be a floating-point tensor, not i64");
+  bad("%g: f32[4, 5], %x: f32[4, 5], %m: f32[4], %s: f32[4, 1]",
+      "%r = aten.native_layer_norm_backward.default(%g, %x, [5], %m, %s, None, None, [True, True, True])",
+      "'mean' must be a tensor of size [4, 1]");
+  bad("%g: f32[4, 5], %x: f32[4, 5], %m: f32[4, 1], %s: f32[4, 1]",
+      "%r = aten.native_layer_norm_backward.default(%g, %x, [5], %m, %s, None, None, [True])",
+      "output_mask must be a list of 3 bools");
+  bad("%g: f32[2, 6, 5], %x: f32[2, 6, 5], %m: f32[2, 4], %s: f32[2, 4]",
+      "%r = aten.native_group_norm_backward.default(%g, %x, %m, %s, None, 2, 6, 5, 4, [True, True, True])",
+      "group must be positive and divide C = 6");
+  bad("%g: f32[1, 6, 4, 6], %x: f32[1, 4, 9, 8], %w: f32[6, 2, 3, 2]",
+      "%r = aten.convolution_backward.default(%g, %x, %w, None, [2, 1], [1, 0], [2, 1], False, [0, 0], 2, [True, True, True])",
+      "'grad_output' must be a tensor of size [1, 6, 4, 7]");
+  bad("%a: f32[3, 4], %b: f32[3, 5]", "%r = aten._cdist_forward.default(%a, %b, 2.0, None)",
+      "x1 and x2 must have the same number of features");
+  bad("%a: f32[3, 4]", "%r = aten._pdist_forward.default(%a, -1.0)", "p must be non-negative");
+  bad("%x: f32[2, 12, 21]", "%r = aten.col2im.default(%x, [5, 6], [2, 2], [1, 1], [0, 0], [1, 1])",
+      "the input's last size (21) must be the number of sliding blocks (20)");
+  bad("%x: f32[1, 2, 5, 6], %g: f32[1, 3, 4, 2]", "%r = aten.grid_sampler_2d.default(%x, %g, 2, 0, False)",
+      "bicubic interpolation (mode 2) is not supported");
+  bad("%x: f32[1, 2, 5, 6], %g: f32[1, 3, 4, 3]", "%r = aten.grid_sampler_2d.default(%x, %g, 0, 0, False)",
+      "grid must be a tensor of size [1, Ho, Wo, 2]");
+  bad("%w: f32[5, 3], %i: i64[4], %o: i64[2], %p: f32[4]",
+      "%r = aten._embedding_bag.default(%w, %i, %o, False, 1, False, %p)",
+      "per_sample_weights is only supported for mode 0 (sum)");
+  bad("%w: f32[5, 3], %i: f32[4], %o: i64[2]", "%r = aten._embedding_bag.default(%w, %i, %o)",
+      "indices must be a 1-D tensor of i64 or i32");
+}
