@@ -270,6 +270,16 @@ static const op_template op_templates[] = {
      "%r = aten.relu.default(%a)\n%out = aten.avg_pool2d.default(%r, [2, 2], [2, 2])", DT_FL, S},
     {"aten.topk.default", "", "T[A, 12]",
      "%tk = aten.topk.default(%a, 4)\n%out = getitem(%tk, 0)\n%out1 = getitem(%tk, 1)\nreturn (%out, %out1)", DT_F32, S},
+    /* generated (as sort) for a plugin that does not claim it: smallest along dim 0, every
+     * element (k = n, ties in i64), and a row too long to generate (a library call) */
+    {"aten.topk.default", "smallest0", "T[A, B]",
+     "%tk = aten.topk.default(%a, 3, 0, False)\n%out = getitem(%tk, 0)\n%out1 = getitem(%tk, 1)\nreturn (%out, %out1)",
+     DT_NUM, S},
+    {"aten.topk.default", "all", "T[A, 12]",
+     "%tk = aten.topk.default(%a, 12, -1)\n%out = getitem(%tk, 0)\n%out1 = getitem(%tk, 1)\nreturn (%out, %out1)",
+     DT_FL | DT_I64, 0},
+    {"aten.topk.default", "long", "T[3, 1500]",
+     "%tk = aten.topk.default(%a, 5)\n%out = getitem(%tk, 0)\n%out1 = getitem(%tk, 1)\nreturn (%out, %out1)", DT_F32, 0},
     {"aten.gather.default", "", "T[A, B] i64[A, C]<B", "%out = aten.gather.default(%a, 1, %b)", DT_NUM, S},
     {"aten.cumsum.default", "", "T[A, B]", "%out = aten.cumsum.default(%a, 1)", DT_ALL, S},
     {"aten.cumsum.default", "dim0", "T[A, B]", "%out = aten.cumsum.default(%a, 0)", DT_FL, 0},

@@ -39,14 +39,17 @@ coil_backend_compile_options(const coil_loaded_plugin *lp, const coil_plugin *in
       dtypes |= 1u << t;
   claims[0] = (coil_library_claim){.op = op, .dtypes = dtypes};
   int n = dtypes ? 1 : 0;
-  /* cumsum: a library call where the plugin claims it (a short one is generated otherwise) */
-  static const char *const scan = "aten.cumsum.default";
-  uint32_t sd = 0;
-  for (int t = 0; t < COIL_DTYPE_COUNT && lp; t++)
-    if (coil_plugin_supports(lp, inst, scan, (coil_dtype)t) == COIL_SUPPORTED)
-      sd |= 1u << t;
-  if (sd)
-    claims[n++] = (coil_library_claim){.op = scan, .dtypes = sd};
+  /* cumsum and topk: a library call where the plugin claims it (generated otherwise, up to a
+   * length: longer ones stay library calls) */
+  static const char *const claimable[] = {"aten.cumsum.default", "aten.topk.default"};
+  for (size_t c = 0; c < sizeof claimable / sizeof *claimable; c++) {
+    uint32_t sd = 0;
+    for (int t = 0; t < COIL_DTYPE_COUNT && lp; t++)
+      if (coil_plugin_supports(lp, inst, claimable[c], (coil_dtype)t) == COIL_SUPPORTED)
+        sd |= 1u << t;
+    if (sd)
+      claims[n++] = (coil_library_claim){.op = claimable[c], .dtypes = sd};
+  }
   o->library = claims;
   o->nlibrary = n;
 }

@@ -24,7 +24,7 @@ typedef struct coil_backend_env {
 } coil_backend_env;
 
 /* Library ops the core can also generate (aten.convolution.default): at most this many claims. */
-#define COIL_BACKEND_MAX_CLAIMS 2
+#define COIL_BACKEND_MAX_CLAIMS 3
 
 /* Sets o->library and o->nlibrary (into claims, which o points at afterwards) for a program
  * that plugin lp will run, with [coil] convolution = `convolution`: "auto" or NULL claims the

@@ -955,8 +955,12 @@ coil_lower_node(lowering *L, const coil_node *n)
       return rc;
     return lower_extern(L, n, n->op->name);
   }
-  case COIL_RULE_TOPK:
+  case COIL_RULE_TOPK: { /* generated as sort is, where the plugin does not claim it */
+    int rc = coil_lower_is_library(L, n->op->name, n->bound[0].v->type.dtype) ? 1 : coil_lower_pairwise(L, n);
+    if (rc != 1)
+      return rc;
     return lower_extern(L, n, n->op->name);
+  }
   case COIL_RULE_POOL_BWD: case COIL_RULE_NORM_BWD: case COIL_RULE_CONV_BWD:
   case COIL_RULE_COL2IM:
     return coil_lower_backward(L, n);

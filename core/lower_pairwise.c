@@ -8,6 +8,8 @@
  *   indices[k] = Σ_i (rank[i] == k) · i,   values[k] = x[indices[k]] (an indirect load)
  * with < ordering NaN above every number (> and NaN first for descending): the stable order,
  * which is what PyTorch's CPU sort gives. Ranks are a permutation, so exactly one i has rank k.
+ * topk (for a plugin that does not claim it) is the same with largest as descending and only
+ * the first k positions computed; a line longer than SORT_MAX stays a library call.
  *
  * cdist: out[.., i, j] reduces |x1[.., i, m] - x2[.., j, m]| over m (batch dims broadcast):
  * a count of non-zeros (p = 0), a sum (p = 1), a sum of squares then sqrt (p = 2, exact
@@ -92,14 +94,18 @@ with_pair_dim(lowering *L, const lazy *x, const coil_sym *len, coil_dtype dt)
   return lz_new(L, dt, x->rank + 1, sizes);
 }
 
+/* sort, or topk (its first k positions): 1 when a topk is better left to a library call */
 static int
 lower_sort(lowering *L, const coil_node *n)
 {
+  bool topk = n->op->rule == COIL_RULE_TOPK;
   lazy *x = op_arg(L, n, 0);
   lazy *outs[2] = {op_result(L, n, 0), op_result(L, n, 1)};
   int r = x->rank, dim = r ? (int)op_lit(n, "dim")->i : 0;
   dim += dim < 0 ? r : 0;
   int64_t len = 1;
+  if (topk && ((r && !coil_sym_is_const(x->sizes[dim], &len)) || len > SORT_MAX || r + 1 > COIL_MAX_RANK))
+    return 1;
   if (r && !coil_sym_is_const(x->sizes[dim], &len))
     return node_err(L, n, "sorting along a dimension of symbolic size is not supported");
   if (len > SORT_MAX)
@@ -107,13 +113,13 @@ lower_sort(lowering *L, const coil_node *n)
                           "O(n^2) rank computation)");
   if (r + 1 > COIL_MAX_RANK)
     return node_err(L, n, "sort supports tensors of rank up to 7");
-  if (len <= 1) { /* nothing moves */
+  if (len <= 1) { /* nothing moves (topk's k is then 0 or 1) */
     outs[0]->expr = lz_at(L, x, outs[0]->dvars);
     outs[1]->expr = lx_const(L, COIL_I64, 0, 0);
     op_set_tuple(L, n, outs);
     return 0;
   }
-  bool descending = op_lit(n, "descending")->i, is_float = coil_dtype_is_float(x->dtype);
+  bool descending = op_lit(n, topk ? "largest" : "descending")->i, is_float = coil_dtype_is_float(x->dtype);
   coil_dtype cmp = is_float ? opmath_dtype(x->dtype) : COIL_I64;
   bool red[COIL_MAX_RANK] = {0};
   red[r] = true;
@@ -130,8 +136,8 @@ lower_sort(lowering *L, const coil_node *n)
   e->expr = lx_op(L, COIL_KOP_WHERE, COIL_I64, before, lx_const(L, COIL_I64, 0, 1), lx_const(L, COIL_I64, 0, 0));
   lazy *rank = lz_reduce(L, e, red, false, COIL_REDUCE_SUM, COIL_I64);
 
-  /* indices[k] = Σ_i (rank[i] == k) · i, i the extra dim */
-  lazy *f = with_pair_dim(L, x, x->sizes[dim], COIL_I64);
+  /* indices[k] = Σ_i (rank[i] == k) · i, i the extra dim; k over the output's positions */
+  lazy *f = with_pair_dim(L, outs[1], x->sizes[dim], COIL_I64);
   for (int i = 0; i < r; i++)
     at[i] = i == dim ? f->dvars[r] : f->dvars[i];
   const lexpr *hit = op2(L, COIL_KOP_EQ, COIL_BOOL, lz_at(L, rank, at), lx_index(L, f->dvars[dim]));
@@ -254,7 +260,7 @@ lower_pdist(lowering *L, const coil_node *n)
 int
 coil_lower_pairwise(lowering *L, const coil_node *n)
 {
-  if (n->op->rule == COIL_RULE_SORT)
+  if (n->op->rule == COIL_RULE_SORT || n->op->rule == COIL_RULE_TOPK)
     return lower_sort(L, n);
   return n->op->sub == 1 ? lower_pdist(L, n) : lower_cdist(L, n);
 }

@@ -55,9 +55,9 @@ destroy(coil_plugin *self)
 }
 
 /* Every kernel op and the library calls the engine implements, on every dtype, except
- * convolution and cumsum: the core generates a kernel for what a plugin does not claim, and
- * interp runs that, as any new backend would (a cumsum longer than the core generates stays a
- * library call, which interp then reports as not supported). The engine still runs a
+ * convolution, cumsum and topk: the core generates a kernel for what a plugin does not claim,
+ * and interp runs that, as any new backend would (a cumsum or topk longer than the core
+ * generates stays a library call, which interp then reports as not supported). The engine still runs a
  * convolution extern_call when a program has one ([coil] convolution = library), which checks
  * the library path. */
 static coil_support
@@ -65,7 +65,7 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
 {
   static const char *const externs[] = {
       "aten.mm.default", "aten.bmm.default", "aten.addmm.default",
-      "aten.max_pool2d_with_indices.default", "aten.avg_pool2d.default", "aten.topk.default",
+      "aten.max_pool2d_with_indices.default", "aten.avg_pool2d.default",
       "aten.gather.default", "aten.embedding.default", "aten.index.Tensor"};
   (void)self;
   if ((unsigned)dtype >= COIL_DTYPE_COUNT)
