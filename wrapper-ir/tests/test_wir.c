@@ -303,7 +303,7 @@ build_example(void)
 }
 
 static const char example_text[] =
-    "wir 1.2\n"
+    "wir 1.3\n"
     "program mlp\n"
     "peak 4096\n"
     "input arg0 'x': f32[s0, 64] stride [64, 1]\n"
