@@ -108,12 +108,12 @@ static const op_template op_templates[] = {
     {"aten.clamp.Tensor", "", "T T T", "%out = aten.clamp.Tensor(%a, %b, %c)", DT_NUM, PW},
     {"aten.copy.default", "", "T T", "%out = aten.copy.default(%a, %b)", DT_ALL, PW | NB},
     /* ---- pointwise math (core/lower_math.c): libm functions on their domains, near 0 (scaled
-     * by 1e-4, where exp(x) - 1 and the like would lose every digit), integers promoted to f32 */
+     * by 1e-6, where exp(x) - 1 and the like would lose most digits), integers promoted to f32 */
 #define SPECIALS /* %x: %a with +-inf where |a| > 1.25 and NaN where |a| < 0.25 (bounds exact in bf16) */ \
     "%sp_inf = aten.div.Scalar(%a, 0)\n%sp_abs = aten.abs.default(%a)\n%sp_far = aten.gt.Scalar(%sp_abs, 1.25)\n" \
     "%sp_x = aten.where.self(%sp_far, %sp_inf, %a)\n%sp_nan = aten.full_like.default(%a, nan)\n" \
     "%sp_near = aten.lt.Scalar(%sp_abs, 0.25)\n%x = aten.where.self(%sp_near, %sp_nan, %sp_x)\n"
-#define SMALL "%s = aten.mul.Scalar(%a, 0.0001)\n" /* %s: %a near 0 */
+#define SMALL "%s = aten.mul.Scalar(%a, 1e-06)\n" /* %s: %a near 0, where f32 exp(x) - 1 keeps ~2 digits */
     {"aten.tan.default", "", "T", "%out = aten.tan.default(%a)", DT_FL, PW},
     {"aten.tan.default", "small", "T", SMALL "%out = aten.tan.default(%s)", DT_FL, PW},
     {"aten.tan.default", "int", "T", "%out = aten.tan.default(%a)", DT_I64 | DT_BOOL, PW},
