@@ -8,7 +8,10 @@
  *     KIND  T (the case's dtype), f32, i64, bool
  *     DIMS  for pointwise templates (PW) nothing: the shape class decides; otherwise sizes,
  *           numbers or the letters A B C D (5 7 3 4 in the base class; other classes rebind)
- *     MOD   + positive values; <X integers in [0, X) (X a number or letter): valid indices
+ *     MOD   + positive values; <X integers in [0, X) (X a number or letter): valid indices;
+ *           ~ inside (-1, 1): floats tanh of normal values (some close to +-1), integers -1, 0, 1
+ *           (asin, acos, atanh); ^ at least 1: floats 1 + |normal| (many close to 1), integers
+ *           1 to 5 (acosh)
  *   body: $T is the case's dtype name, $A..$D the letters' values.
  *
  * Flags: PW — pointwise and broadcasting: the classes scalar, odd1d, broadcast, permuted,
@@ -104,6 +107,87 @@ static const op_template op_templates[] = {
     {"aten.where.self", "", "bool T T", "%out = aten.where.self(%a, %b, %c)", DT_ALL, PW},
     {"aten.clamp.Tensor", "", "T T T", "%out = aten.clamp.Tensor(%a, %b, %c)", DT_NUM, PW},
     {"aten.copy.default", "", "T T", "%out = aten.copy.default(%a, %b)", DT_ALL, PW | NB},
+    /* ---- pointwise math (core/lower_math.c): libm functions on their domains, near 0 (scaled
+     * by 1e-6, where exp(x) - 1 and the like would lose most digits), integers promoted to f32 */
+#define SPECIALS /* %x: %a with +-inf where |a| > 1.25 and NaN where |a| < 0.25 (bounds exact in bf16) */ \
+    "%sp_inf = aten.div.Scalar(%a, 0)\n%sp_abs = aten.abs.default(%a)\n%sp_far = aten.gt.Scalar(%sp_abs, 1.25)\n" \
+    "%sp_x = aten.where.self(%sp_far, %sp_inf, %a)\n%sp_nan = aten.full_like.default(%a, nan)\n" \
+    "%sp_near = aten.lt.Scalar(%sp_abs, 0.25)\n%x = aten.where.self(%sp_near, %sp_nan, %sp_x)\n"
+#define SMALL "%s = aten.mul.Scalar(%a, 1e-06)\n" /* %s: %a near 0, where f32 exp(x) - 1 keeps ~2 digits */
+    {"aten.tan.default", "", "T", "%out = aten.tan.default(%a)", DT_FL, PW},
+    {"aten.tan.default", "small", "T", SMALL "%out = aten.tan.default(%s)", DT_FL, PW},
+    {"aten.tan.default", "int", "T", "%out = aten.tan.default(%a)", DT_I64 | DT_BOOL, PW},
+    {"aten.sinh.default", "", "T", "%out = aten.sinh.default(%a)", DT_FL, PW},
+    {"aten.sinh.default", "small", "T", SMALL "%out = aten.sinh.default(%s)", DT_FL, PW},
+    {"aten.cosh.default", "", "T", "%out = aten.cosh.default(%a)", DT_FL, PW},
+    {"aten.asin.default", "", "T~", "%out = aten.asin.default(%a)", DT_FL, PW},
+    {"aten.asin.default", "int", "T~", "%out = aten.asin.default(%a)", DT_I64, PW},
+    {"aten.acos.default", "", "T~", "%out = aten.acos.default(%a)", DT_FL, PW},
+    {"aten.atan.default", "", "T", "%out = aten.atan.default(%a)", DT_FL, PW},
+    {"aten.asinh.default", "", "T", "%out = aten.asinh.default(%a)", DT_FL, PW},
+    {"aten.asinh.default", "small", "T", SMALL "%out = aten.asinh.default(%s)", DT_FL, PW},
+    {"aten.acosh.default", "", "T^", "%out = aten.acosh.default(%a)", DT_FL, PW},
+    {"aten.acosh.default", "int", "T^", "%out = aten.acosh.default(%a)", DT_I64, PW},
+    {"aten.atanh.default", "", "T~", "%out = aten.atanh.default(%a)", DT_FL, PW},
+    {"aten.atanh.default", "small", "T", SMALL "%out = aten.atanh.default(%s)", DT_FL, PW},
+    {"aten.atanh.default", "int", "T~", "%out = aten.atanh.default(%a)", DT_I64, PW}, /* +-1: +-inf */
+    {"aten.expm1.default", "", "T", "%out = aten.expm1.default(%a)", DT_FL, PW},
+    {"aten.expm1.default", "small", "T", SMALL "%out = aten.expm1.default(%s)", DT_FL, PW},
+    {"aten.log2.default", "", "T+", "%out = aten.log2.default(%a)", DT_FL, PW},
+    {"aten.log2.default", "int", "T+", "%out = aten.log2.default(%a)", DT_I64, PW},
+    {"aten.log10.default", "", "T+", "%out = aten.log10.default(%a)", DT_FL, PW},
+    {"aten.sign.default", "", "T", "%out = aten.sign.default(%a)", DT_ALL, PW},
+    {"aten.sign.default", "special", "T", SPECIALS "%out = aten.sign.default(%x)", DT_FL, PW},
+    {"aten.isnan.default", "", "T", "%out = aten.isnan.default(%a)", DT_ALL, PW},
+    {"aten.isnan.default", "special", "T", SPECIALS "%out = aten.isnan.default(%x)", DT_FL, PW},
+    {"aten.isinf.default", "", "T", "%out = aten.isinf.default(%a)", DT_ALL, PW},
+    {"aten.isinf.default", "special", "T", SPECIALS "%out = aten.isinf.default(%x)", DT_FL, PW},
+    {"aten.elu.default", "", "T", "%out = aten.elu.default(%a)", DT_FL, PW},
+    {"aten.elu.default", "scaled", "T", "%out = aten.elu.default(%a, 0.5, 2, 1.5)", DT_FL, PW},
+    {"aten.hardtanh.default", "", "T", "%out = aten.hardtanh.default(%a)", DT_NUM, PW},
+    /* integers take the bounds truncated (-2, 0) */
+    {"aten.hardtanh.default", "bounds", "T", "%out = aten.hardtanh.default(%a, -2.5, 0.5)", DT_NUM, PW},
+    {"aten.atan2.default", "", "T T", "%out = aten.atan2.default(%a, %b)", DT_FL, PW},
+    {"aten.atan2.default", "int", "T T", "%out = aten.atan2.default(%a, %b)", DT_I64 | DT_BOOL, PW},
+    {"aten.atan2.default", "special", "T T", SPECIALS "%out = aten.atan2.default(%x, %b)", DT_FL, PW},
+    /* out= in a functional graph: the result is a new value; out only has its type */
+    {"aten.atan2.out", "", "T T T", "%out = aten.atan2.out(%a, %b, out=%c)", DT_FL, PW | NB},
+    /* the divisor's sign both ways, dividends of both signs: fmod has the dividend's sign,
+     * remainder the divisor's */
+#define SIGNED_B "%nb = aten.neg.default(%b)\n%d = aten.where.self(%c, %b, %nb)\n"
+    {"aten.fmod.Tensor", "", "T T+ bool", SIGNED_B "%out = aten.fmod.Tensor(%a, %d)", DT_NUM, PW},
+    {"aten.fmod.Tensor", "special", "T T", SPECIALS "%out = aten.fmod.Tensor(%b, %x)", DT_FL, PW},
+    {"aten.fmod.Scalar", "", "T", "%out = aten.fmod.Scalar(%a, -3)", DT_NUM, PW},
+    {"aten.fmod.Scalar", "float", "T", "%out = aten.fmod.Scalar(%a, 1.5)", DT_NUM, PW}, /* i64: f32 */
+    {"aten.fmod.Scalar", "zero", "T", "%out = aten.fmod.Scalar(%a, 0)", DT_FL, PW}, /* NaN */
+    {"aten.fmod.Scalar", "int_min", "T",
+     "%m = aten.full_like.default(%a, -9223372036854775808)\n%out = aten.fmod.Scalar(%m, -1)", DT_I64, PW},
+    {"aten.remainder.Tensor", "", "T T+ bool", SIGNED_B "%out = aten.remainder.Tensor(%a, %d)", DT_NUM, PW},
+    {"aten.remainder.Tensor", "special", "T T", SPECIALS "%out = aten.remainder.Tensor(%b, %x)", DT_FL, PW},
+    {"aten.remainder.Scalar", "", "T", "%out = aten.remainder.Scalar(%a, -3)", DT_NUM, PW},
+    {"aten.remainder.Scalar", "pos", "T", "%out = aten.remainder.Scalar(%a, 2)", DT_NUM, PW},
+    {"aten.remainder.Scalar", "float", "T", "%out = aten.remainder.Scalar(%a, -1.5)", DT_NUM, PW},
+    {"aten.remainder.Scalar", "zero", "T", "%out = aten.remainder.Scalar(%a, 0)", DT_FL, PW},
+    {"aten.remainder.Scalar", "int_min", "T",
+     "%m = aten.full_like.default(%a, -9223372036854775808)\n%out = aten.remainder.Scalar(%m, -1)", DT_I64, PW},
+    {"aten.div.Scalar_mode", "floor", "T", "%out = aten.div.Scalar_mode(%a, -3, rounding_mode='floor')", DT_NUM, PW},
+    {"aten.div.Scalar_mode", "trunc", "T", "%out = aten.div.Scalar_mode(%a, -3, rounding_mode='trunc')", DT_NUM, PW},
+    {"aten.div.Scalar_mode", "true", "T", "%out = aten.div.Scalar_mode(%a, 4)", DT_NUM, PW},
+    {"aten.div.Scalar_mode", "floor0", "T", "%out = aten.div.Scalar_mode(%a, 0, rounding_mode='floor')", DT_FL, PW},
+    /* a bool tensor with an int scalar computes in i64 */
+    {"aten.bitwise_and.Scalar", "", "T", "%out = aten.bitwise_and.Scalar(%a, 6)", DT_I64 | DT_BOOL, PW},
+    {"aten.bitwise_and.Scalar", "bool", "T", "%out = aten.bitwise_and.Scalar(%a, True)", DT_I64 | DT_BOOL, PW},
+    {"aten.bitwise_or.Scalar", "", "T", "%out = aten.bitwise_or.Scalar(%a, -6)", DT_I64 | DT_BOOL, PW},
+    {"aten.bitwise_xor.Scalar", "", "T", "%out = aten.bitwise_xor.Scalar(%a, -3)", DT_I64 | DT_BOOL, PW},
+    {"aten.bitwise_xor.Scalar", "bool", "T", "%out = aten.bitwise_xor.Scalar(%a, True)", DT_I64 | DT_BOOL, PW},
+    {"aten.bitwise_xor.Tensor", "", "T T", "%out = aten.bitwise_xor.Tensor(%a, %b)", DT_I64 | DT_BOOL, PW},
+    {"aten.logical_xor.default", "", "T T", "%out = aten.logical_xor.default(%a, %b)", DT_ALL, PW},
+    {"aten.logical_xor.default", "special", "T T", SPECIALS "%out = aten.logical_xor.default(%x, %b)", DT_FL, PW},
+    {"aten.fill.Scalar", "", "T", "%out = aten.fill.Scalar(%a, 2.5)", DT_ALL, PW}, /* i64: 2, bool: True */
+    {"aten.fill.Scalar", "int", "T", "%out = aten.fill.Scalar(%a, -3)", DT_ALL, PW},
+#undef SPECIALS
+#undef SMALL
+#undef SIGNED_B
     /* ---- creation ---- */
     {"aten.full_like.default", "", "T", "%out = aten.full_like.default(%a, 3)", DT_NUM, PW},
     {"aten.zeros_like.default", "", "T", "%out = aten.zeros_like.default(%a)", DT_ALL, PW},

@@ -5,6 +5,7 @@
  * with the reference interpreter by NMSE (floats), exactly (integers, bools), NaN/Inf
  * positions equal. A symbolic case compiles once and runs at two sizes. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,8 @@ typedef struct {
   int rank;            /* -1: pointwise (the class decides) */
   char dims[6][16];
   bool positive;
+  bool unit;           /* "~": inside (-1, 1) */
+  bool from1;          /* "^": at least 1 */
   char below[16];      /* "<X": integers in [0, X) */
 } input_spec;
 
@@ -51,7 +54,7 @@ parse_inputs(const char *s, input_spec *in, int max)
     memset(p, 0, sizeof *p);
     p->rank = -1;
     int k = 0;
-    while (*s && *s != '[' && *s != ' ' && *s != '+' && *s != '<' && k < 7)
+    while (*s && *s != '[' && *s != ' ' && *s != '+' && *s != '<' && *s != '~' && *s != '^' && k < 7)
       p->kind[k++] = *s++;
     if (*s == '[') {
       s++;
@@ -70,6 +73,10 @@ parse_inputs(const char *s, input_spec *in, int max)
     }
     if (*s == '+')
       p->positive = true, s++;
+    if (*s == '~')
+      p->unit = true, s++;
+    if (*s == '^')
+      p->from1 = true, s++;
     if (*s == '<') {
       s++;
       int j = 0;
@@ -263,8 +270,10 @@ make_inputs(const coil_graph *g, const op_case *oc, int64_t size, uint64_t seed,
     }
     const input_spec *sp = i < nin ? &in[i] : NULL;
     int64_t lo = -5, hi = 6;
-    if (sp && sp->positive)
+    if (sp && (sp->positive || sp->from1))
       lo = 1;
+    if (sp && sp->unit)
+      lo = -1, hi = 2;
     if (sp && sp->below[0]) {
       char v[16];
       dim_text(sp->below, oc->cls, v, sizeof v);
@@ -274,6 +283,11 @@ make_inputs(const coil_graph *g, const op_case *oc, int64_t size, uint64_t seed,
     }
     uint64_t s = seed * 0x9e3779b97f4a7c15ull + (uint64_t)i + 1;
     conf_random(&x, &s, sp && sp->positive, lo, hi);
+    if (sp && (sp->unit || sp->from1) && coil_dtype_is_float(x.dtype)) /* normal values reshaped */
+      for (int64_t e = 0; e < coil_tensor_numel(&x); e++) {
+        double v = coil_tensor_get_f64(&x, e);
+        coil_tensor_set_f64(&x, e, sp->unit ? tanh(v) : 1 + fabs(v));
+      }
     coil_tensor_list_add(out, g->inputs[i]->name, &x);
   }
   return 0;

@@ -397,8 +397,11 @@ r_unary(ictx *c)
   default:
     if (c->n->op->sub == EW_BITNOT && coil_dtype_is_float(dt))
       return ierr(c, NULL, "bitwise_not needs an integer or bool tensor, not %s", coil_dtype_name(dt));
-    if (dt == COIL_BOOL && (c->n->op->sub == EW_NEG || c->n->op->sub == EW_RELU))
+    if (dt == COIL_BOOL && (c->n->op->sub == EW_NEG || c->n->op->sub == EW_RELU ||
+                            c->n->op->sub == EW_HARDTANH))
       return ierr(c, NULL, "not defined for bool tensors");
+    if (c->n->op->sub == EW_ELU && !coil_dtype_is_float(dt))
+      return ierr(c, NULL, "needs a floating-point tensor, not %s", coil_dtype_name(dt));
     break;
   }
   if (c->n->op->sub == EW_GELU) {
@@ -426,8 +429,10 @@ r_binary(ictx *c)
   if (broadcast(c, &rank, dims, tensor_of(a)) || broadcast(c, &rank, dims, tensor_of(b)))
     return -1;
   int sub = c->n->op->sub;
-  if ((sub == EW_BITAND || sub == EW_BITOR) && coil_dtype_is_float(dt))
+  if ((sub == EW_BITAND || sub == EW_BITOR || sub == EW_BITXOR) && coil_dtype_is_float(dt))
     return ierr(c, NULL, "needs integer or bool tensors, not %s", coil_dtype_name(dt));
+  if ((sub == EW_FMOD || sub == EW_REMAINDER) && dt == COIL_BOOL)
+    return ierr(c, NULL, "not defined for bool tensors");
   if (alpha && alpha->kind == COIL_LIT_FLOAT && !coil_dtype_is_float(dt))
     return ierr(c, alpha, "a float alpha needs a floating-point result, not %s", coil_dtype_name(dt));
   if ((sub == EW_SUB || sub == EW_RSUB) && dt == COIL_BOOL)
@@ -440,6 +445,27 @@ r_binary(ictx *c)
       dt = to_float(dt);
     else if (strcmp(m->s, "trunc") != 0 && strcmp(m->s, "floor") != 0)
       return ierr(c, m, "rounding_mode must be 'trunc', 'floor' or None, not '%s'", m->s);
+  }
+  coil_lit *out = P(c, "out");
+  if (out) { /* an out= overload: the result is a new value, which `out` must be able to hold */
+    const coil_type *ot = tensor_of(out);
+    if (!ot)
+      return ierr(c, out, "argument 'out' must be a tensor");
+    bool same = ot->dtype == dt && ot->rank == rank;
+    for (int i = 0; same && i < rank; i++)
+      same = sym_eq(ot->dims[i], dims[i]);
+    if (!same) {
+      coil_type want = {.kind = COIL_TYPE_TENSOR, .dtype = dt, .rank = rank};
+      memcpy(want.dims, dims, sizeof(*dims) * (size_t)rank);
+      coil_strbuf got_s = {0}, want_s = {0};
+      coil_type_print(c->g, ot, &got_s);
+      coil_type_print(c->g, &want, &want_s);
+      ierr(c, out, "out is %s, expected the result's type %s (coil does not resize or cast out)",
+           got_s.s, want_s.s);
+      coil_strbuf_free(&got_s);
+      coil_strbuf_free(&want_s);
+      return -1;
+    }
   }
   set_tensor(c, dt, rank, dims);
   return 0;
@@ -547,8 +573,8 @@ r_full_like(ictx *c)
   const coil_type *t = tensor_of(P(c, "self"));
   if (!t)
     return ierr(c, P(c, "self"), "argument 'self' must be a tensor");
-  coil_lit *dt = P(c, "dtype");
-  set_tensor(c, dt->kind == COIL_LIT_DTYPE ? dt->dtype : t->dtype, t->rank, t->dims);
+  coil_lit *dt = P(c, "dtype"); /* fill.Scalar has none: self's dtype */
+  set_tensor(c, dt && dt->kind == COIL_LIT_DTYPE ? dt->dtype : t->dtype, t->rank, t->dims);
   return 0;
 }
 

@@ -208,4 +208,10 @@ int coil_lower_pairwise(lowering *L, const coil_node *n);
 /* lower_sample.c: grid_sampler_2d and _embedding_bag as indirect loads */
 int coil_lower_sample(lowering *L, const coil_node *n);
 
+/* lower_math.c: ops.def's pointwise math section. The unary form computes op ew of x (already
+ * in the computation dtype dt) or returns NULL when ew is not one of them; remainder of a and b
+ * in dt. */
+const lexpr *coil_lower_math_unary(lowering *L, int ew, const lexpr *x, coil_dtype dt, const coil_node *n);
+const lexpr *coil_lower_remainder(lowering *L, const lexpr *a, const lexpr *b, coil_dtype dt);
+
 #endif

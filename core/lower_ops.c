@@ -168,7 +168,7 @@ unary(lowering *L, int ew, const lexpr *x, coil_dtype dt, const coil_node *n)
       return lx_op(L, COIL_KOP_NOT, COIL_BOOL, x, NULL, NULL);
     return lx_op(L, COIL_KOP_EQ, COIL_BOOL, x, lx_const(L, x->dtype, 0, 0), NULL);
   }
-  return NULL;
+  return coil_lower_math_unary(L, ew, x, dt, n);
 }
 
 static int
@@ -176,7 +176,8 @@ lower_unary(lowering *L, const coil_node *n)
 {
   lazy *out = op_result(L, n, 0), *x = op_arg(L, n, 0);
   int ew = n->op->sub;
-  coil_dtype dt = ew == EW_LOGICAL_NOT ? opmath_dtype(x->dtype) : opmath_dtype(out->dtype);
+  bool of_input = ew == EW_LOGICAL_NOT || ew == EW_ISNAN || ew == EW_ISINF; /* bool results */
+  coil_dtype dt = of_input ? opmath_dtype(x->dtype) : opmath_dtype(out->dtype);
   if (ew == EW_BITNOT)
     dt = out->dtype;
   const lexpr *v = unary(L, ew, operand(L, &n->bound[0], x, out, dt), dt, n);
@@ -191,7 +192,8 @@ static const coil_kop binary_kops[] = {
     [EW_MINIMUM] = COIL_KOP_MIN, [EW_BITAND] = COIL_KOP_BITAND, [EW_BITOR] = COIL_KOP_BITOR,
     [EW_LOGICAL_AND] = COIL_KOP_AND, [EW_LOGICAL_OR] = COIL_KOP_OR, [EW_EQ] = COIL_KOP_EQ,
     [EW_NE] = COIL_KOP_NE, [EW_LT] = COIL_KOP_LT, [EW_LE] = COIL_KOP_LE, [EW_GT] = COIL_KOP_GT,
-    [EW_GE] = COIL_KOP_GE,
+    [EW_GE] = COIL_KOP_GE, [EW_ATAN2] = COIL_KOP_ATAN2, [EW_FMOD] = COIL_KOP_FMOD,
+    [EW_BITXOR] = COIL_KOP_BITXOR, [EW_LOGICAL_XOR] = COIL_KOP_NE, /* of the operands as bools */
 };
 
 static int
@@ -204,12 +206,14 @@ lower_binary(lowering *L, const coil_node *n)
   coil_dtype common = coil_infer_common_dtype(lits, 2);
   const coil_lit *mode = op_lit(n, "rounding_mode");
   bool true_div = ew == EW_DIV || (ew == EW_DIV_MODE && mode->kind == COIL_LIT_NONE);
-  coil_dtype dt = opmath_dtype(true_div && !coil_dtype_is_float(common) ? COIL_F32 : common);
-  if (ew == EW_LOGICAL_AND || ew == EW_LOGICAL_OR)
+  bool to_float = true_div || n->op->rule == COIL_RULE_BINARY_FLOAT; /* div, atan2 */
+  coil_dtype dt = opmath_dtype(to_float && !coil_dtype_is_float(common) ? COIL_F32 : common);
+  bool logical = ew == EW_LOGICAL_AND || ew == EW_LOGICAL_OR || ew == EW_LOGICAL_XOR;
+  if (logical)
     dt = COIL_BOOL;
-  const lexpr *a = operand(L, la, op_arg(L, n, 0), out, ew == EW_LOGICAL_AND || ew == EW_LOGICAL_OR ? COIL_BOOL : dt);
-  const lexpr *b = operand(L, lb, op_arg(L, n, 1), out, ew == EW_LOGICAL_AND || ew == EW_LOGICAL_OR ? COIL_BOOL : dt);
-  if (ew == EW_LOGICAL_AND || ew == EW_LOGICAL_OR) { /* operands: nonzero */
+  const lexpr *a = operand(L, la, op_arg(L, n, 0), out, dt);
+  const lexpr *b = operand(L, lb, op_arg(L, n, 1), out, dt);
+  if (logical) { /* operands: nonzero */
     a = operand(L, la, op_arg(L, n, 0), out, opmath_dtype(common));
     b = operand(L, lb, op_arg(L, n, 1), out, opmath_dtype(common));
     a = lx_op(L, COIL_KOP_NE, COIL_BOOL, a, lx_const(L, a->dtype, 0, 0), NULL);
@@ -230,6 +234,8 @@ lower_binary(lowering *L, const coil_node *n)
   else if (ew == EW_DIV_MODE)
     v = lx_op(L, true_div ? COIL_KOP_DIV : strcmp(mode->s, "trunc") == 0 ? COIL_KOP_TRUNCDIV : COIL_KOP_FLOORDIV,
               dt, a, b, NULL);
+  else if (ew == EW_REMAINDER)
+    v = coil_lower_remainder(L, a, b, dt);
   else if (n->op->rule == COIL_RULE_COMPARE)
     v = lx_op(L, binary_kops[ew], COIL_BOOL, a, b, NULL);
   else if (ew == EW_POW && coil_dtype_is_float(dt) && ((lb->kind == COIL_LIT_INT && lb->i == 2) ||
@@ -300,6 +306,7 @@ lower_creation(lowering *L, const coil_node *n)
   } else {
     const coil_lit *v = op->rule == COIL_RULE_FULL ? op_lit(n, op->sub ? "s" : "fill_value")
                         : op->sub == 0             ? op_lit(n, "fill_value")
+                        : op->sub == 3             ? op_lit(n, "value") /* fill.Scalar */
                                                    : NULL;
     double f = v ? num(v) : op->sub == 2;
     int64_t i = v ? (v->kind == COIL_LIT_FLOAT ? (int64_t)v->f : v->i) : op->sub == 2;

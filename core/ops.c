@@ -165,7 +165,9 @@ static const struct {
     {"Device", COIL_P_DEVICE}, {"MemoryFormat", COIL_P_MEMFMT}, {"Any", COIL_P_ANY},
 };
 
-/* param := "*" | base ["?"] ["[" [INT] "]"] ["?"] NAME ["=" default] */
+/* param := "*" | base ["(" alias ")"] ["?"] ["[" [INT] "]"] ["?"] NAME ["=" default]
+ * An alias annotation (Tensor(a!) out: written in place) is read and dropped: graphs are
+ * functional, and an op that writes `out` returns the new value instead (ops.def's .out ops). */
 static int
 parse_param(sparser *sp, coil_param *prm, bool kwonly)
 {
@@ -179,6 +181,12 @@ parse_param(sparser *sp, coil_param *prm, bool kwonly)
   if (bt < 0)
     return serr(sp, "unknown type");
   prm->type = base_types[bt].type;
+  if (*sp->p == '(') {
+    const char *close = strchr(sp->p, ')');
+    if (!close)
+      return serr(sp, "unterminated alias annotation");
+    sp->p = close + 1;
+  }
   bool elem_optional = false;
   if (*sp->p == '?') {
     elem_optional = true;

@@ -177,6 +177,8 @@ get_i(const operand *o, const int64_t *idx, int rank)
 typedef struct {
   double slope;      /* leaky_relu */
   bool tanh_approx;  /* gelu */
+  double alpha, scale, input_scale; /* elu */
+  double lo, hi;     /* hardtanh */
 } unary_params;
 
 static double
@@ -191,6 +193,9 @@ unary_f(int ew, double x, const unary_params *p)
   case EW_ROUND: return nearbyint(x); /* ties to even, as torch.round */
   case EW_TRUNC: return trunc(x);
   case EW_LEAKY_RELU: return x > 0 ? x : x * p->slope;
+  /* elu: scale * x above 0, else scale * alpha * (exp(input_scale * x) - 1); NaN stays */
+  case EW_ELU: return x > 0 || isnan(x) ? p->scale * x : p->scale * p->alpha * expm1(p->input_scale * x);
+  case EW_HARDTANH: return isnan(x) ? x : x < p->lo ? p->lo : x > p->hi ? p->hi : x; /* clamp */
   case EW_EXP: return exp(x);
   case EW_LOG: return log(x);
   case EW_LOG1P: return log1p(x);
@@ -208,7 +213,7 @@ unary_f(int ew, double x, const unary_params *p)
       return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
     return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
   }
-  return NAN;
+  return coil_ref_math_f(ew, x);
 }
 
 static int64_t
@@ -220,6 +225,7 @@ unary_i(int ew, int64_t x)
   case EW_RELU: return x > 0 ? x : 0;
   case EW_BITNOT: return ~x;
   case EW_LOGICAL_NOT: return !x;
+  case EW_SIGN: case EW_ISNAN: case EW_ISINF: return coil_ref_math_i(ew, x);
   default: return x; /* floor, ceil, round, trunc of an integer */
   }
 }
@@ -233,15 +239,29 @@ run_unary(rctx *r, coil_tensor *out)
   coil_dtype in = a.t->dtype;
   bool float_math = ew == EW_LOGICAL_NOT ? false
                     : r->n->op->rule == COIL_RULE_UNARY_FLOAT || coil_dtype_is_float(in);
+  int64_t ilo = 0, ihi = 0; /* hardtanh of integers: the bounds truncated, as torch does */
   if (ew == EW_LOGICAL_NOT && coil_dtype_is_float(in))
     float_math = true;
   coil_dtype compute = coil_dtype_is_float(in) ? in : COIL_F32;
-  unary_params prm = {0.0, false};
+  unary_params prm = {.slope = 0.0};
   if (ew == EW_LEAKY_RELU) /* torch keeps the slope in f32 for f16 and bf16 (their opmath type) */
     prm.slope = round_to(compute == COIL_F64 ? COIL_F64 : COIL_F32,
                          scalar_of(coil_ref_lit(r, "negative_slope")));
   if (ew == EW_GELU)
     prm.tanh_approx = strcmp(coil_ref_lit(r, "approximate")->s, "tanh") == 0;
+  if (ew == EW_ELU) { /* the coefficients in the opmath type, as the slope above */
+    coil_dtype op = compute == COIL_F64 ? COIL_F64 : COIL_F32;
+    prm.alpha = round_to(op, scalar_of(coil_ref_lit(r, "alpha")));
+    prm.scale = round_to(op, scalar_of(coil_ref_lit(r, "scale")));
+    prm.input_scale = round_to(op, scalar_of(coil_ref_lit(r, "input_scale")));
+  }
+  if (ew == EW_HARDTANH) { /* clamp with the bounds in self's dtype */
+    const coil_lit *lo = coil_ref_lit(r, "min_val"), *hi = coil_ref_lit(r, "max_val");
+    prm.lo = round_to(compute, scalar_of(lo));
+    prm.hi = round_to(compute, scalar_of(hi));
+    ilo = lo->kind == COIL_LIT_FLOAT ? (int64_t)lo->f : lo->i;
+    ihi = hi->kind == COIL_LIT_FLOAT ? (int64_t)hi->f : hi->i;
+  }
   int64_t n = coil_tensor_numel(out), idx[COIL_MAX_RANK];
   for (int64_t i = 0; i < n; i++) {
     coil_ref_unravel(i, out->rank, out->shape, idx);
@@ -249,7 +269,10 @@ run_unary(rctx *r, coil_tensor *out)
       coil_tensor_set_i64(out, i, get_f(&a, idx, out->rank, compute) == 0);
     else if (float_math)
       coil_tensor_set_f64(out, i, unary_f(ew, get_f(&a, idx, out->rank, compute), &prm));
-    else /* ~ of a bool is logical not (~1 = -2 would store as True) */
+    else if (ew == EW_HARDTANH) {
+      int64_t x = get_i(&a, idx, out->rank);
+      coil_tensor_set_i64(out, i, x < ilo ? ilo : x > ihi ? ihi : x);
+    } else /* ~ of a bool is logical not (~1 = -2 would store as True) */
       coil_tensor_set_i64(out, i, unary_i(ew == EW_BITNOT && in == COIL_BOOL ? EW_LOGICAL_NOT : ew,
                                           get_i(&a, idx, out->rank)));
   }
@@ -298,7 +321,7 @@ binary_f(int ew, double a, double b, double alpha, const char *mode, double *out
   case EW_LOGICAL_AND: *out = a != 0 && b != 0; return true;
   case EW_LOGICAL_OR: *out = a != 0 || b != 0; return true;
   }
-  return false;
+  return coil_ref_math_binary_f(ew, a, b, out);
 }
 
 static int64_t
@@ -373,6 +396,11 @@ binary_i(rctx *r, int ew, int64_t a, int64_t b, int64_t alpha, const char *mode,
   case EW_LOGICAL_AND: *out = a && b; return 0;
   case EW_LOGICAL_OR: *out = a || b; return 0;
   }
+  int rc = coil_ref_math_binary_i(ew, a, b, out);
+  if (rc < 0)
+    return coil_ref_err(r, "integer division by zero (ZeroDivisionError)");
+  if (rc == 0)
+    return 0;
   return coil_ref_err(r, "internal: no integer form of this op");
 }
 
@@ -387,7 +415,8 @@ run_binary(rctx *r, coil_tensor *out)
   coil_dtype compute = coil_infer_common_dtype(lits, 2);
   const coil_lit *al = coil_ref_lit(r, "alpha"), *ml = coil_ref_lit(r, "rounding_mode");
   const char *mode = ml && ml->kind == COIL_LIT_STR ? ml->s : NULL;
-  bool float_math = coil_dtype_is_float(compute) || ew == EW_DIV || (ew == EW_DIV_MODE && !mode);
+  bool float_math = coil_dtype_is_float(compute) || r->n->op->rule == COIL_RULE_BINARY_FLOAT ||
+                    (ew == EW_DIV_MODE && !mode);
   if (float_math && !coil_dtype_is_float(compute))
     compute = COIL_F32; /* true division of integers */
   /* f16/bf16 times or over a Python number: torch keeps the number in f32 (the opmath type),
@@ -493,7 +522,7 @@ run_creation(rctx *r, coil_tensor *out)
     fill(out, coil_ref_lit(r, op->sub ? "s" : "fill_value"));
   } else if (op->rule == COIL_RULE_FULL_LIKE) {
     coil_lit k = {.kind = COIL_LIT_INT, .i = op->sub == 2};
-    fill(out, op->sub == 0 ? coil_ref_lit(r, "fill_value") : &k);
+    fill(out, op->sub == 0 ? coil_ref_lit(r, "fill_value") : op->sub == 3 ? coil_ref_lit(r, "value") : &k);
   } else { /* arange: start + i*step, computed in f64 (or exactly for integers) */
     const coil_lit *s = coil_ref_lit(r, "start"), *st = coil_ref_lit(r, "step");
     double start = s ? scalar_of(s) : 0, step = st ? scalar_of(st) : 1;

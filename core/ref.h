@@ -37,4 +37,10 @@ int coil_ref_run_extern(rctx *r, coil_tensor *outs);
 /* ref_backward.c: pooling and norm backward, sort, cdist and pdist */
 int coil_ref_run_backward(rctx *r, coil_tensor *outs);
 
+/* ref_math.c: the pointwise math section of ops.def (see there). */
+double coil_ref_math_f(int ew, double x);
+int64_t coil_ref_math_i(int ew, int64_t x);
+bool coil_ref_math_binary_f(int ew, double a, double b, double *out);
+int coil_ref_math_binary_i(int ew, int64_t a, int64_t b, int64_t *out);
+
 #endif

@@ -327,7 +327,8 @@ check_types(verifier *v, const coil_kernel *k, int n)
                       in->op == COIL_KOP_LOG1P || in->op == COIL_KOP_SQRT ||
                       in->op == COIL_KOP_RSQRT || in->op == COIL_KOP_RECIP ||
                       in->op == COIL_KOP_SIN || in->op == COIL_KOP_COS || in->op == COIL_KOP_TANH ||
-                      in->op == COIL_KOP_SIGMOID || in->op == COIL_KOP_ERF;
+                      in->op == COIL_KOP_SIGMOID || in->op == COIL_KOP_ERF ||
+                      (in->op >= COIL_KOP_TAN && in->op <= COIL_KOP_LOG10);
     if (float_only && !coil_dtype_is_float(a))
       return BAD("%s of %s, expected a floating operand", k->name, n, op, an);
     if (in->op == COIL_KOP_BITNOT && coil_dtype_is_float(a))
@@ -345,8 +346,13 @@ check_types(verifier *v, const coil_kernel *k, int n)
     if (in->op == COIL_KOP_DIV && !coil_dtype_is_float(a))
       return BAD("div of %s, expected floating operands (floordiv or truncdiv for integers)",
                  k->name, n, an);
-    if ((in->op == COIL_KOP_BITAND || in->op == COIL_KOP_BITOR) && coil_dtype_is_float(a))
+    if ((in->op == COIL_KOP_BITAND || in->op == COIL_KOP_BITOR || in->op == COIL_KOP_BITXOR) &&
+        coil_dtype_is_float(a))
       return BAD("%s of %s, expected integer or bool operands", k->name, n, op, an);
+    if (in->op == COIL_KOP_ATAN2 && !coil_dtype_is_float(a))
+      return BAD("atan2 of %s, expected floating operands", k->name, n, an);
+    if (in->op == COIL_KOP_FMOD && a == COIL_BOOL)
+      return BAD("fmod of bool, expected integer or floating operands", k->name, n);
     if (cmp ? t != COIL_BOOL : t != a)
       return BAD("%s of %s gives %s, expected %s", k->name, n, op, an, tn, cmp ? "bool" : an);
     return 0;

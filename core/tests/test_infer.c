@@ -297,6 +297,51 @@ Test(infer, promotion_unary_compare_where_clamp)
   bad("%x: f32[3]", "%r = aten.clamp.default(%x)", "at least one of min and max must be given");
 }
 
+/* The pointwise math section of ops.def: PyTorch's result dtypes and refusals. */
+Test(infer, pointwise_math)
+{
+  ty("%x: i64[2, 3]", "%r = aten.tan.default(%x)", "f32[2, 3]");
+  ty("%x: bool[2]", "%r = aten.acosh.default(%x)", "f32[2]");
+  ty("%x: f16[2]", "%r = aten.expm1.default(%x)", "f16[2]");
+  ty("%x: f64[2]", "%r = aten.log10.default(%x)", "f64[2]");
+  ty("%x: i32[2]", "%r = aten.sign.default(%x)", "i32[2]");
+  ty("%x: bool[2]", "%r = aten.sign.default(%x)", "bool[2]");
+  ty("%x: bf16[2]", "%r = aten.isnan.default(%x)", "bool[2]");
+  ty("%x: i64[2]", "%r = aten.isinf.default(%x)", "bool[2]");
+  ty("%x: bf16[2]", "%r = aten.elu.default(%x, 0.5)", "bf16[2]");
+  ty("%x: i64[2]", "%r = aten.hardtanh.default(%x, -2.5, 2.5)", "i64[2]"); /* no promotion */
+  bad("%x: i64[2]", "%r = aten.elu.default(%x)", "aten.elu.default: needs a floating-point tensor, not i64");
+  bad("%x: bool[2]", "%r = aten.hardtanh.default(%x)", "aten.hardtanh.default: not defined for bool tensors");
+
+  ty("%x: i64[2, 3], %y: i32[3]", "%r = aten.atan2.default(%x, %y)", "f32[2, 3]");
+  ty("%x: f16[3], %y: f32[]", "%r = aten.atan2.default(%x, %y)", "f16[3]");
+  ty("%x: i32[3], %y: i64[3]", "%r = aten.remainder.Tensor(%x, %y)", "i64[3]");
+  ty("%x: i32[3]", "%r = aten.fmod.Scalar(%x, 2)", "i32[3]");
+  ty("%x: i64[3]", "%r = aten.remainder.Scalar(%x, 2.5)", "f32[3]");
+  ty("%x: bool[3]", "%r = aten.fmod.Scalar(%x, 2)", "i64[3]");
+  ty("%x: i64[3]", "%r = aten.div.Scalar_mode(%x, 2, rounding_mode='floor')", "i64[3]");
+  ty("%x: i64[3]", "%r = aten.div.Scalar_mode(%x, 2)", "f32[3]");
+  ty("%x: bool[3]", "%r = aten.bitwise_and.Scalar(%x, 6)", "i64[3]");
+  ty("%x: bool[3]", "%r = aten.bitwise_or.Scalar(%x, True)", "bool[3]");
+  ty("%x: u8[3], %y: u8[3]", "%r = aten.bitwise_xor.Tensor(%x, %y)", "u8[3]");
+  ty("%x: f32[3], %y: i64[3]", "%r = aten.logical_xor.default(%x, %y)", "bool[3]");
+  bad("%x: bool[3], %y: bool[3]", "%r = aten.remainder.Tensor(%x, %y)",
+      "aten.remainder.Tensor: not defined for bool tensors");
+  bad("%x: i64[3]", "%r = aten.bitwise_xor.Scalar(%x, 1.5)", "aten.bitwise_xor.Scalar: needs integer or bool tensors, not f32");
+  bad("%x: f32[3]", "%r = aten.div.Scalar_mode(%x, 2, rounding_mode='round')",
+      "rounding_mode must be 'trunc', 'floor' or None, not 'round'");
+
+  ty("%x: f32[s0, 3], %o: f32[s0, 3]", "%r = aten.atan2.out(%x, 1, out=%o)", "f32[s0, 3]");
+  bad("%x: f32[2, 3], %o: f32[3]", "%r = aten.atan2.out(%x, %x, out=%o)",
+      "aten.atan2.out: out is f32[3], expected the result's type f32[2, 3] (coil does not resize or cast out)");
+  bad("%x: i64[3], %o: i64[3]", "%r = aten.atan2.out(%x, %x, out=%o)", "out is i64[3], expected the result's type f32[3]");
+  bad("%x: f32[3]", "%r = aten.atan2.out(%x, %x, out=2.0)", "argument 'out' must be a tensor");
+  bad("%x: f32[3]", "%r = aten.atan2.out(%x, %x)", "out");
+
+  ty("%x: i32[2, 3]", "%r = aten.fill.Scalar(%x, 2.5)", "i32[2, 3]");
+  ty("%x: bool[2]", "%r = aten.fill.Scalar(%x, 3)", "bool[2]");
+}
+
 Test(infer, promotion_creation_and_casts)
 {
   ty("%x: f32[2, 3]", "%r = aten._to_copy.default(%x, dtype=bf16)", "bf16[2, 3]");

@@ -207,6 +207,7 @@ TestSuite(conv, .init = setup, .fini = teardown);
 TestSuite(pool, .init = setup, .fini = teardown);
 TestSuite(topk, .init = setup, .fini = teardown);
 TestSuite(graph, .init = setup, .fini = teardown);
+TestSuite(math, .init = setup, .fini = teardown);
 
 /* ---- unary ---- */
 
@@ -756,6 +757,185 @@ Test(where_clamp, clamp_tensors)
   expect_f(0, COIL_F32, S(2, 3), F(NAN, 3, NAN, NAN, 4.5, 4.5), EXACT);
   expect_f(1, COIL_F32, S(2, 3), F(NAN, 3, NAN, NAN, 5, 6), EXACT);
   expect_f(2, COIL_F32, S(2, 3), F(1, 2, NAN, 4, 4.5, 4.5), EXACT);
+}
+
+/* ---- pointwise math (core/ref_math.c) ---- */
+
+#define PI 3.14159265358979323846
+
+Test(math, libm_functions_at_known_points)
+{
+  input_f("x", COIL_F32, S(4), F(0, 1, -1, 2));
+  run("%x: f32[4]",
+      "%t = aten.tan.default(%x); %s = aten.sinh.default(%x); %c = aten.cosh.default(%x);"
+      "%as = aten.asin.default(%x); %ac = aten.acos.default(%x); %at = aten.atan.default(%x);"
+      "%ash = aten.asinh.default(%x); %ach = aten.acosh.default(%x); %ath = aten.atanh.default(%x);"
+      "%e = aten.expm1.default(%x); return (%t, %s, %c, %as, %ac, %at, %ash, %ach, %ath, %e)");
+  expect_f(0, COIL_F32, S(4), F(0, 1.5574077246549023, -1.5574077246549023, -2.1850398632615189), TOL);
+  expect_f(1, COIL_F32, S(4), F(0, 1.1752011936438014, -1.1752011936438014, 3.6268604078470186), TOL);
+  expect_f(2, COIL_F32, S(4), F(1, 1.5430806348152437, 1.5430806348152437, 3.7621956910836314), TOL);
+  expect_f(3, COIL_F32, S(4), F(0, PI / 2, -PI / 2, NAN), TOL); /* outside [-1, 1]: NaN */
+  expect_f(4, COIL_F32, S(4), F(PI / 2, 0, PI, NAN), TOL);
+  expect_f(5, COIL_F32, S(4), F(0, PI / 4, -PI / 4, 1.1071487177940904), TOL);
+  expect_f(6, COIL_F32, S(4), F(0, 0.88137358701954303, -0.88137358701954303, 1.4436354751788103), TOL);
+  expect_f(7, COIL_F32, S(4), F(NAN, 0, NAN, 1.3169578969248166), TOL); /* below 1: NaN */
+  expect_f(8, COIL_F32, S(4), F(0, INFINITY, -INFINITY, NAN), TOL);
+  expect_f(9, COIL_F32, S(4), F(0, 1.7182818284590452, -0.63212055882855767, 6.3890560989306502), TOL);
+
+  /* near 0 expm1 and sinh keep every digit: x + x^2/2, x + x^3/6 */
+  clear_inputs();
+  input_f("x", COIL_F64, S(2), F(1e-10, -3e-12));
+  run("%x: f64[2]", "%e = aten.expm1.default(%x); %s = aten.sinh.default(%x); return (%e, %s)");
+  expect_f(0, COIL_F64, S(2), F(1.00000000005e-10, -2.9999999999955e-12), 1e-14);
+  expect_f(1, COIL_F64, S(2), F(1e-10, -3e-12), 1e-14);
+
+  /* logarithms; an integer tensor computes in the default dtype f32 */
+  clear_inputs();
+  input_i("x", COIL_I64, S(4), I(8, 1000, 0, -1));
+  run("%x: i64[4]", "%a = aten.log2.default(%x); %b = aten.log10.default(%x); %c = aten.tan.default(%x); return (%a, %b, %c)");
+  expect_f(0, COIL_F32, S(4), F(3, 9.965784284662087, -INFINITY, NAN), TOL);
+  expect_f(1, COIL_F32, S(4), F(0.90308998699194354, 3, -INFINITY, NAN), TOL);
+  /* tan(1000) from f32(1000) = 1000 exactly */
+  expect_f(2, COIL_F32, S(4), F(-6.7997114552203786, 1.4703241557027185, 0, -1.5574077246549023), TOL);
+}
+
+Test(math, sign_isnan_isinf)
+{
+  input_f("x", COIL_F32, S(7), F(-2, -0.0, 0, 3, NAN, -INFINITY, INFINITY));
+  run("%x: f32[7]", "%s = aten.sign.default(%x); %n = aten.isnan.default(%x); %i = aten.isinf.default(%x);"
+                    "return (%s, %n, %i)");
+  expect_f(0, COIL_F32, S(7), F(-1, 0, 0, 1, 0, -1, 1), EXACT); /* torch.sign: NaN -> 0, -0 -> +0 */
+  expect_i(1, COIL_BOOL, S(7), I(0, 0, 0, 0, 1, 0, 0));
+  expect_i(2, COIL_BOOL, S(7), I(0, 0, 0, 0, 0, 1, 1));
+
+  clear_inputs();
+  input_i("x", COIL_I64, S(3), I(-5, 0, 7));
+  input_i("b", COIL_BOOL, S(2), I(1, 0));
+  run("%x: i64[3], %b: bool[2]", "%s = aten.sign.default(%x); %n = aten.isnan.default(%x);"
+                                 "%i = aten.isinf.default(%x); %sb = aten.sign.default(%b); return (%s, %n, %i, %sb)");
+  expect_i(0, COIL_I64, S(3), I(-1, 0, 1));
+  expect_i(1, COIL_BOOL, S(3), I(0, 0, 0));
+  expect_i(2, COIL_BOOL, S(3), I(0, 0, 0));
+  expect_i(3, COIL_BOOL, S(2), I(1, 0));
+}
+
+Test(math, elu_hardtanh)
+{
+  input_f("x", COIL_F32, S(5), F(-1, 0, 2, NAN, -INFINITY));
+  run("%x: f32[5]", "%e = aten.elu.default(%x); %s = aten.elu.default(%x, 0.5, 2, 1.5);"
+                    "%h = aten.hardtanh.default(%x); %g = aten.hardtanh.default(%x, -0.5, 0.25); return (%e, %s, %h, %g)");
+  expect_f(0, COIL_F32, S(5), F(-0.63212055882855767, 0, 2, NAN, -1), TOL);
+  /* scale * alpha * expm1(input_scale * x) = expm1(1.5 x) below 0, 2x above */
+  expect_f(1, COIL_F32, S(5), F(-0.77686983985157021, 0, 4, NAN, -1), TOL);
+  expect_f(2, COIL_F32, S(5), F(-1, 0, 1, NAN, -1), EXACT);
+  expect_f(3, COIL_F32, S(5), F(-0.5, 0, 0.25, NAN, -0.5), EXACT);
+
+  /* integers keep their dtype and take the bounds truncated: -2.5 -> -2, 2.5 -> 2 */
+  clear_inputs();
+  input_i("x", COIL_I64, S(5), I(-5, -2, 0, 1, 4));
+  run1("%x: i64[5]", "aten.hardtanh.default(%x, -2.5, 2.5)");
+  expect_i(0, COIL_I64, S(5), I(-2, -2, 0, 1, 2));
+}
+
+Test(math, atan2_and_its_out_form)
+{
+  input_f("y", COIL_F32, S(5), F(1, 1, -1, 0, -0.0));
+  input_f("x", COIL_F32, S(5), F(1, -1, -1, -1, -1));
+  input_f("o", COIL_F32, S(5), F(7, 7, 7, 7, 7));
+  run("%y: f32[5], %x: f32[5], %o: f32[5]",
+      "%a = aten.atan2.default(%y, %x); %b = aten.atan2.out(%y, %x, out=%o); return (%a, %b, %o)");
+  expect_f(0, COIL_F32, S(5), F(PI / 4, 3 * PI / 4, -3 * PI / 4, PI, -PI), TOL);
+  expect_f(1, COIL_F32, S(5), F(PI / 4, 3 * PI / 4, -3 * PI / 4, PI, -PI), TOL);
+  expect_f(2, COIL_F32, S(5), F(7, 7, 7, 7, 7), EXACT); /* functional: out is not written */
+
+  clear_inputs();
+  input_i("a", COIL_I64, S(2), I(0, 3));
+  run1("%a: i64[2]", "aten.atan2.default(%a, 0)");
+  expect_f(0, COIL_F32, S(2), F(0, PI / 2), TOL);
+}
+
+Test(math, fmod_remainder)
+{
+  /* fmod has the dividend's sign, remainder the divisor's; INT64_MIN by -1 is 0 */
+  input_i("a", COIL_I64, S(6), I(-7, 7, -7, 7, 0, INT64_MIN));
+  input_i("b", COIL_I64, S(6), I(2, 2, -2, -2, 3, -1));
+  run("%a: i64[6], %b: i64[6]", "%f = aten.fmod.Tensor(%a, %b); %r = aten.remainder.Tensor(%a, %b);"
+                                "%fs = aten.fmod.Scalar(%a, -3); %rs = aten.remainder.Scalar(%a, -3); return (%f, %r, %fs, %rs)");
+  expect_i(0, COIL_I64, S(6), I(-1, 1, -1, 1, 0, 0));
+  expect_i(1, COIL_I64, S(6), I(1, 1, -1, -1, 0, 0));
+  /* INT64_MIN = -3 * 3074457345618258602 - 2 */
+  expect_i(2, COIL_I64, S(6), I(-1, 1, -1, 1, 0, -2));
+  expect_i(3, COIL_I64, S(6), I(-1, -2, -1, -2, 0, -2));
+
+  /* floats: fmod(a, 0) is NaN; remainder(-1, inf) = -1 + inf (the signs differ), as Python */
+  clear_inputs();
+  input_f("a", COIL_F32, S(7), F(-7.5, 7.5, -7.5, 7.5, 1, 1, -1));
+  input_f("b", COIL_F32, S(7), F(2, 2, -2, -2, 0, INFINITY, INFINITY));
+  run("%a: f32[7], %b: f32[7]", "%f = aten.fmod.Tensor(%a, %b); %r = aten.remainder.Tensor(%a, %b); return (%f, %r)");
+  expect_f(0, COIL_F32, S(7), F(-1.5, 1.5, -1.5, 1.5, NAN, 1, -1), EXACT);
+  expect_f(1, COIL_F32, S(7), F(0.5, 1.5, -1.5, -0.5, NAN, 1, INFINITY), EXACT);
+
+  /* an integer tensor with a float scalar computes in f32 */
+  clear_inputs();
+  input_i("a", COIL_I64, S(2), I(-7, 7));
+  run1("%a: i64[2]", "aten.remainder.Scalar(%a, 2.5)");
+  expect_f(0, COIL_F32, S(2), F(0.5, 2), EXACT);
+
+  /* integer division by zero: torch raises ZeroDivisionError */
+  clear_inputs();
+  input_i("a", COIL_I64, S(2), I(1, 2));
+  input_i("b", COIL_I64, S(2), I(1, 0));
+  run_fails("%a: i64[2], %b: i64[2]", "%r = aten.remainder.Tensor(%a, %b); return (%r)", "ZeroDivisionError");
+  run_fails("%a: i64[2], %b: i64[2]", "%r = aten.fmod.Scalar(%a, 0); return (%r)", "ZeroDivisionError");
+}
+
+Test(math, xor_bitwise_scalars_div_scalar_mode_fill)
+{
+  input_i("a", COIL_I64, S(2), I(5, -1));
+  input_i("b", COIL_I64, S(2), I(3, 1));
+  input_i("p", COIL_BOOL, S(2), I(1, 0));
+  input_i("q", COIL_BOOL, S(2), I(1, 1));
+  run("%a: i64[2], %b: i64[2], %p: bool[2], %q: bool[2]",
+      "%x = aten.bitwise_xor.Tensor(%a, %b); %xs = aten.bitwise_xor.Scalar(%a, -3);"
+      "%xb = aten.bitwise_xor.Tensor(%p, %q); %and = aten.bitwise_and.Scalar(%p, 7);"
+      "%or = aten.bitwise_or.Scalar(%a, 8); %lx = aten.logical_xor.default(%a, %p);"
+      "return (%x, %xs, %xb, %and, %or, %lx)");
+  expect_i(0, COIL_I64, S(2), I(6, -2));
+  expect_i(1, COIL_I64, S(2), I(5 ^ -3, 2));
+  expect_i(2, COIL_BOOL, S(2), I(0, 1));
+  expect_i(3, COIL_I64, S(2), I(1, 0)); /* bool & int: computed in i64 */
+  expect_i(4, COIL_I64, S(2), I(13, -1));
+  expect_i(5, COIL_BOOL, S(2), I(0, 1)); /* both nonzero; -1 nonzero, False */
+
+  clear_inputs();
+  input_f("f", COIL_F32, S(4), F(0, 1, NAN, 0));
+  input_i("i", COIL_I64, S(4), I(0, 0, 1, 3));
+  run1("%f: f32[4], %i: i64[4]", "aten.logical_xor.default(%f, %i)");
+  expect_i(0, COIL_BOOL, S(4), I(0, 1, 0, 1)); /* NaN counts as true */
+
+  clear_inputs();
+  input_i("a", COIL_I64, S(2), I(-7, 7));
+  input_f("f", COIL_F32, S(2), F(-7, 7));
+  run("%a: i64[2], %f: f32[2]",
+      "%fl = aten.div.Scalar_mode(%a, -2, rounding_mode='floor'); %tr = aten.div.Scalar_mode(%a, -2, rounding_mode='trunc');"
+      "%tdv = aten.div.Scalar_mode(%a, -2); %z = aten.div.Scalar_mode(%f, 0, rounding_mode='floor');"
+      "return (%fl, %tr, %tdv, %z)");
+  expect_i(0, COIL_I64, S(2), I(3, -4));
+  expect_i(1, COIL_I64, S(2), I(3, -3));
+  expect_f(2, COIL_F32, S(2), F(3.5, -3.5), EXACT);
+  expect_f(3, COIL_F32, S(2), F(-INFINITY, INFINITY), EXACT);
+
+  /* fill: the value converted to self's dtype (truncated for integers, nonzero for bool) */
+  clear_inputs();
+  input_i("i", COIL_I32, S(2), I(4, 5));
+  input_i("b", COIL_BOOL, S(1), I(0));
+  input_f("h", COIL_F16, S(1), F(3));
+  run("%i: i32[2], %b: bool[1], %h: f16[1]",
+      "%fi = aten.fill.Scalar(%i, 2.7); %fb = aten.fill.Scalar(%b, 0.5); %fh = aten.fill.Scalar(%h, -1.5);"
+      "return (%fi, %fb, %fh)");
+  expect_i(0, COIL_I32, S(2), I(2, 2));
+  expect_i(1, COIL_BOOL, S(1), I(1));
+  expect_f(2, COIL_F16, S(1), F(-1.5), EXACT);
 }
 
 /* ---- creation ---- */

@@ -132,6 +132,20 @@ default_math(coil_kop op, coil_dtype t)
   case COIL_KOP_MAX: return f ? "coil_fmaxf" : "coil_fmax";
   case COIL_KOP_MIN: return f ? "coil_fminf" : "coil_fmin";
   case COIL_KOP_FLOORDIV: return f ? "coil_floordivf" : "coil_floordivd";
+  case COIL_KOP_TAN: return f ? "tanf" : "tan";
+  case COIL_KOP_SINH: return f ? "sinhf" : "sinh";
+  case COIL_KOP_COSH: return f ? "coshf" : "cosh";
+  case COIL_KOP_ASIN: return f ? "asinf" : "asin";
+  case COIL_KOP_ACOS: return f ? "acosf" : "acos";
+  case COIL_KOP_ATAN: return f ? "atanf" : "atan";
+  case COIL_KOP_ASINH: return f ? "asinhf" : "asinh";
+  case COIL_KOP_ACOSH: return f ? "acoshf" : "acosh";
+  case COIL_KOP_ATANH: return f ? "atanhf" : "atanh";
+  case COIL_KOP_EXPM1: return f ? "expm1f" : "expm1";
+  case COIL_KOP_LOG2: return f ? "log2f" : "log2";
+  case COIL_KOP_LOG10: return f ? "log10f" : "log10";
+  case COIL_KOP_ATAN2: return f ? "atan2f" : "atan2";
+  case COIL_KOP_FMOD: return f ? "fmodf" : "fmod";
   default: return NULL;
   }
 }
@@ -242,6 +256,8 @@ coil_c_inst_expr(const coil_c_dialect *dl, const coil_kinst *in, const coil_kins
     case COIL_KOP_MIN: coil_strbuf_printf(b, "(%s < %s ? %s : %s)", a, c, a, c); return;
     case COIL_KOP_BITAND: coil_strbuf_printf(b, "(%s)(%s & %s)", T, a, c); return;
     case COIL_KOP_BITOR: coil_strbuf_printf(b, "(%s)(%s | %s)", T, a, c); return;
+    case COIL_KOP_BITXOR: coil_strbuf_printf(b, "(%s)(%s ^ %s)", T, a, c); return;
+    case COIL_KOP_FMOD: coil_strbuf_printf(b, "(%s)coil_fmod_i64(%s, %s)", T, a, c); return;
     default: coil_strbuf_printf(b, "0 /* %s */", coil_kop_name(in->op)); return;
     }
   default:
@@ -357,9 +373,10 @@ coil_c_prelude(void)
       "static inline int64_t coil_mod(int64_t a, int64_t b) { int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n"
       "static inline int64_t coil_min(int64_t a, int64_t b) { return a < b ? a : b; }\n"
       "static inline int64_t coil_max(int64_t a, int64_t b) { return a > b ? a : b; }\n"
-      "/* value helpers: PyTorch semantics; a division by zero of integers gives 0 here */\n"
+      "/* value helpers: PyTorch semantics; a division (or fmod) by zero of integers gives 0 here */\n"
       "static inline int64_t coil_floordiv_i64(int64_t a, int64_t b) { if (b == 0) return 0; if (a == INT64_MIN && b == -1) return INT64_MIN; return coil_floordiv(a, b); }\n"
       "static inline int64_t coil_truncdiv_i64(int64_t a, int64_t b) { if (b == 0) return 0; if (a == INT64_MIN && b == -1) return INT64_MIN; return a / b; }\n"
+      "static inline int64_t coil_fmod_i64(int64_t a, int64_t b) { if (b == 0 || b == -1) return 0; return a % b; }\n"
       "static inline int64_t coil_ipow(int64_t a, int64_t e) { if (e < 0) return a == 1 ? 1 : a == -1 ? ((e & 1) ? -1 : 1) : 0; uint64_t r = 1, x = (uint64_t)a; while (e) { if (e & 1) r *= x; x *= x; e >>= 1; } return (int64_t)r; }\n"
       "static inline int64_t coil_f2i64(double x) { if (x != x) return 0; if (x >= 9.2233720368547758e18) return INT64_MAX; if (x <= -9.2233720368547758e18) return INT64_MIN; return (int64_t)x; }\n"
       "static inline float coil_fmaxf(float a, float b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }\n"

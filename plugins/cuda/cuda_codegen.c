@@ -109,6 +109,8 @@ prelude(coil_strbuf *b)
       "static __device__ __noinline__ float coil_cosf_ool(float x) { return cosf(x); }\n"
       "static __device__ __noinline__ double coil_sin_ool(double x) { return sin(x); }\n"
       "static __device__ __noinline__ double coil_cos_ool(double x) { return cos(x); }\n"
+      "static __device__ __noinline__ float coil_tanf_ool(float x) { return tanf(x); }\n"
+      "static __device__ __noinline__ double coil_tan_ool(double x) { return tan(x); }\n"
       "struct coil_op_sum { template <typename T> __device__ T operator()(T a, T b) const { return (T)(a + b); } };\n"
       "struct coil_op_prod { template <typename T> __device__ T operator()(T a, T b) const { return (T)(a * b); } };\n"
       "struct coil_op_any { __device__ bool operator()(bool a, bool b) const { return a || b; } };\n"
@@ -153,8 +155,9 @@ typedef struct {
   char **names; /* per value: its C name: vN, or vN[j] for a row held in registers */
 } kgen;
 
-/* sin and cos carry a large argument-reduction slow path: called out of line (one copy per
- * kernel, not one per unrolled use), which keeps NVRTC's time down; NULL: the SDK's names. */
+/* sin, cos and tan carry a large argument-reduction slow path: called out of line (one copy per
+ * kernel, not one per unrolled use), which keeps NVRTC's time down; NULL: the SDK's names (the
+ * libm names, which CUDA's device math library provides in float and double). */
 static const char *
 cuda_math(coil_kop op, coil_dtype t)
 {
@@ -162,6 +165,7 @@ cuda_math(coil_kop op, coil_dtype t)
   switch (op) {
   case COIL_KOP_SIN: return f ? "coil_sinf_ool" : "coil_sin_ool";
   case COIL_KOP_COS: return f ? "coil_cosf_ool" : "coil_cos_ool";
+  case COIL_KOP_TAN: return f ? "coil_tanf_ool" : "coil_tan_ool";
   default: return NULL;
   }
 }

@@ -157,6 +157,18 @@ unary_f(coil_kop op, double x)
   case COIL_KOP_TANH: return tanh(x);
   case COIL_KOP_SIGMOID: return 1.0 / (1.0 + exp(-x));
   case COIL_KOP_ERF: return erf(x);
+  case COIL_KOP_TAN: return tan(x);
+  case COIL_KOP_SINH: return sinh(x);
+  case COIL_KOP_COSH: return cosh(x);
+  case COIL_KOP_ASIN: return asin(x);
+  case COIL_KOP_ACOS: return acos(x);
+  case COIL_KOP_ATAN: return atan(x);
+  case COIL_KOP_ASINH: return asinh(x);
+  case COIL_KOP_ACOSH: return acosh(x);
+  case COIL_KOP_ATANH: return atanh(x);
+  case COIL_KOP_EXPM1: return expm1(x);
+  case COIL_KOP_LOG2: return log2(x);
+  case COIL_KOP_LOG10: return log10(x);
   default: return NAN;
   }
 }
@@ -165,7 +177,7 @@ unary_f(coil_kop op, double x)
 static bool
 float_only(coil_kop op)
 {
-  return op >= COIL_KOP_EXP && op <= COIL_KOP_ERF;
+  return (op >= COIL_KOP_EXP && op <= COIL_KOP_ERF) || (op >= COIL_KOP_TAN && op <= COIL_KOP_LOG10);
 }
 
 static int64_t
@@ -205,6 +217,8 @@ binary_f(coil_kop op, double a, double b)
   case COIL_KOP_FLOORDIV: return b != 0 ? div_floor(a, b) : a / b;
   case COIL_KOP_TRUNCDIV: return trunc(a / b);
   case COIL_KOP_POW: return pow(a, b);
+  case COIL_KOP_ATAN2: return atan2(a, b);
+  case COIL_KOP_FMOD: return fmod(a, b);
   case COIL_KOP_MAX: return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
   case COIL_KOP_MIN: return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
   case COIL_KOP_EQ: return a == b;
@@ -252,6 +266,11 @@ binary_i(coil_kop op, int64_t a, int64_t b, int64_t *out)
     if (op == COIL_KOP_FLOORDIV && a % b != 0 && (a < 0) != (b < 0))
       (*out)--;
     return true;
+  case COIL_KOP_FMOD: /* the sign of a, as C's %; INT64_MIN % -1 (which traps) is 0 */
+    if (b == 0)
+      return false;
+    *out = b == -1 ? 0 : a % b;
+    return true;
   case COIL_KOP_POW: /* 1 and -1 to a negative power stay +-1, anything else becomes 0 */
     *out = b >= 0 ? ipow(a, b) : a == 1 ? 1 : a == -1 ? (b % 2 ? -1 : 1) : 0;
     return true;
@@ -259,6 +278,7 @@ binary_i(coil_kop op, int64_t a, int64_t b, int64_t *out)
   case COIL_KOP_MIN: *out = a < b ? a : b; return true;
   case COIL_KOP_BITAND: *out = a & b; return true;
   case COIL_KOP_BITOR: *out = a | b; return true;
+  case COIL_KOP_BITXOR: *out = a ^ b; return true;
   case COIL_KOP_EQ: *out = a == b; return true;
   case COIL_KOP_NE: *out = a != b; return true;
   case COIL_KOP_LT: *out = a < b; return true;
@@ -625,8 +645,12 @@ check_inst(krun *kr, int i)
     if (in->op == COIL_KOP_DIV && !fl)
       return interp_err(kr->c, "%%%d = div needs floating operands, got %s (cast them first)", i,
                         coil_dtype_name(dt(kr, in->args[0])));
-    if (fl && (in->op == COIL_KOP_BITAND || in->op == COIL_KOP_BITOR || in->op == COIL_KOP_BITNOT))
+    if (fl && (in->op == COIL_KOP_BITAND || in->op == COIL_KOP_BITOR || in->op == COIL_KOP_BITXOR ||
+               in->op == COIL_KOP_BITNOT))
       return interp_err(kr->c, "%%%d = %s of floating operands", i, coil_kop_name(in->op));
+    if (!fl && in->op == COIL_KOP_ATAN2)
+      return interp_err(kr->c, "%%%d = atan2 needs floating operands, got %s (cast them first)", i,
+                        coil_dtype_name(dt(kr, in->args[0])));
   }
   return 0;
 }

@@ -281,6 +281,24 @@ for b in ref interp cpu; do
   check "$b: the index.Tensor error names the op" err_has "aten.index.Tensor"
 done
 
+# integer fmod / remainder by zero: ref and interp stop with an error (PyTorch raises
+# ZeroDivisionError on the CPU), generated code gives 0 (docs/wrapper-ir.md, fmod), and no
+# backend traps on it or on INT64_MIN % -1 (0, as torch's remainder)
+printf 'coil 1\ngraph mod0(%%a: i64[6]) {\n  %%z = aten.zeros_like.default(%%a)\n  %%f = aten.fmod.Tensor(%%a, %%z)\n  %%r = aten.remainder.Tensor(%%a, %%z)\n  return (%%f, %%r)\n}\n' >"$tmp/mod0.coil"
+printf 'coil 1\ngraph modmin(%%a: i64[3]) {\n  %%m = aten.full_like.default(%%a, -9223372036854775808)\n  %%f = aten.fmod.Scalar(%%m, -1)\n  %%r = aten.remainder.Scalar(%%m, -1)\n  return (%%f, %%r)\n}\n' >"$tmp/modmin.coil"
+run "$coil" run "$tmp/mod0.coil" --backend ref
+check "ref: integer fmod by zero fails" rc_is 1
+check "ref: ... naming ZeroDivisionError and the op" err_has "aten.fmod.Tensor (%f): integer division by zero (ZeroDivisionError)"
+run "$coil" run "$tmp/mod0.coil" --backend interp --no-cache
+check "interp: integer fmod by zero fails" rc_is 1
+check "interp: ... saying so" err_has "fmod: integer division by zero"
+run "$coil" run "$tmp/mod0.coil" --backend cpu --no-cache
+check "cpu: integer fmod and remainder by zero give 0" bash -c "rc=\$(cat '$tmp/rc'); [ \$rc = 0 ] && [ \$(grep -c '\[0, 0, 0, 0, 0, 0\]' '$tmp/out') = 2 ]"
+for b in ref interp cpu; do
+  run "$coil" run "$tmp/modmin.coil" --backend "$b" --no-cache
+  check "$b: INT64_MIN fmod and remainder -1 are 0" bash -c "rc=\$(cat '$tmp/rc'); [ \$rc = 0 ] && [ \$(grep -c '\[0, 0, 0\]' '$tmp/out') = 2 ]"
+done
+
 # ops: docs/ops.md is generated from the op table and must be up to date
 run "$coil" ops --markdown
 check "ops --markdown exits 0" rc_is 0

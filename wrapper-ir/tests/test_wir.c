@@ -303,7 +303,7 @@ build_example(void)
 }
 
 static const char example_text[] =
-    "wir 1.2\n"
+    "wir 1.3\n"
     "program mlp\n"
     "peak 4096\n"
     "input arg0 'x': f32[s0, 64] stride [64, 1]\n"
@@ -549,7 +549,7 @@ Test(wir, versions)
   coil_wir_free(p);
   /* a later minor version may add lines; this reader skips the ones it does not know */
   char newer[sizeof tiny + 64];
-  snprintf(newer, sizeof newer, "wir 1.3%s", tiny + strlen("wir 1.0"));
+  snprintf(newer, sizeof newer, "wir 1.%d%s", COIL_WIR_VERSION_MINOR + 1, tiny + strlen("wir 1.0"));
   char *at = strstr(newer, "output");
   memmove(at + 21, at, strlen(at) + 1);
   memcpy(at, "prefetch buf0 [hint]\n", 21);

@@ -636,6 +636,48 @@ Test(interp, integer_floordiv_truncdiv_and_wrap)
   run_fails(in, 3, "integer division by zero at x = (1)");
 }
 
+/* fmod (1.3) keeps the dividend's sign, INT64_MIN fmod -1 is 0 (C's % traps there), a divisor
+ * of 0 fails the run as for floordiv; bitxor; the float forms of fmod and atan2 */
+Test(interp, integer_fmod_bitxor_and_float_fmod_atan2)
+{
+  const coil_sym *sz[] = {K(4)};
+  int a = input("arg0", "a", COIL_I64, 1, sz), b = input("arg1", "b", COIL_I64, 1, sz);
+  int fa = input("arg2", "fa", COIL_F32, 1, sz), fb = input("arg3", "fb", COIL_F32, 1, sz);
+  int o1 = alloc("buf0", COIL_I64, 1, sz), o2 = alloc("buf1", COIL_I64, 1, sz);
+  int o3 = alloc("buf2", COIL_F32, 1, sz), o4 = alloc("buf3", COIL_F32, 1, sz);
+  kb k;
+  kb_init(&k, "coil_poi_0", COIL_KERNEL_POINTWISE);
+  const coil_sym *x = kb_x(&k, K(4));
+  kb_param(&k, "in0", COIL_I64, false);
+  kb_param(&k, "in1", COIL_I64, false);
+  kb_param(&k, "in2", COIL_F32, false);
+  kb_param(&k, "in3", COIL_F32, false);
+  kb_param(&k, "out0", COIL_I64, true);
+  kb_param(&k, "out1", COIL_I64, true);
+  kb_param(&k, "out2", COIL_F32, true);
+  kb_param(&k, "out3", COIL_F32, true);
+  int va = LOAD(&k, 0, x), vb = LOAD(&k, 1, x), vfa = LOAD(&k, 2, x), vfb = LOAD(&k, 3, x);
+  STORE(&k, 4, x, OP2(&k, COIL_KOP_FMOD, va, vb));
+  STORE(&k, 5, x, OP2(&k, COIL_KOP_BITXOR, va, vb));
+  STORE(&k, 6, x, OP2(&k, COIL_KOP_FMOD, vfa, vfb));
+  STORE(&k, 7, x, OP2(&k, COIL_KOP_ATAN2, vfa, vfb));
+  call(&k, 8, (int[]){a, b, fa, fb, o1, o2, o3, o4});
+  output(4, (int[]){o1, o2, o3, o4});
+
+  int64_t av[] = {-7, 7, -8, INT64_MIN}, bv[] = {2, -2, 3, -1};
+  float fav[] = {-7.5f, 7.5f, 1, 0}, fbv[] = {2, -2, 0, -1};
+  interp_tensor in[] = {T(av, COIL_I64, 1, (int64_t[]){4}), T(bv, COIL_I64, 1, (int64_t[]){4}),
+                        T(fav, COIL_F32, 1, (int64_t[]){4}), T(fbv, COIL_F32, 1, (int64_t[]){4})};
+  run_ok(in, 4);
+  expect_i64(0, 4, (int64_t[]){-1, 1, -2, 0});
+  expect_i64(1, 4, (int64_t[]){-7 ^ 2, 7 ^ -2, -8 ^ 3, INT64_MIN ^ -1});
+  expect_f32(2, 4, (float[]){-1.5f, 1.5f, NAN, 0}, 0);
+  expect_f32(3, 4, (float[]){atan2f(-7.5f, 2), atan2f(7.5f, -2), atan2f(1, 0), atan2f(0, -1)}, 1e-6f);
+
+  bv[2] = 0;
+  run_fails(in, 4, "integer division by zero at x = (2)");
+}
+
 /* ---- views and extern calls ---- */
 
 Test(interp, view_then_mm)

@@ -15,9 +15,10 @@
  *
  * Versioning: COIL_WIR_VERSION_MAJOR changes when a program's meaning changes; MINOR when
  * something is added (1.1: the welford reductions; 1.2: an output may be a view, every output
- * is dense in row-major order, and the indirect op). A reader declares the minors it reads and is never given
- * a newer one; lines it does not know in a newer file it may skip. The text form starts with
- * "wir MAJOR.MINOR". */
+ * is dense in row-major order, and the indirect op; 1.3: the kernel ops tan, sinh, cosh, asin,
+ * acos, atan, asinh, acosh, atanh, expm1, log2, log10, atan2, fmod and bitxor). A reader
+ * declares the minors it reads and is never given a newer one; lines it does not know in a
+ * newer file it may skip. The text form starts with "wir MAJOR.MINOR". */
 #ifndef COIL_WIR_H
 #define COIL_WIR_H
 
@@ -30,7 +31,7 @@
 #include "coil/sym.h"
 
 #define COIL_WIR_VERSION_MAJOR 1
-#define COIL_WIR_VERSION_MINOR 2
+#define COIL_WIR_VERSION_MINOR 3
 
 /* ---- kernel bodies: loop IR ---- */
 
