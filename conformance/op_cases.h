@@ -278,6 +278,118 @@ static const op_template op_templates[] = {
      "%i = aten.arange.start_step(0, $B, 1)\n%u = aten.unsqueeze.default(%i, 0)\n%e = aten.expand.default(%u, [$A, -1])\n"
      "%out = aten.gather.default(%a, 1, %e)", DT_NUM, 0},
     {"aten.gather.default", "dim0", "T[A, B] i64[C, B]<A", "%out = aten.gather.default(%a, 0, %b)", DT_FL, 0},
+    /* ---- shapes, padding, resampling, normalisation and pooling (core/lower_shapes.c) ---- */
+    {"aten.flip.default", "", "T[A, B, C]", "%out = aten.flip.default(%a, [0, -1])", DT_ALL, Z | S},
+    {"aten.flip.default", "all", "T[A, B]", "%out = aten.flip.default(%a, [1, 0])", DT_FL, 0},
+    {"aten.flip.default", "none", "T[A, B]", "%out = aten.flip.default(%a, [])", DT_I64, 0},
+    {"aten.flip.default", "size1", "T[1, B, 1]", "%f = aten.flip.default(%a, [2, 0, 1])\n%out = aten.mul.Scalar(%f, 2)", DT_FL, 0},
+    {"aten.repeat.default", "", "T[A, B]", "%out = aten.repeat.default(%a, [2, 1, 3])", DT_ALL, Z | S},
+    {"aten.repeat.default", "size1", "T[1, B]", "%out = aten.repeat.default(%a, [3, 2])", DT_FL, 0},
+    {"aten.repeat.default", "empty", "T[A, B]", "%out = aten.repeat.default(%a, [0, 2])", DT_F32, 0},
+    {"aten.index_select.default", "", "T[A, B] i64[C]<B", "%out = aten.index_select.default(%a, 1, %b)", DT_ALL, S},
+    {"aten.index_select.default", "dim0", "T[A, B] i64[D]<A", "%out = aten.index_select.default(%a, -2, %b)", DT_FL, 0},
+    {"aten.index_select.default", "i32", "T[A, B, C] i64[D]<B",
+     "%i = aten._to_copy.default(%b, dtype=i32)\n%out = aten.index_select.default(%a, 1, %i)", DT_FL | DT_I64, 0},
+    {"aten.index_select.default", "0d", "T[A, B]",
+     "%i = aten.scalar_tensor.default(2, dtype=i64)\n%out = aten.index_select.default(%a, 1, %i)", DT_FL, 0},
+    {"aten.index_select.default", "bounds", "T[A, B]",
+     "%i = aten.arange.start_step(0, $A, 1)\n%out = aten.index_select.default(%a, 0, %i)", DT_NUM, 0},
+    {"aten.diagonal.default", "", "T[A, B, C]", "%out = aten.diagonal.default(%a)", DT_ALL, Z | S},
+    {"aten.diagonal.default", "offset", "T[A, B, C]", "%out = aten.diagonal.default(%a, 2, -1, 1)", DT_FL, S},
+    {"aten.diagonal.default", "negoff", "T[A, B]", "%out = aten.diagonal.default(%a, -2, 1, 0)", DT_FL | DT_I64, S},
+    {"aten.diagonal.default", "empty", "T[A, B]", "%out = aten.diagonal.default(%a, 20)", DT_F32, 0},
+    {"aten.diagonal.default", "fused", "T[A, B] T[A]",
+     "%d = aten.diagonal.default(%a)\n%out = aten.add.Tensor(%d, %b)", DT_FL, 0},
+    /* as_strided reads the input's dense row-major storage; strides may overlap or be 0 */
+    {"aten.as_strided.default", "", "T[A, B]", "%out = aten.as_strided.default(%a, [3, 4], [2, 1], 1)", DT_ALL, 0},
+    {"aten.as_strided.default", "overlap", "T[A, B]", "%out = aten.as_strided.default(%a, [4, 4, 2], [1, 2, 0])", DT_FL, 0},
+    {"aten.as_strided.default", "computed", "T[A, B] T[A, B]",
+     "%s = aten.add.Tensor(%a, %b)\n%out = aten.as_strided.default(%s, [5, 3], [3, 7], 2)", DT_FL | DT_I64, 0},
+    /* empty and empty_strided: coil's zeros */
+    {"aten.empty.memory_format", "", "", "%out = aten.empty.memory_format([3, 5], dtype=$T)", DT_ALL, 0},
+    {"aten.empty_strided.default", "", "", "%out = aten.empty_strided.default([3, 5], [1, 3], dtype=$T)", DT_ALL, 0},
+    {"aten.empty.memory_format", "add", "T[A, B]",
+     "%e = aten.empty.memory_format([$A, $B], dtype=$T)\n%out = aten.add.Tensor(%e, %a)", DT_FL, 0},
+    {"aten.var.dim", "", "T[A, B]", "%out = aten.var.dim(%a, [1])", DT_FL, L | S},
+    {"aten.var.dim", "biased", "T[A, B, C]", "%out = aten.var.dim(%a, [0, -1], False, True)", DT_FL, S},
+    {"aten.var.dim", "all", "T[A, B]", "%out = aten.var.dim(%a, None, False)", DT_FL, 0},
+    /* reflection and replication padding: index expressions (negative padding crops) */
+    {"aten.reflection_pad1d.default", "", "T[A, 7]", "%out = aten.reflection_pad1d.default(%a, [3, 6])", DT_NUM, S},
+    {"aten.reflection_pad1d.default", "3d", "T[A, 3, 7]", "%out = aten.reflection_pad1d.default(%a, [-2, 4])", DT_FL, 0},
+    {"aten.reflection_pad2d.default", "", "T[A, 3, 5, 7]", "%out = aten.reflection_pad2d.default(%a, [4, 6, 1, 2])", DT_NUM, S},
+    {"aten.reflection_pad2d.default", "size1", "T[2, 1, 4]", "%out = aten.reflection_pad2d.default(%a, [3, 0, 0, 0])", DT_FL, 0},
+    {"aten.reflection_pad3d.default", "", "T[A, 2, 3, 4, 5]", "%out = aten.reflection_pad3d.default(%a, [1, 2, 3, 0, 2, 1])", DT_FL, S},
+    {"aten.replication_pad2d.default", "", "T[A, 3, 5, 7]", "%out = aten.replication_pad2d.default(%a, [3, 8, 6, 2])", DT_NUM, S},
+    {"aten.replication_pad2d.default", "crop", "T[3, 5, 7]", "%out = aten.replication_pad2d.default(%a, [-1, 2, 3, -2])", DT_FL, 0},
+    {"aten.replication_pad3d.default", "", "T[2, 3, 4, 5]", "%out = aten.replication_pad3d.default(%a, [1, 2, 3, 0, 2, 4])", DT_FL, 0},
+    /* upsampling: PyTorch's index arithmetic in f32 (a given scale factor, not out/in, sets the
+     * source index), nearest's copy and halving cases, bilinear with align_corners both ways */
+    {"aten.upsample_nearest2d.vec", "", "T[A, 3, 5, 7]", "%out = aten.upsample_nearest2d.vec(%a, [9, 13], None)", DT_FL, S},
+    {"aten.upsample_nearest2d.vec", "scale", "T[A, 3, 5, 7]", "%out = aten.upsample_nearest2d.vec(%a, None, [1.7, 0.6])", DT_FL, 0},
+    {"aten.upsample_nearest2d.vec", "double", "T[2, 3, 5, 7]", "%out = aten.upsample_nearest2d.vec(%a, None, [2.0, 2.0])", DT_FL, 0},
+    {"aten.upsample_nearest2d.vec", "same", "T[2, 3, 5, 7]", "%out = aten.upsample_nearest2d.vec(%a, [5, 3], None)", DT_FL, 0},
+    {"aten.upsample_nearest2d.vec", "big", "T[1, 2, 37, 61]", "%out = aten.upsample_nearest2d.vec(%a, None, [3.3, 2.9])", DT_F32, 0},
+    {"aten.upsample_bilinear2d.vec", "", "T[A, 3, 5, 7]", "%out = aten.upsample_bilinear2d.vec(%a, [9, 13], False, None)", DT_FL, S},
+    {"aten.upsample_bilinear2d.vec", "align", "T[A, 3, 5, 7]", "%out = aten.upsample_bilinear2d.vec(%a, [9, 13], True, None)", DT_FL, 0},
+    {"aten.upsample_bilinear2d.vec", "scale", "T[2, 3, 5, 7]",
+     "%out = aten.upsample_bilinear2d.vec(%a, None, False, [2.5, 0.5])", DT_FL, 0},
+    {"aten.upsample_bilinear2d.vec", "align_scale", "T[2, 3, 5, 7]",
+     "%out = aten.upsample_bilinear2d.vec(%a, None, True, [1.3, 2.0])", DT_FL, 0},
+    {"aten.upsample_bilinear2d.vec", "one", "T[2, 3, 5, 7]", "%out = aten.upsample_bilinear2d.vec(%a, [1, 7], True, None)", DT_FL, 0},
+    {"aten.upsample_bilinear2d.vec", "down", "T[2, 3, 5, 7]", "%out = aten.upsample_bilinear2d.vec(%a, [3, 4], False, None)", DT_FL, 0},
+    /* normalisation with statistics: all three outputs */
+    {"aten.native_group_norm.default", "", "T[A, 6, 3, 4] T[6] T[6]",
+     "%gn = aten.native_group_norm.default(%a, %b, %c, $A, 6, 12, 3, 1e-05)\n%out = getitem(%gn, 0)\n"
+     "%out1 = getitem(%gn, 1)\n%out2 = getitem(%gn, 2)\nreturn (%out, %out1, %out2)", DT_FL, 0},
+    {"aten.native_group_norm.default", "2d", "T[A, 6]",
+     "%gn = aten.native_group_norm.default(%a, None, None, $A, 6, 1, 2, 0.001)\n%out = getitem(%gn, 0)\n"
+     "%out1 = getitem(%gn, 2)\nreturn (%out, %out1)", DT_FL, 0},
+    {"aten.native_group_norm.default", "5d", "T[2, 4, 3, 2, 5] T[4]",
+     "%gn = aten.native_group_norm.default(%a, %b, None, 2, 4, 30, 4, 1e-05)\n%out = getitem(%gn, 0)", DT_F32, 0},
+    {"aten._native_batch_norm_legit.default", "", "T[A, C, B] T[C] T[C] T[C] T[C]+",
+     "%bn = aten._native_batch_norm_legit.default(%a, %b, %c, %d, %e, True, 0.1, 1e-05)\n%out = getitem(%bn, 0)\n"
+     "%out1 = getitem(%bn, 1)\n%out2 = getitem(%bn, 2)\nreturn (%out, %out1, %out2)", DT_FL, S},
+    {"aten._native_batch_norm_legit.default", "eval", "T[A, C, B, D] T[C] T[C] T[C] T[C]+",
+     "%bn = aten._native_batch_norm_legit.default(%a, %b, %c, %d, %e, False, 0.1, 1e-05)\n%out = getitem(%bn, 0)", DT_FL, 0},
+    {"aten._native_batch_norm_legit.no_stats", "", "T[A, C, B, D]",
+     "%bn = aten._native_batch_norm_legit.no_stats(%a, None, None, True, 0.1, 0.001)\n%out = getitem(%bn, 0)\n"
+     "%out1 = getitem(%bn, 2)\nreturn (%out, %out1)", DT_FL, 0},
+    /* dropout without random numbers: evaluation, p = 0 and p = 1 */
+    {"aten.native_dropout.default", "", "T[A, B]",
+     "%dr = aten.native_dropout.default(%a, 0.5, False)\n%out = getitem(%dr, 0)\n%out1 = getitem(%dr, 1)\nreturn (%out, %out1)",
+     DT_ALL, S},
+    {"aten.native_dropout.default", "p0", "T[A, B]",
+     "%dr = aten.native_dropout.default(%a, 0.0, True)\n%out = getitem(%dr, 0)\n%out1 = getitem(%dr, 1)\nreturn (%out, %out1)",
+     DT_FL, 0},
+    {"aten.native_dropout.default", "p1", "T[A, B]",
+     "%dr = aten.native_dropout.default(%a, 1.0, None)\n%out = getitem(%dr, 0)\n%out1 = getitem(%dr, 1)\nreturn (%out, %out1)",
+     DT_FL, 0},
+    /* adaptive average pooling: windows [floor(i*in/out), ceil((i+1)*in/out)), overlapping when
+     * out does not divide in, larger than in, the identity, global, empty */
+    {"aten._adaptive_avg_pool2d.default", "", "T[A, 3, 9, 7]", "%out = aten._adaptive_avg_pool2d.default(%a, [4, 3])", DT_FL, S},
+    {"aten._adaptive_avg_pool2d.default", "up", "T[3, 5, 4]", "%out = aten._adaptive_avg_pool2d.default(%a, [7, 10])", DT_FL, 0},
+    {"aten._adaptive_avg_pool2d.default", "global", "T[2, 3, 9, 7]", "%out = aten._adaptive_avg_pool2d.default(%a, 1)", DT_FL, 0},
+    {"aten._adaptive_avg_pool2d.default", "same", "T[2, 3, 9, 7]", "%out = aten._adaptive_avg_pool2d.default(%a, [9, 7])", DT_F32, 0},
+    {"aten._adaptive_avg_pool2d.default", "empty", "T[2, 3, 9, 7]", "%out = aten._adaptive_avg_pool2d.default(%a, [0, 3])", DT_F32, 0},
+    {"aten._adaptive_avg_pool3d.default", "", "T[A, 2, 5, 6, 7]", "%out = aten._adaptive_avg_pool3d.default(%a, [2, 4, 3])", DT_FL, S},
+    {"aten._adaptive_avg_pool3d.default", "4d", "T[3, 4, 5, 9]", "%out = aten._adaptive_avg_pool3d.default(%a, [3, 2, 4])", DT_FL, 0},
+    /* 3-D pooling: the window reductions of lower_pool.c over three dims */
+    {"aten.avg_pool3d.default", "", "T[A, 3, 5, 6, 7]", "%out = aten.avg_pool3d.default(%a, [2, 3, 2], [2, 2, 1], [1, 1, 0])", DT_FL, S},
+    {"aten.avg_pool3d.default", "ceil", "T[2, 3, 5, 6, 7]",
+     "%out = aten.avg_pool3d.default(%a, [3, 3, 3], [2, 2, 2], [1, 1, 1], True)", DT_FL, 0},
+    {"aten.avg_pool3d.default", "exclude_pad", "T[3, 5, 6, 7]",
+     "%out = aten.avg_pool3d.default(%a, [3, 2, 3], [2, 1, 2], [1, 1, 1], True, False)", DT_FL, 0},
+    {"aten.avg_pool3d.default", "divisor", "T[2, 3, 5, 6, 7]",
+     "%out = aten.avg_pool3d.default(%a, 2, [], 0, False, True, 3)", DT_FL, 0},
+    {"aten.max_pool3d_with_indices.default", "", "T[A, 3, 5, 6, 7]",
+     "%mp = aten.max_pool3d_with_indices.default(%a, [2, 3, 2], [2, 2, 1], [1, 1, 0])\n%out = getitem(%mp, 0)\n"
+     "%out1 = getitem(%mp, 1)\nreturn (%out, %out1)", DT_FL, S},
+    {"aten.max_pool3d_with_indices.default", "ceil_dil", "T[2, 3, 7, 6, 9]",
+     "%mp = aten.max_pool3d_with_indices.default(%a, [3, 2, 3], [2, 2, 2], [1, 1, 1], [2, 1, 2], True)\n%out = getitem(%mp, 0)\n"
+     "%out1 = getitem(%mp, 1)\nreturn (%out, %out1)", DT_FL, 0},
+    {"aten.max_pool3d_with_indices.default", "4d", "T[3, 5, 6, 7]",
+     "%mp = aten.max_pool3d_with_indices.default(%a, 3, 2, 1)\n%out = getitem(%mp, 0)\n"
+     "%out1 = getitem(%mp, 1)\nreturn (%out, %out1)", DT_F32 | DT_I64, 0},
 };
 
 #endif

@@ -193,7 +193,12 @@ int coil_lower_cumsum(lowering *L, const coil_node *n);
 /* lower_index.c: embedding, gather and index.Tensor as indirect loads */
 int coil_lower_index(lowering *L, const coil_node *n);
 
-/* lower_pool.c: max_pool2d_with_indices and avg_pool2d as window reductions */
+/* lower_pool.c: max_pool{2,3}d_with_indices, avg_pool{2,3}d and the adaptive average pools as
+ * window reductions */
 int coil_lower_pool(lowering *L, const coil_node *n);
+
+/* lower_shapes.c: flip, repeat, index_select, diagonal, as_strided, empty, the reflection and
+ * replication pads, upsampling, group_norm, batch norm with statistics, native_dropout */
+int coil_lower_shapes(lowering *L, const coil_node *n);
 
 #endif

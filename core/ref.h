@@ -34,5 +34,8 @@ void coil_ref_convert(const coil_tensor *src, int64_t si, coil_tensor *dst, int6
  * evaluated output shapes. */
 int coil_ref_run_move(rctx *r, coil_tensor *outs);
 int coil_ref_run_extern(rctx *r, coil_tensor *outs);
+/* ref_shapes.c: the shape, padding, resampling, normalisation and pooling ops of its section
+ * of ops.def (and the 3-D pools) */
+int coil_ref_run_shapes(rctx *r, coil_tensor *outs);
 
 #endif
