@@ -390,6 +390,10 @@ static const op_template op_templates[] = {
     {"aten.max_pool3d_with_indices.default", "4d", "T[3, 5, 6, 7]",
      "%mp = aten.max_pool3d_with_indices.default(%a, 3, 2, 1)\n%out = getitem(%mp, 0)\n"
      "%out1 = getitem(%mp, 1)\nreturn (%out, %out1)", DT_F32 | DT_I64, 0},
+    /* sizes as 0-d i64 tensors (symbolic: the size bound at run time) */
+    {"aten.sym_size.int", "", "T[A, B]", "%n = aten.sym_size.int(%a, 0)\n%out = aten.mul.Tensor(%a, %n)", DT_NUM, Z | S},
+    {"aten.sym_size.int", "neg", "T[A, B, C]", "%out = aten.sym_size.int(%a, -1)", DT_ALL, S},
+    {"aten.sym_numel.default", "", "T[A, B]", "%n = aten.sym_numel.default(%a)\n%out = aten.add.Tensor(%a, %n)", DT_NUM, Z | S},
 };
 
 #endif

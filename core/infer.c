@@ -1886,6 +1886,24 @@ r_adaptive_pool(ictx *c)
   return 0;
 }
 
+/* sym_size.int and sym_numel: the size as a 0-d i64 tensor */
+static int
+r_sym_size(ictx *c)
+{
+  const coil_type *t = tensor_of(P(c, "self"));
+  if (!t)
+    return ierr(c, P(c, "self"), "argument 'self' must be a tensor");
+  if (c->n->op->sub == 0) {
+    int d;
+    if (t->rank == 0)
+      return ierr(c, P(c, "dim"), "a 0-d tensor has no dimension %lld", (long long)P(c, "dim")->i);
+    if (wrap_dim(c, P(c, "dim"), P(c, "dim")->i, t->rank, &d))
+      return -1;
+  }
+  set_tensor(c, COIL_I64, 0, NULL);
+  return 0;
+}
+
 typedef int (*rule_fn)(ictx *);
 static const rule_fn rules[COIL_RULE_COUNT] = {
     [COIL_RULE_UNARY_SAME] = r_unary, [COIL_RULE_UNARY_FLOAT] = r_unary,
@@ -1910,6 +1928,7 @@ static const rule_fn rules[COIL_RULE_COUNT] = {
     [COIL_RULE_MODE_PAD] = r_mode_pad, [COIL_RULE_UPSAMPLE] = r_upsample,
     [COIL_RULE_GROUP_NORM] = r_group_norm, [COIL_RULE_BATCH_NORM_STATS] = r_batch_norm_stats,
     [COIL_RULE_DROPOUT] = r_dropout, [COIL_RULE_ADAPTIVE_POOL] = r_adaptive_pool,
+    [COIL_RULE_SYM_SIZE] = r_sym_size,
 };
 
 int

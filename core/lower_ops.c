@@ -940,7 +940,7 @@ coil_lower_node(lowering *L, const coil_node *n)
   case COIL_RULE_POOL: case COIL_RULE_ADAPTIVE_POOL: return coil_lower_pool(L, n);
   case COIL_RULE_FLIP: case COIL_RULE_REPEAT: case COIL_RULE_INDEX_SELECT: case COIL_RULE_DIAGONAL:
   case COIL_RULE_AS_STRIDED: case COIL_RULE_EMPTY: case COIL_RULE_MODE_PAD: case COIL_RULE_UPSAMPLE:
-  case COIL_RULE_GROUP_NORM: case COIL_RULE_BATCH_NORM_STATS: case COIL_RULE_DROPOUT:
+  case COIL_RULE_GROUP_NORM: case COIL_RULE_BATCH_NORM_STATS: case COIL_RULE_DROPOUT: case COIL_RULE_SYM_SIZE:
     return coil_lower_shapes(L, n);
   case COIL_RULE_CONV: /* a library call where the target claims it, else a generated kernel */
     if (!coil_lower_is_library(L, n->op->name, n->out->type.dtype))

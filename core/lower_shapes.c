@@ -491,6 +491,22 @@ lower_dropout(lowering *L, const coil_node *n)
   return 0;
 }
 
+/* sym_size.int, sym_numel: the size (an index expression of the program's size symbols) */
+static int
+lower_sym_size(lowering *L, const coil_node *n)
+{
+  lazy *x = op_arg(L, n, 0), *out = op_result(L, n, 0);
+  const coil_sym *v = K(L, 1);
+  if (n->op->sub == 0)
+    v = x->sizes[wrap_dim(op_lit(n, "dim")->i, x->rank)];
+  else
+    for (int i = 0; i < x->rank; i++)
+      v = coil_sym_mul(L->sym, v, x->sizes[i]);
+  out->expr = lx_index(L, v);
+  op_set_value(L, n, out);
+  return 0;
+}
+
 int
 coil_lower_shapes(lowering *L, const coil_node *n)
 {
@@ -506,6 +522,7 @@ coil_lower_shapes(lowering *L, const coil_node *n)
   case COIL_RULE_GROUP_NORM: return lower_group_norm(L, n);
   case COIL_RULE_BATCH_NORM_STATS: return lower_batch_norm_stats(L, n);
   case COIL_RULE_DROPOUT: return lower_dropout(L, n);
+  case COIL_RULE_SYM_SIZE: return lower_sym_size(L, n);
   default: return coil_diag_at(L->d, L->g->file, n->line, n->col, "%s: not an op of lower_shapes.c", n->op->name);
   }
 }

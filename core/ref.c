@@ -810,7 +810,7 @@ run_node(rctx *r, coil_tensor *outs)
   case COIL_RULE_FLIP: case COIL_RULE_REPEAT: case COIL_RULE_INDEX_SELECT: case COIL_RULE_DIAGONAL:
   case COIL_RULE_AS_STRIDED: case COIL_RULE_EMPTY: case COIL_RULE_MODE_PAD: case COIL_RULE_UPSAMPLE:
   case COIL_RULE_GROUP_NORM: case COIL_RULE_BATCH_NORM_STATS: case COIL_RULE_DROPOUT:
-  case COIL_RULE_ADAPTIVE_POOL:
+  case COIL_RULE_ADAPTIVE_POOL: case COIL_RULE_SYM_SIZE:
     return coil_ref_run_shapes(r, outs);
   case COIL_RULE_POOL:
     if (r->n->op->sub >= 2) /* the 3-D forms */

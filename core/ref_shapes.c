@@ -480,6 +480,12 @@ coil_ref_run_shapes(rctx *r, coil_tensor *outs)
   case COIL_RULE_DROPOUT: return run_dropout(r, outs);
   case COIL_RULE_ADAPTIVE_POOL: return run_adaptive_pool(r, outs);
   case COIL_RULE_POOL: return run_pool3d(r, outs);
+  case COIL_RULE_SYM_SIZE: {
+    const coil_tensor *in = coil_ref_arg(r, 0);
+    int64_t v = r->n->op->sub == 1 ? coil_tensor_numel(in) : in->shape[wrap(coil_ref_lit(r, "dim")->i, in->rank)];
+    coil_tensor_set_i64(&outs[0], 0, v);
+    return 0;
+  }
   default: return coil_ref_err(r, "not an op of ref_shapes.c");
   }
 }
