@@ -196,7 +196,8 @@ int coil_lower_cumsum(lowering *L, const coil_node *n);
 /* lower_index.c: embedding, gather and index.Tensor as indirect loads */
 int coil_lower_index(lowering *L, const coil_node *n);
 
-/* lower_pool.c: max_pool2d_with_indices and avg_pool2d as window reductions */
+/* lower_pool.c: max_pool{2,3}d_with_indices, avg_pool{2,3}d and the adaptive average pools as
+ * window reductions */
 int coil_lower_pool(lowering *L, const coil_node *n);
 
 /* lower_backward.c: pooling and norm backward ops as gather-style reductions */
@@ -213,5 +214,9 @@ int coil_lower_sample(lowering *L, const coil_node *n);
  * in dt. */
 const lexpr *coil_lower_math_unary(lowering *L, int ew, const lexpr *x, coil_dtype dt, const coil_node *n);
 const lexpr *coil_lower_remainder(lowering *L, const lexpr *a, const lexpr *b, coil_dtype dt);
+
+/* lower_shapes.c: flip, repeat, index_select, diagonal, as_strided, empty, the reflection and
+ * replication pads, upsampling, group_norm, batch norm with statistics, native_dropout */
+int coil_lower_shapes(lowering *L, const coil_node *n);
 
 #endif

@@ -409,8 +409,8 @@ lower_var(lowering *L, const coil_node *n)
   lazy *x = op_arg(L, n, 0);
   bool red[COIL_MAX_RANK];
   reduce_mask(op_lit(n, "dim"), x->rank, red);
-  const coil_lit *cl = op_lit(n, "correction");
-  double corr = cl->kind == COIL_LIT_NONE ? 1.0 : num(cl);
+  const coil_lit *cl = op_lit(n, "correction"), *ub = op_lit(n, "unbiased");
+  double corr = ub ? (double)ub->i : cl->kind == COIL_LIT_NONE ? 1.0 : num(cl); /* var.dim: unbiased */
   coil_dtype acc = opmath_dtype(x->dtype);
   lazy *xf = cast_view(L, x, acc);
   lazy *mean = lz_reduce(L, xf, red, true, COIL_REDUCE_WELFORD_MEAN, acc);
@@ -945,7 +945,11 @@ coil_lower_node(lowering *L, const coil_node *n)
   case COIL_RULE_SPLIT: return lower_split(L, n);
   case COIL_RULE_PAD: return lower_pad(L, n);
   case COIL_RULE_MATMUL: return lower_matmul(L, n);
-  case COIL_RULE_POOL: return coil_lower_pool(L, n);
+  case COIL_RULE_POOL: case COIL_RULE_ADAPTIVE_POOL: return coil_lower_pool(L, n);
+  case COIL_RULE_FLIP: case COIL_RULE_REPEAT: case COIL_RULE_INDEX_SELECT: case COIL_RULE_DIAGONAL:
+  case COIL_RULE_AS_STRIDED: case COIL_RULE_EMPTY: case COIL_RULE_MODE_PAD: case COIL_RULE_UPSAMPLE:
+  case COIL_RULE_GROUP_NORM: case COIL_RULE_BATCH_NORM_STATS: case COIL_RULE_DROPOUT: case COIL_RULE_SYM_SIZE:
+    return coil_lower_shapes(L, n);
   case COIL_RULE_CONV: /* a library call where the target claims it, else a generated kernel */
     if (!coil_lower_is_library(L, n->op->name, n->out->type.dtype))
       return coil_lower_conv(L, n);

@@ -15,7 +15,8 @@
 #include "lower.h"
 
 typedef struct window {
-  int64_t k[2], s[2], p[2], d[2]; /* kernel, stride, padding, dilation: rows, then columns */
+  int nsp;                        /* spatial dims: 2, or 3 for the 3-D pools */
+  int64_t k[3], s[3], p[3], d[3]; /* kernel, stride, padding, dilation: (depth,) rows, columns */
   bool ceil_mode;
 } window;
 
@@ -31,7 +32,8 @@ window_of(const coil_node *n, window *w)
 {
   const coil_lit *lk = op_lit(n, "kernel_size"), *ls = op_lit(n, "stride"),
                  *lp = op_lit(n, "padding"), *ld = op_lit(n, "dilation"); /* avg_pool2d: none */
-  for (int i = 0; i < 2; i++) {
+  w->nsp = n->op->sub >= 2 ? 3 : 2;
+  for (int i = 0; i < w->nsp; i++) {
     w->k[i] = lk->items[lk->n > 1 ? i : 0].i;
     w->s[i] = ls->n ? ls->items[ls->n > 1 ? i : 0].i : w->k[i];
     w->p[i] = lp->items[lp->n > 1 ? i : 0].i;
@@ -40,11 +42,12 @@ window_of(const coil_node *n, window *w)
   w->ceil_mode = op_lit(n, "ceil_mode")->i;
 }
 
-/* Where window element dv = (.., oh, ow, kh, kw) reads the input x. */
+/* Where window element dv = (.., oh, ow, kh, kw) reads the input x (3-D: (.., od, oh, ow,
+ * kd, kh, kw)). */
 typedef struct tap {
   const coil_sym *at[COIL_MAX_RANK]; /* x's index, clamped into x where it may leave it */
-  const coil_sym *row, *col;         /* h and w, unclamped */
-  const lexpr *inside;               /* whether (h, w) lies in x; NULL where it always does */
+  const coil_sym *pos[3];            /* (d,) h and w, unclamped */
+  const lexpr *inside;               /* whether the position lies in x; NULL where it always does */
 } tap;
 
 /* Whether position pos of dim i always lies in [0, size): the sizes and index ranges say so,
@@ -63,22 +66,22 @@ always_inside(lowering *L, const coil_sym *pos, const coil_sym *size, const wind
 static void
 tap_of(lowering *L, const lazy *x, const window *w, const coil_sym *const *dv, tap *t)
 {
-  int r = x->rank; /* dv: x's leading dims, then oh, ow, then kh, kw */
-  for (int i = 0; i < r - 2; i++)
+  int r = x->rank, ns = w->nsp; /* dv: x's leading dims, then the output's spatial, then the window's */
+  for (int i = 0; i < r - ns; i++)
     t->at[i] = dv[i];
   t->inside = NULL;
-  for (int i = 0; i < 2; i++) {
-    const coil_sym *size = x->sizes[r - 2 + i];
-    const coil_sym *pos = coil_sym_add(L->sym, coil_sym_mul(L->sym, dv[r - 2 + i], K(L, w->s[i])),
+  for (int i = 0; i < ns; i++) {
+    const coil_sym *size = x->sizes[r - ns + i];
+    const coil_sym *pos = coil_sym_add(L->sym, coil_sym_mul(L->sym, dv[r - ns + i], K(L, w->s[i])),
                                        coil_sym_add(L->sym, K(L, -w->p[i]),
                                                     coil_sym_mul(L->sym, dv[r + i], K(L, w->d[i]))));
-    *(i ? &t->col : &t->row) = pos;
-    t->at[r - 2 + i] = pos;
+    t->pos[i] = pos;
+    t->at[r - ns + i] = pos;
     if (always_inside(L, pos, size, w, i))
       continue;
     const lexpr *ok = lx_in_range(L, pos, K(L, 0), size);
     t->inside = t->inside ? lx_op(L, COIL_KOP_AND, COIL_BOOL, t->inside, ok, NULL) : ok;
-    t->at[r - 2 + i] = clamped_index(L, pos, size);
+    t->at[r - ns + i] = clamped_index(L, pos, size);
   }
 }
 
@@ -90,19 +93,19 @@ tap_value(lowering *L, const lazy *x, const tap *t, coil_dtype dt, const lexpr *
   return t->inside ? lx_op(L, COIL_KOP_WHERE, dt, t->inside, v, fill) : v;
 }
 
-/* A lazy over [x's dims but the last two, OH, OW, KH, KW] (its expression left to the caller),
- * and the dims to reduce: the window's. */
+/* A lazy over [out's dims, KH, KW] (3-D: [.., KD, KH, KW]; its expression left to the
+ * caller), and the dims to reduce: the window's. */
 static lazy *
 window_lazy(lowering *L, const lazy *out, const window *w, coil_dtype dt, bool *red)
 {
   const coil_sym *sizes[COIL_MAX_RANK];
   for (int i = 0; i < out->rank; i++)
     sizes[i] = out->sizes[i];
-  sizes[out->rank] = K(L, w->k[0]);
-  sizes[out->rank + 1] = K(L, w->k[1]);
+  for (int i = 0; i < w->nsp; i++)
+    sizes[out->rank + i] = K(L, w->k[i]);
   for (int i = 0; i < COIL_MAX_RANK; i++)
-    red[i] = i >= out->rank && i < out->rank + 2;
-  return lz_new(L, dt, out->rank + 2, sizes);
+    red[i] = i >= out->rank && i < out->rank + w->nsp;
+  return lz_new(L, dt, out->rank + w->nsp, sizes);
 }
 
 static int
@@ -122,7 +125,10 @@ count_loads(const lexpr *e)
 static lazy *
 pool_input(lowering *L, lazy *x, const window *w)
 {
-  bool overlap = w->k[0] * w->k[1] > w->s[0] * w->s[1];
+  int64_t kv = 1, sv = 1;
+  for (int i = 0; i < w->nsp; i++)
+    kv *= w->k[i], sv *= w->s[i];
+  bool overlap = kv > sv;
   if (overlap && x->realized < 0 && count_loads(x->expr) > 1)
     lz_realize(L, x);
   return x;
@@ -172,9 +178,12 @@ lower_max_pool(lowering *L, const coil_node *n, const window *w)
   lazy *key = window_lazy(L, outs[0], w, COIL_I64, red);
   tap_of(L, x, w, key->dvars, &t);
   int r = x->rank;
-  const coil_sym *area = coil_sym_mul(L->sym, x->sizes[r - 2], x->sizes[r - 1]);
+  const coil_sym *area = K(L, 1), *plane = K(L, 0); /* plane: (d*H + h)*W + w */
+  for (int i = 0; i < w->nsp; i++) {
+    area = coil_sym_mul(L->sym, area, x->sizes[r - w->nsp + i]);
+    plane = coil_sym_add(L->sym, coil_sym_mul(L->sym, plane, x->sizes[r - w->nsp + i]), t.pos[i]);
+  }
   const coil_sym *two_p = coil_sym_mul(L->sym, K(L, 2), area), *last_max = coil_sym_add(L->sym, two_p, K(L, -1));
-  const coil_sym *plane = coil_sym_add(L->sym, coil_sym_mul(L->sym, t.row, x->sizes[r - 1]), t.col);
   const lexpr *v = lx_cast(L, lz_at(L, x, t.at), acc);
   const lexpr *is_max = lx_op(L, COIL_KOP_EQ, COIL_BOOL, v, lz_at(L, mx, key->dvars), NULL);
   if (t.inside)
@@ -219,9 +228,9 @@ lower_avg_pool(lowering *L, const coil_node *n, const window *w)
   const coil_lit *over = op_lit(n, "divisor_override");
   bool include_pad = op_lit(n, "count_include_pad")->i;
   const coil_sym *div = K(L, 1);
-  for (int i = 0; i < 2; i++) {
-    const coil_sym *size = x->sizes[x->rank - 2 + i];
-    const coil_sym *start = coil_sym_add(L->sym, coil_sym_mul(L->sym, out->dvars[out->rank - 2 + i], K(L, w->s[i])),
+  for (int i = 0; i < w->nsp; i++) {
+    const coil_sym *size = x->sizes[x->rank - w->nsp + i];
+    const coil_sym *start = coil_sym_add(L->sym, coil_sym_mul(L->sym, out->dvars[out->rank - w->nsp + i], K(L, w->s[i])),
                                          K(L, -w->p[i]));
     const coil_sym *end = coil_sym_min(L->sym, coil_sym_add(L->sym, start, K(L, w->k[i])),
                                        coil_sym_add(L->sym, size, K(L, w->p[i])));
@@ -240,10 +249,70 @@ lower_avg_pool(lowering *L, const coil_node *n, const window *w)
   return 0;
 }
 
+/* _adaptive_avg_pool{2,3}d: output position o of a dim of in -> out averages the input range
+ * [floor(o*in/out), ceil((o+1)*in/out)), at most kmax long (computed here: sizes are constant).
+ * A window lazy over [out's dims, kmax...] reads x at start + k where that is before the end
+ * (clamped into x, 0 elsewhere); its sum is divided by the range's size. */
+static int
+lower_adaptive_pool(lowering *L, const coil_node *n)
+{
+  lazy *x = op_arg(L, n, 0), *out = op_result(L, n, 0);
+  int ns = n->op->sub, r = x->rank;
+  coil_dtype acc = opmath_dtype(out->dtype);
+  const coil_sym *sizes[COIL_MAX_RANK], *start[3], *end[3];
+  int64_t in[3], on[3];
+  for (int i = 0; i < out->rank; i++)
+    sizes[i] = out->sizes[i];
+  for (int i = 0; i < ns; i++) {
+    coil_sym_is_const(x->sizes[r - ns + i], &in[i]);
+    coil_sym_is_const(out->sizes[r - ns + i], &on[i]);
+    int64_t kmax = 1;
+    for (int64_t o = 0; o < on[i]; o++) {
+      int64_t len = ((o + 1) * in[i] + on[i] - 1) / on[i] - o * in[i] / on[i];
+      kmax = len > kmax ? len : kmax;
+    }
+    sizes[out->rank + i] = K(L, kmax);
+  }
+  bool red[COIL_MAX_RANK];
+  for (int i = 0; i < COIL_MAX_RANK; i++)
+    red[i] = i >= out->rank && i < out->rank + ns;
+  lazy *win = lz_new(L, acc, out->rank + ns, sizes);
+  const coil_sym *at[COIL_MAX_RANK];
+  const lexpr *inside = NULL;
+  for (int i = 0; i < r - ns; i++)
+    at[i] = win->dvars[i];
+  for (int i = 0; i < ns; i++) {
+    const coil_sym *o = win->dvars[r - ns + i];
+    start[i] = coil_sym_floordiv(L->sym, coil_sym_mul(L->sym, o, K(L, in[i])), K(L, on[i]));
+    end[i] = coil_sym_floordiv(L->sym, coil_sym_add(L->sym, coil_sym_mul(L->sym, o, K(L, in[i])), K(L, in[i] + on[i] - 1)),
+                               K(L, on[i]));
+    const coil_sym *pos = coil_sym_add(L->sym, start[i], win->dvars[r + i]);
+    const lexpr *ok = lx_op(L, COIL_KOP_LT, COIL_BOOL, lx_index(L, pos), lx_index(L, end[i]), NULL);
+    inside = inside ? lx_op(L, COIL_KOP_AND, COIL_BOOL, inside, ok, NULL) : ok;
+    at[r - ns + i] = clamped_index(L, pos, x->sizes[r - ns + i]);
+  }
+  win->expr = lx_op(L, COIL_KOP_WHERE, acc, inside, lx_cast(L, lz_at(L, x, at), acc), lx_const(L, acc, 0, 0));
+  lazy *sum = lz_reduce(L, win, red, false, COIL_REDUCE_SUM, acc);
+  const coil_sym *cnt = K(L, 1);
+  for (int i = 0; i < ns; i++) { /* the range's size, over out's dvars */
+    const coil_sym *o = out->dvars[r - ns + i];
+    const coil_sym *s0 = coil_sym_floordiv(L->sym, coil_sym_mul(L->sym, o, K(L, in[i])), K(L, on[i]));
+    const coil_sym *e0 = coil_sym_floordiv(L->sym, coil_sym_add(L->sym, coil_sym_mul(L->sym, o, K(L, in[i])),
+                                                                K(L, in[i] + on[i] - 1)), K(L, on[i]));
+    cnt = coil_sym_mul(L->sym, cnt, coil_sym_sub(L->sym, e0, s0));
+  }
+  const lexpr *v = lx_op(L, COIL_KOP_DIV, acc, lz_at(L, sum, out->dvars), lx_cast(L, lx_index(L, cnt), acc), NULL);
+  out->expr = lx_cast(L, v, out->dtype);
+  op_set_value(L, n, out);
+  return 0;
+}
+
 int
 coil_lower_pool(lowering *L, const coil_node *n)
 {
+  if (n->op->rule == COIL_RULE_ADAPTIVE_POOL)
+    return lower_adaptive_pool(L, n);
   window w;
   window_of(n, &w);
-  return n->op->sub == 0 ? lower_max_pool(L, n, &w) : lower_avg_pool(L, n, &w);
+  return n->op->sub % 2 == 0 ? lower_max_pool(L, n, &w) : lower_avg_pool(L, n, &w);
 }

@@ -202,6 +202,8 @@ parse_param(sparser *sp, coil_param *prm, bool kwonly)
       prm->type = elem_optional ? COIL_P_OPT_TENSOR_LIST : COIL_P_TENSOR_LIST;
     else if (prm->type == COIL_P_INT || prm->type == COIL_P_BOOL)
       prm->type = COIL_P_INT_LIST;
+    else if (prm->type == COIL_P_FLOAT)
+      prm->type = COIL_P_FLOAT_LIST;
     else
       return serr(sp, "unsupported list type");
     elem_optional = false;

@@ -660,8 +660,8 @@ run_var(rctx *r, coil_tensor *outs)
   const coil_tensor *in = coil_ref_arg(r, 0);
   reduction rd;
   reduction_init(r, &rd, in, coil_ref_lit(r, "dim"));
-  const coil_lit *cl = coil_ref_lit(r, "correction");
-  double corr = cl->kind == COIL_LIT_NONE ? 1.0 : scalar_of(cl);
+  const coil_lit *cl = coil_ref_lit(r, "correction"), *ub = coil_ref_lit(r, "unbiased");
+  double corr = ub ? (double)ub->i : cl->kind == COIL_LIT_NONE ? 1.0 : scalar_of(cl); /* var.dim: unbiased */
   double *mean = calloc((size_t)rd.nout + 1, sizeof(double));
   double *m2 = calloc((size_t)rd.nout + 1, sizeof(double));
   if (!mean || !m2) {
@@ -836,7 +836,16 @@ run_node(rctx *r, coil_tensor *outs)
   case COIL_RULE_SOFTMAX: return run_softmax(r, outs);
   case COIL_RULE_LAYER_NORM: return run_layer_norm(r, outs);
   case COIL_RULE_BATCH_NORM: return run_batch_norm(r, outs);
-  case COIL_RULE_MATMUL: case COIL_RULE_CONV: case COIL_RULE_POOL: case COIL_RULE_TOPK:
+  case COIL_RULE_FLIP: case COIL_RULE_REPEAT: case COIL_RULE_INDEX_SELECT: case COIL_RULE_DIAGONAL:
+  case COIL_RULE_AS_STRIDED: case COIL_RULE_EMPTY: case COIL_RULE_MODE_PAD: case COIL_RULE_UPSAMPLE:
+  case COIL_RULE_GROUP_NORM: case COIL_RULE_BATCH_NORM_STATS: case COIL_RULE_DROPOUT:
+  case COIL_RULE_ADAPTIVE_POOL: case COIL_RULE_SYM_SIZE:
+    return coil_ref_run_shapes(r, outs);
+  case COIL_RULE_POOL:
+    if (r->n->op->sub >= 2) /* the 3-D forms */
+      return coil_ref_run_shapes(r, outs);
+    return coil_ref_run_extern(r, outs);
+  case COIL_RULE_MATMUL: case COIL_RULE_CONV: case COIL_RULE_TOPK:
   case COIL_RULE_INDEX: case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING: case COIL_RULE_CUMSUM:
     return coil_ref_run_extern(r, outs);
   case COIL_RULE_POOL_BWD: case COIL_RULE_NORM_BWD: case COIL_RULE_SORT: case COIL_RULE_CDIST:

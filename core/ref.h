@@ -43,4 +43,8 @@ int64_t coil_ref_math_i(int ew, int64_t x);
 bool coil_ref_math_binary_f(int ew, double a, double b, double *out);
 int coil_ref_math_binary_i(int ew, int64_t a, int64_t b, int64_t *out);
 
+/* ref_shapes.c: the shape, padding, resampling, normalisation and pooling ops of its section
+ * of ops.def (and the 3-D pools) */
+int coil_ref_run_shapes(rctx *r, coil_tensor *outs);
+
 #endif

@@ -286,9 +286,65 @@ lowers_to(const coil_op *op)
   case COIL_RULE_EMBEDDING_BAG: return "masked reductions over the indices with indirect loads";
   case COIL_RULE_ASSERT_META: return "nothing (checked at compile time)";
   case COIL_RULE_GETITEM: return "nothing (selects a tuple element)";
+  case COIL_RULE_FLIP: case COIL_RULE_REPEAT: case COIL_RULE_DIAGONAL: case COIL_RULE_AS_STRIDED:
+    return "index function (no data)";
+  case COIL_RULE_MODE_PAD: return "index function (reflected or clamped, no data)";
+  case COIL_RULE_INDEX_SELECT: return "pointwise with indirect loads";
+  case COIL_RULE_EMPTY: return "pointwise (zeros)";
+  case COIL_RULE_UPSAMPLE:
+    return op->sub ? "pointwise: 4 indirect loads, f32 index arithmetic" : "pointwise (indirect loads where the index needs f32 arithmetic)";
+  case COIL_RULE_GROUP_NORM: case COIL_RULE_BATCH_NORM_STATS:
+    return "welford_mean and welford_m2 reductions + pointwise epilogue (evaluation: pointwise)";
+  case COIL_RULE_DROPOUT: return "pointwise (a copy and a constant mask; random cases refused)";
+  case COIL_RULE_ADAPTIVE_POOL: return "reduction over each output's window";
+  case COIL_RULE_SYM_SIZE: return "pointwise (the size, an index expression)";
   default: return op->kind == COIL_OPK_COMPOSITE ? "pointwise (decomposed)" : "pointwise";
   }
 }
+
+/* What coil chooses where PyTorch leaves a choice or has state, for the ops of ops.def's
+ * section "shapes, padding, resampling, normalisation and pooling". */
+static const char shape_notes[] =
+    "Where PyTorch leaves a choice, keeps state or draws random numbers, coil decides so:\n\n"
+    "- `aten.empty.memory_format`, `aten.empty_strided.default`: filled with zeros (PyTorch\n"
+    "  leaves the memory uninitialised). empty_strided's strides must be one per size and not\n"
+    "  negative, and say nothing more: coil's buffers are dense row-major whatever they say.\n"
+    "- `aten.as_strided.default` reads its input's elements in row-major order: the storage\n"
+    "  PyTorch gives a contiguous tensor (PyTorch reads a non-contiguous input's own storage,\n"
+    "  which a coil value does not have). Any strides, overlapping or 0, are an index\n"
+    "  expression over that buffer (a gather, no copy unless a consumer needs one); negative\n"
+    "  strides are refused as PyTorch refuses them, and the last element read must lie inside\n"
+    "  the input (checked at compile time, so the input's size must be constant).\n"
+    "- `aten._native_batch_norm_legit.default` (training) normalises with the batch's\n"
+    "  statistics; PyTorch also updates running_mean and running_var in place. coil's graphs\n"
+    "  are functional: it reads them (evaluation) and never writes them, and the updated\n"
+    "  statistics are not an output. save_mean and save_invstd (and native_group_norm's mean\n"
+    "  and rstd) have the input's dtype, as PyTorch's CPU kernels return them.\n"
+    "- `aten.native_dropout.default` runs where it needs no random numbers: evaluation\n"
+    "  (train=False) and p = 0 return the input and a mask of True; training with p = 1\n"
+    "  returns input * 0 * 0 (NaN where the input is inf or NaN, as PyTorch's CPU kernel) and a\n"
+    "  mask of False. Training with 0 < p < 1 is refused by type inference: coil's graphs are\n"
+    "  deterministic and have no random number generator (export in eval mode).\n"
+    "- `aten.upsample_nearest2d.vec`, `aten.upsample_bilinear2d.vec` follow PyTorch's CPU\n"
+    "  kernels: the source index is computed in f32 (f64 for f64 bilinear) from 1/scale_factor\n"
+    "  when scale factors are given, from in/out when output_size is; nearest copies where\n"
+    "  out == in and halves the index where out == 2*in whatever the scale (PyTorch's CUDA\n"
+    "  kernel uses the scale there, so it differs, e.g. for scale 2.05 on 10 rows). Spatial\n"
+    "  sizes must be constant.\n"
+    "- `aten.reflection_pad*`, `aten.replication_pad*`, the adaptive pools: the padded or\n"
+    "  pooled dims must have constant sizes (their checks, padding < size, need them).\n"
+    "- `aten.sym_size.int`, `aten.sym_numel.default` return the size as a 0-d i64 tensor\n"
+    "  (PyTorch: a SymInt; coil has no integer values outside tensors), symbolic sizes bound\n"
+    "  when the graph runs; with a tensor of one or more dimensions it promotes as PyTorch's\n"
+    "  Python int does. The exporter (tools/export) already folds size computations: a statement whose\n"
+    "  value is a SymInt (sym_size, arithmetic on sizes) is not written, its uses in view and\n"
+    "  expand size lists become -1 and other uses are reported unsupported; so these two only\n"
+    "  appear in hand-written graphs. `aten.sym_stride.int` and\n"
+    "  `aten.sym_storage_offset.default` are left out: a coil value has no strides or storage\n"
+    "  offset of its own (PyTorch's describe its views), so any answer could be wrong.\n"
+    "  `aten._local_scalar_dense.default` (x.item()) is left out: its result is a Python number\n"
+    "  whose value depends on the data, which the format cannot hold, and as a 0-d tensor it\n"
+    "  would promote differently (an f64 0-d tensor keeps f64 where a Python float is f32).\n\n";
 
 static int
 cmd_ops(int argc, char **argv)
@@ -323,7 +379,8 @@ cmd_ops(int argc, char **argv)
          "(an error names the statement otherwise: coil neither resizes nor casts it). Integer\n"
          "`fmod` and `remainder` by zero stop `ref` and the interp plugin with an error (PyTorch\n"
          "raises ZeroDivisionError on the CPU); code generated by the cpu and cuda plugins gives 0.\n\n"
-         "%d ops.\n\n"
+         "%s", shape_notes);
+  printf("%d ops.\n\n"
          "| op | kind | schema | ref | lowers to |\n|---|---|---|---|---|\n",
          (int)COIL_OP_COUNT);
   for (int i = 0; i < COIL_OP_COUNT; i++) {
