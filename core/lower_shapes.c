@@ -7,7 +7,9 @@
  * input's dense row-major buffer, so overlapping strides are just a gather); index_select and
  * the upsamplings read it at computed indices (indirect loads, checked at run time).
  * Upsampling computes its source index in the kernel's float arithmetic, as PyTorch's CPU
- * kernels do, so the same pixels are picked; bilinear is one pointwise kernel with four loads.
+ * kernels do, so the same pixels are picked (nearest uses the integer floor(dst*in/out)
+ * instead where that gives the same index for every dst); bilinear is one pointwise kernel with
+ * four loads.
  * group_norm and the training batch norm are Welford reductions and a pointwise epilogue, as
  * native_layer_norm in lower_ops.c; native_dropout without randomness is a copy and a
  * constant mask (type inference refuses the random cases). */
@@ -238,6 +240,19 @@ nearest_src(lowering *L, const coil_sym *dvar, int64_t in, int64_t on, double sc
   }
   if (on == 2 * in) {
     s->at[0] = coil_sym_floordiv(L->sym, dvar, K(L, 2));
+    return;
+  }
+  /* where the f32 formula gives floor(dst * in / out) for every dst (as it usually does when
+   * the scale is in/out), that integer index expression, which needs no float arithmetic; the
+   * check runs the kernel's own f32 operations here */
+  bool exact = true;
+  for (int64_t d = 0; d < on && exact; d++) {
+    float f = (float)d * (float)scale;
+    int64_t v = (int64_t)floorf(f);
+    exact = (v < in - 1 ? v : in - 1) == d * in / on;
+  }
+  if (exact) {
+    s->at[0] = coil_sym_floordiv(L->sym, coil_sym_mul(L->sym, dvar, K(L, in)), K(L, on));
     return;
   }
   const lexpr *f = lx_op(L, COIL_KOP_MUL, COIL_F32, dst_as(L, dvar, COIL_F32), fconst(L, COIL_F32, scale), NULL);
