@@ -303,7 +303,7 @@ build_example(void)
 }
 
 static const char example_text[] =
-    "wir 1.2\n"
+    "wir 1.3\n"
     "program mlp\n"
     "peak 4096\n"
     "input arg0 'x': f32[s0, 64] stride [64, 1]\n"
@@ -549,7 +549,7 @@ Test(wir, versions)
   coil_wir_free(p);
   /* a later minor version may add lines; this reader skips the ones it does not know */
   char newer[sizeof tiny + 64];
-  snprintf(newer, sizeof newer, "wir 1.3%s", tiny + strlen("wir 1.0"));
+  snprintf(newer, sizeof newer, "wir 1.9%s", tiny + strlen("wir 1.0"));
   char *at = strstr(newer, "output");
   memmove(at + 21, at, strlen(at) + 1);
   memcpy(at, "prefetch buf0 [hint]\n", 21);
@@ -871,6 +871,21 @@ Test(verify, compare_gives_bool)
 {
   *inst(11) = (coil_kinst){.op = COIL_KOP_LT, .dtype = COIL_F32, .args = {5, 8}};
   verify_fails(P, "kernel coil_per_fused__softmax_0, %11: lt of f32 gives f32, expected bool");
+}
+
+Test(verify, combining_store_mode_fits_the_dtype)
+{
+  inst(6)->mode = COIL_STORE_MAX; /* store out0[...], %5, max: valid for f32 */
+  coil_diag d = {0};
+  cr_assert_eq(coil_wir_verify(P, &d), 0, "%s", d.msg);
+  P->kernels[0].params[1].dtype = COIL_BOOL;
+  inst(6)->dtype = COIL_BOOL;
+  inst(5)->dtype = COIL_BOOL;
+  *inst(5) = (coil_kinst){.op = COIL_KOP_CONST, .dtype = COIL_BOOL, .i = 1, .args = {-1, -1, -1}, .param = -1};
+  verify_fails(P, "kernel coil_per_fused__softmax_0, %6: store mode max is not valid for bool (combining "
+                  "stores take numbers, not bool)");
+  inst(6)->mode = (coil_store_mode)99;
+  verify_fails(P, "kernel coil_per_fused__softmax_0, %6: store mode ? is not valid for bool");
 }
 
 Test(verify, where_condition_is_bool)
