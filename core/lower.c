@@ -301,6 +301,7 @@ lbuf_new(lowering *L, coil_dtype dt, int rank, const coil_sym *const *sizes)
   b->node = -1;
   b->input = -1;
   b->wir = -1;
+  b->value = -1;
   memcpy(b->sizes, sizes, sizeof(*sizes) * (size_t)rank);
   const coil_sym *s = K(L, 1);
   for (int i = rank - 1; i >= 0; i--) {
@@ -596,6 +597,7 @@ coil_lower(lowering *L, const coil_graph *g, const coil_compile_options *o, coil
           readers[it->v->kind == COIL_VAL_NODE ? g->ninputs + it->v->index : it->v->index]++;
       }
     }
+  L->readers = readers;
   for (int i = 0; i < g->nnodes; i++) {
     L->cur_origin = g->nodes[i].op->name;
     if (coil_lower_node(L, &g->nodes[i]))

@@ -34,5 +34,6 @@ void coil_ref_convert(const coil_tensor *src, int64_t si, coil_tensor *dst, int6
  * evaluated output shapes. */
 int coil_ref_run_move(rctx *r, coil_tensor *outs);
 int coil_ref_run_extern(rctx *r, coil_tensor *outs);
+int coil_ref_run_scatter(rctx *r, coil_tensor *outs); /* ref_scatter.c */
 
 #endif
