@@ -271,7 +271,7 @@ lowers_to(const coil_op *op)
   case COIL_RULE_INDEX: return "pointwise with indirect loads (a bool mask: library call)";
   case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING: return "pointwise with indirect loads";
   case COIL_RULE_SCATTER: case COIL_RULE_INDEX_PUT: case COIL_RULE_EMBEDDING_BWD:
-    return "copy + scatter kernel (indirect stores; duplicates combine atomically where the op adds)";
+    return "copy + scatter kernel (indirect stores; duplicates combine atomically where the op combines them)";
   case COIL_RULE_SELECT_SCATTER: case COIL_RULE_SLICE_SCATTER: return "pointwise (a select between src and self)";
   case COIL_RULE_TOPK: case COIL_RULE_CUMSUM:
     return "library call";
