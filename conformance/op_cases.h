@@ -346,6 +346,12 @@ static const op_template op_templates[] = {
     {"aten.select_scatter.default", "dim0", "T[A, B] T[B]", "%out = aten.select_scatter.default(%a, %b, 0, 0)", DT_FL, 0},
     {"aten.slice_scatter.default", "", "T[A, B] T[A, 3]", "%out = aten.slice_scatter.default(%a, %b, 1, 1, 7, 2)", DT_ALL, S},
     {"aten.slice_scatter.default", "neg", "T[A, B] T[2, B]", "%out = aten.slice_scatter.default(%a, %b, 0, -2)", DT_FL, 0},
+    {"aten.masked_scatter.default", "", "T[A, B] bool[A, B] T[A, B]", "%out = aten.masked_scatter.default(%a, %b, %c)",
+     DT_ALL, 0},
+    {"aten.masked_scatter.default", "bcast", "T[A, B] bool[B] T[A, B]", /* the mask broadcast over rows */
+     "%out = aten.masked_scatter.default(%a, %b, %c)", DT_FL | DT_I64, 0},
+    {"aten.masked_scatter.default", "fused", "T[A, B] T[A, B] T[C, A, B]", /* mask computed; source larger */
+     "%m = aten.gt.Scalar(%b, 0)\n%out = aten.masked_scatter.default(%a, %m, %c)", DT_FL, 0},
 #undef REV_A
 #undef REV_B
 };

@@ -1637,6 +1637,27 @@ r_view_scatter(ictx *c)
   return 0;
 }
 
+/* masked_scatter: a bool mask broadcast with self; source of self's dtype (its size is checked
+ * when the number of true elements is known, at run time) */
+static int
+r_masked_scatter(ictx *c)
+{
+  const coil_type *t = tensor_of(P(c, "self")), *m = tensor_of(P(c, "mask")), *src = tensor_of(P(c, "source"));
+  if (!t)
+    return ierr(c, P(c, "self"), "argument 'self' must be a tensor");
+  if (!m || m->dtype != COIL_BOOL)
+    return ierr(c, P(c, "mask"), "mask must be a bool tensor%s%s", m ? ", got " : "", m ? coil_dtype_name(m->dtype) : "");
+  if (!src || src->dtype != t->dtype)
+    return ierr(c, P(c, "source"), "source must be a tensor of self's dtype (%s)", coil_dtype_name(t->dtype));
+  int rank = t->rank;
+  const coil_sym *dims[COIL_MAX_RANK];
+  memcpy(dims, t->dims, sizeof dims);
+  if (broadcast(c, &rank, dims, m))
+    return -1;
+  set_tensor(c, t->dtype, rank, dims);
+  return 0;
+}
+
 typedef int (*rule_fn)(ictx *);
 static const rule_fn rules[COIL_RULE_COUNT] = {
     [COIL_RULE_UNARY_SAME] = r_unary, [COIL_RULE_UNARY_FLOAT] = r_unary,
@@ -1658,7 +1679,7 @@ static const rule_fn rules[COIL_RULE_COUNT] = {
     [COIL_RULE_ASSERT_META] = r_assert_meta, [COIL_RULE_GETITEM] = r_getitem,
     [COIL_RULE_SCATTER] = r_scatter, [COIL_RULE_INDEX_PUT] = r_index_put,
     [COIL_RULE_EMBEDDING_BWD] = r_embedding_bwd, [COIL_RULE_SELECT_SCATTER] = r_view_scatter,
-    [COIL_RULE_SLICE_SCATTER] = r_view_scatter,
+    [COIL_RULE_SLICE_SCATTER] = r_view_scatter, [COIL_RULE_MASKED_SCATTER] = r_masked_scatter,
 };
 
 int

@@ -955,7 +955,7 @@ coil_lower_node(lowering *L, const coil_node *n)
     return lower_extern(L, n, n->op->name);
   }
   case COIL_RULE_SCATTER: case COIL_RULE_INDEX_PUT: case COIL_RULE_EMBEDDING_BWD:
-  case COIL_RULE_SELECT_SCATTER: case COIL_RULE_SLICE_SCATTER:
+  case COIL_RULE_SELECT_SCATTER: case COIL_RULE_SLICE_SCATTER: case COIL_RULE_MASKED_SCATTER:
     return coil_lower_scatter(L, n);
   case COIL_RULE_TOPK:
     return lower_extern(L, n, n->op->name);

@@ -18,7 +18,7 @@
  * embedding_dense_backward combine every one, with the Wrapper IR's combining stores.
  *
  * select_scatter and slice_scatter need no indirection: they are pointwise selects between src
- * and self. */
+ * and self; masked_scatter is a prefix count of the mask and an indirect load of source. */
 #include <math.h>
 #include <string.h>
 
@@ -361,6 +361,61 @@ lower_view_scatter(lowering *L, const coil_node *n)
   return 0;
 }
 
+/* Element idx of z broadcast over a tensor of rank `rank` (right-aligned; size-1 dims read 0). */
+static const lexpr *
+broadcast_at(lowering *L, const lazy *z, int rank, const coil_sym *const *idx)
+{
+  const coil_sym *at[COIL_MAX_RANK];
+  for (int j = 0; j < z->rank; j++) {
+    int64_t one;
+    at[j] = coil_sym_is_const(z->sizes[j], &one) && one == 1 ? K(L, 0) : idx[rank - z->rank + j];
+  }
+  return lz_at(L, z, at);
+}
+
+/* masked_scatter: out[p] = mask[p] ? source.flatten()[k(p)] : self[p], k(p) the number of true
+ * mask elements before p in row-major order: an exclusive prefix count of the flattened mask, as
+ * a sum reduction over [N, N] (O(N²), so at most MASKED_MAX elements), then an indirect load of
+ * source (its bound is source's size: too few elements fail the run). */
+#define MASKED_MAX 4096
+static int
+lower_masked_scatter(lowering *L, const coil_node *n)
+{
+  lazy *x = op_arg(L, n, 0), *m = op_arg(L, n, 1), *src = op_arg(L, n, 2), *out = op_result(L, n, 0);
+  const coil_sym *total = K(L, 1), *numel_src = K(L, 1);
+  for (int i = 0; i < out->rank; i++)
+    total = coil_sym_mul(L->sym, total, out->sizes[i]);
+  for (int i = 0; i < src->rank; i++)
+    numel_src = coil_sym_mul(L->sym, numel_src, src->sizes[i]);
+  int64_t nt;
+  if (!coil_sym_is_const(total, &nt) || nt > MASKED_MAX || nt == 0)
+    return unsupported(L, n, "only masks of a known size from 1 to 4096 elements are supported (the prefix count is "
+                             "a quadratic reduction)");
+  /* before[i] = sum over j < i of mask_flat[j] */
+  const coil_sym *sq[2] = {total, total};
+  lazy *e = lz_new(L, COIL_I64, 2, sq);
+  const coil_sym *jdx[COIL_MAX_RANK], *stride = K(L, 1);
+  for (int i = out->rank - 1; i >= 0; i--) {
+    jdx[i] = coil_sym_mod(L->sym, coil_sym_floordiv(L->sym, e->dvars[1], stride), out->sizes[i]);
+    stride = coil_sym_mul(L->sym, stride, out->sizes[i]);
+  }
+  const lexpr *mj = lx_cast(L, broadcast_at(L, m, out->rank, jdx), COIL_I64);
+  const lexpr *earlier = lx_op(L, COIL_KOP_LT, COIL_BOOL, lx_index(L, e->dvars[1]), lx_index(L, e->dvars[0]), NULL);
+  e->expr = lx_op(L, COIL_KOP_WHERE, COIL_I64, earlier, mj, lx_const(L, COIL_I64, 0, 0));
+  bool red[COIL_MAX_RANK] = {false, true};
+  lazy *before = lz_reduce(L, e, red, false, COIL_REDUCE_SUM, COIL_I64);
+  const coil_sym *flat = row_major(L, out->rank, out->sizes, out->dvars);
+  const lexpr *mp = broadcast_at(L, m, out->rank, out->dvars);
+  const lexpr *k = lx_op(L, COIL_KOP_WHERE, COIL_I64, mp, lz_at(L, before, &flat), lx_const(L, COIL_I64, 0, 0));
+  const lexpr *q = lx_indirect(L, k, numel_src);
+  int sb = lz_is_buffer(L, src);
+  sb = sb >= 0 ? sb : lz_realize(L, src);
+  out->expr = lx_op(L, COIL_KOP_WHERE, out->dtype, mp, lx_load_at(L, sb, q->index, 1, &q),
+                    broadcast_at(L, x, out->rank, out->dvars));
+  op_set_value(L, n, out);
+  return 0;
+}
+
 int
 coil_lower_scatter(lowering *L, const coil_node *n)
 {
@@ -369,6 +424,7 @@ coil_lower_scatter(lowering *L, const coil_node *n)
   case COIL_RULE_INDEX_PUT: return lower_index_put(L, n);
   case COIL_RULE_EMBEDDING_BWD: return lower_embedding_bwd(L, n);
   case COIL_RULE_SELECT_SCATTER: case COIL_RULE_SLICE_SCATTER: return lower_view_scatter(L, n);
+  case COIL_RULE_MASKED_SCATTER: return lower_masked_scatter(L, n);
   default: return 1;
   }
 }

@@ -811,7 +811,7 @@ run_node(rctx *r, coil_tensor *outs)
   case COIL_RULE_INDEX: case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING: case COIL_RULE_CUMSUM:
     return coil_ref_run_extern(r, outs);
   case COIL_RULE_SCATTER: case COIL_RULE_INDEX_PUT: case COIL_RULE_EMBEDDING_BWD:
-  case COIL_RULE_SELECT_SCATTER: case COIL_RULE_SLICE_SCATTER:
+  case COIL_RULE_SELECT_SCATTER: case COIL_RULE_SLICE_SCATTER: case COIL_RULE_MASKED_SCATTER:
     return coil_ref_run_scatter(r, outs);
   default:
     return coil_ref_run_move(r, outs);

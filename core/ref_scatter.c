@@ -340,6 +340,34 @@ run_view_scatter(rctx *r, coil_tensor *out)
   return 0;
 }
 
+/* out[i] = mask[i] ? source.flatten()[k] : self[i], k the number of true mask elements before i
+ * (row-major over the broadcast shape) */
+static int
+run_masked_scatter(rctx *r, coil_tensor *out)
+{
+  const coil_tensor *x = coil_ref_param(r, "self"), *m = coil_ref_param(r, "mask"), *src = coil_ref_param(r, "source");
+  int64_t xs[COIL_MAX_RANK], ms[COIL_MAX_RANK], idx[COIL_MAX_RANK], n = coil_tensor_numel(out), k = 0;
+  coil_ref_bstrides(x, out->rank, out->shape, xs);
+  coil_ref_bstrides(m, out->rank, out->shape, ms);
+  for (int64_t e = 0; e < n; e++) {
+    coil_ref_unravel(e, out->rank, out->shape, idx);
+    int64_t xo = 0, mo = 0;
+    for (int q = 0; q < out->rank; q++) {
+      xo += idx[q] * xs[q];
+      mo += idx[q] * ms[q];
+    }
+    if (!coil_tensor_get_i64(m, mo)) {
+      coil_ref_convert(x, xo, out, e);
+      continue;
+    }
+    if (k >= coil_tensor_numel(src))
+      return coil_ref_err(r, "index %lld is out of range: source has %lld elements, fewer than the mask's true "
+                          "elements", (long long)k, (long long)coil_tensor_numel(src));
+    coil_ref_convert(src, k++, out, e);
+  }
+  return 0;
+}
+
 int
 coil_ref_run_scatter(rctx *r, coil_tensor *outs)
 {
@@ -348,6 +376,7 @@ coil_ref_run_scatter(rctx *r, coil_tensor *outs)
   case COIL_RULE_INDEX_PUT: return run_index_put(r, outs);
   case COIL_RULE_EMBEDDING_BWD: return run_embedding_bwd(r, outs);
   case COIL_RULE_SELECT_SCATTER: case COIL_RULE_SLICE_SCATTER: return run_view_scatter(r, outs);
+  case COIL_RULE_MASKED_SCATTER: return run_masked_scatter(r, outs);
   default: return coil_ref_err(r, "internal: no reference implementation");
   }
 }

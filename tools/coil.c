@@ -273,6 +273,7 @@ lowers_to(const coil_op *op)
   case COIL_RULE_SCATTER: case COIL_RULE_INDEX_PUT: case COIL_RULE_EMBEDDING_BWD:
     return "copy + scatter kernel (indirect stores; duplicates combine atomically where the op combines them)";
   case COIL_RULE_SELECT_SCATTER: case COIL_RULE_SLICE_SCATTER: return "pointwise (a select between src and self)";
+  case COIL_RULE_MASKED_SCATTER: return "prefix count of the mask (a reduction), then pointwise with an indirect load";
   case COIL_RULE_TOPK: case COIL_RULE_CUMSUM:
     return "library call";
   case COIL_RULE_ASSERT_META: return "nothing (checked at compile time)";
