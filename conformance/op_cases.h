@@ -15,7 +15,8 @@
  * sliced, zero, large, unaligned, symbolic and chain (pointwise → reduction → pointwise) apply;
  * otherwise base, odd, permuted, sliced, unaligned and, with Z / L / S, zero, large, symbolic
  * (A becomes the size symbol s0, run at two sizes). NB: no broadcast class (copy_ writes into
- * its first operand, which cannot broadcast). */
+ * its first operand, which cannot broadcast). NV: no permuted or sliced class (the first input
+ * is written in place, which a permute or a strided slice of it cannot be). */
 #ifndef COIL_OP_CASES_H
 #define COIL_OP_CASES_H
 
@@ -24,7 +25,7 @@ enum { DT_F32 = 1, DT_F16 = 2, DT_BF16 = 4, DT_I64 = 8, DT_BOOL = 16 };
 #define DT_NUM (DT_FL | DT_I64)
 #define DT_ALL (DT_NUM | DT_BOOL)
 
-enum { PW = 1, Z = 2, L = 4, S = 8, NB = 16 };
+enum { PW = 1, Z = 2, L = 4, S = 8, NB = 16, NV = 32 };
 
 typedef struct op_template {
   const char *op;      /* the ATen op the case tests (its name in the reports) */
@@ -352,6 +353,20 @@ static const op_template op_templates[] = {
      "%out = aten.masked_scatter.default(%a, %b, %c)", DT_FL | DT_I64, 0},
     {"aten.masked_scatter.default", "fused", "T[A, B] T[A, B] T[C, A, B]", /* mask computed; source larger */
      "%m = aten.gt.Scalar(%b, 0)\n%out = aten.masked_scatter.default(%a, %m, %c)", DT_FL, 0},
+    /* in-place overloads: later reads of the name written see the new values; a graph input
+     * written in place is copied back; a write into a slice lands in its base */
+    {"aten.index_put_.default", "", "T[A, B] i64[C]<A T[C, B]",
+     "%x = aten.mul.Scalar(%a, 2)\n%r = aten.index_put_.default(%x, [%b], %c, True)\n%s = aten.index_put_.default(%x, [%b], %c, True)\n"
+     "%out = aten.add.Tensor(%x, %r)", DT_FL | DT_I64, NV},
+    {"aten.index_put_.default", "input", "T[A, B] i64[C]<A T[C, B]",
+     "%r = aten.index_put_.default(%a, [%b], %c, True)\n%out = aten.neg.default(%a)", DT_F32, NV},
+    {"aten.scatter_add_.default", "", "T[A, B] i64[C, B]<A T[C, B]",
+     "%r = aten.scatter_add_.default(%a, 0, %b, %c)\n%out = aten.mul.Tensor(%a, %r)", DT_NUM, NV},
+    {"aten.copy_.default", "slice", "T[A, B] T[A, 2]",
+     "%s = aten.slice.Tensor(%a, 1, 1, 3)\n%c = aten.copy_.default(%s, %b)\n%out = aten.relu.default(%a)", DT_ALL & ~DT_BOOL, NV},
+    {"aten.copy_.default", "select", "T[A, B] T[1]",
+     "%x = aten.clone.default(%a)\n%s = aten.select.int(%x, 0, -1)\n%c = aten.copy_.default(%s, %b)\n%out = aten.add.Tensor(%x, %a)",
+     DT_FL | DT_I64, 0},
 #undef REV_A
 #undef REV_B
 };

@@ -659,6 +659,9 @@ coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
       if (E.last_use[stored[q]] <= i)
         release(&E, stored[q]);
   }
+  for (int i = 0; i < L->ncopy_backs; i++) /* inputs written in place get their final values */
+    line(&E, (coil_line){.kind = COIL_LINE_COPY_BACK, .buffer = L->bufs[L->copy_back_input[i]].wir,
+                         .source = L->bufs[L->copy_back_buf[i]].wir});
   int *outs = malloc(sizeof(int) * (size_t)(L->g->noutputs + 1)), rc = 0;
   for (int i = 0; i < L->g->noutputs && !rc; i++) {
     outs[i] = view_buffer(&E, L->outputs[i]);

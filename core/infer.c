@@ -1688,5 +1688,7 @@ coil_infer_node(coil_graph *g, coil_node *n, coil_diag *d)
   ictx c = {.g = g, .n = n, .d = d, .sc = g->sym};
   if (bind(&c))
     return -1;
+  if (coil_op_is_inplace(n->op) && !is_tensor_value(&n->bound[0]))
+    return ierr(&c, &n->bound[0], "the first argument is written in place: it must be a tensor value, not a number");
   return rules[n->op->rule](&c);
 }

@@ -139,7 +139,18 @@ typedef struct lowering {
   lazy ***tuples;            /* per graph value: elements of tuple values */
   int ndvars;                /* counter for fresh dimension variables */
   const char *cur_origin;    /* the op being lowered */
-  int *readers;              /* per graph value: statement arguments that read it */
+  int *readers;              /* per version of a graph value (see version): statement
+                                arguments that read it */
+  /* In-place ops (docs/graph-format.md, Mutation): a statement that writes its first argument
+   * in place makes that name stand for a new version from then on. A version is named by the
+   * slot of the statement that made it (the value's own slot first), -1 when unknown (a base
+   * written through a view). */
+  int *version;              /* per graph value: its current version, updated as lowering goes */
+  int *final_version;        /* per graph value: its version after the last statement */
+  bool *mutated;             /* per graph input: written in place, copied back at the end */
+  int ncopy_backs;
+  int *copy_back_input;      /* graph input position */
+  int *copy_back_buf;        /* the buffer holding its final value (is_output) */
   int nlibrary;              /* library ops the target claims (coil_compile_options) */
   const coil_library_claim *library;
   coil_diag *d;
@@ -210,6 +221,9 @@ int coil_lower_index(lowering *L, const coil_node *n);
 /* lower_scatter.c: scatter, scatter_add, scatter_reduce, index_put, embedding_dense_backward
  * (copy, then stores through indirect indices), select_scatter and slice_scatter (pointwise) */
 int coil_lower_scatter(lowering *L, const coil_node *n);
+/* After in-place statement n is lowered: its first argument's name stands for n's result; where
+ * that argument is a slice or select of a base, the base takes the new values in that place too. */
+void coil_lower_mutation(lowering *L, const coil_node *n);
 
 /* lower_pool.c: max_pool2d_with_indices and avg_pool2d as window reductions */
 int coil_lower_pool(lowering *L, const coil_node *n);

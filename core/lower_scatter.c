@@ -57,18 +57,18 @@ fresh_copy(lowering *L, const lazy *z)
 }
 
 /* The buffer the scatter of statement n starts from: self's own buffer when an earlier scatter
- * produced it as the value n reads, nothing else reads that value and it is no graph output;
- * else a fresh copy. */
+ * produced it as the version of the value n reads, nothing else reads that version and it is no
+ * graph output; else a fresh copy. */
 static int
 destination(lowering *L, const coil_node *n, int arg)
 {
   const coil_lit *l = &n->bound[arg];
   lazy *self = L->values[slot(L, l->v)];
-  int b = lz_is_buffer(L, self);
-  bool mine = b >= 0 && L->bufs[b].kind == LB_COMPUTED && L->bufs[b].value == slot(L, l->v) &&
-              L->readers[slot(L, l->v)] == 1;
+  int b = lz_is_buffer(L, self), ver = L->version[slot(L, l->v)];
+  bool mine = b >= 0 && ver >= 0 && L->bufs[b].kind == LB_COMPUTED && L->bufs[b].value == ver &&
+              L->readers[ver] == 1;
   for (int i = 0; mine && i < L->g->noutputs; i++)
-    mine = slot(L, L->g->outputs[i]) != slot(L, l->v);
+    mine = L->final_version[slot(L, L->g->outputs[i])] != ver;
   return mine ? b : fresh_copy(L, self);
 }
 
@@ -320,16 +320,15 @@ lower_embedding_bwd(lowering *L, const coil_node *n)
 
 /* select_scatter: out[p] = p[dim] == index ? src[p without dim] : self[p];
  * slice_scatter: out[p] = p[dim] in start:end:step ? src[p with (p[dim] - start) / step] : self[p] */
-static int
-lower_view_scatter(lowering *L, const coil_node *n)
+static void
+view_scatter(lowering *L, const coil_node *n, bool select, lazy *x, lazy *src, lazy *out)
 {
-  lazy *x = op_arg(L, n, 0), *src = op_arg(L, n, 1), *out = op_result(L, n, 0);
   int d = (int)op_lit(n, "dim")->i;
   d = d < 0 ? d + x->rank : d;
   const coil_sym *j = out->dvars[d], *size = x->sizes[d];
   const coil_sym *at[COIL_MAX_RANK];
   const lexpr *inside;
-  if (n->op->rule == COIL_RULE_SELECT_SCATTER) {
+  if (select) {
     int64_t v = op_lit(n, "index")->i;
     const coil_sym *i = v < 0 ? coil_sym_add(L->sym, size, K(L, v)) : K(L, v);
     inside = lx_op(L, COIL_KOP_EQ, COIL_BOOL, lx_index(L, j), lx_index(L, i), NULL);
@@ -357,8 +356,54 @@ lower_view_scatter(lowering *L, const coil_node *n)
   }
   const lexpr *a = lx_cast(L, lz_at(L, src, at), x->dtype), *b = lz_at(L, x, out->dvars);
   out->expr = lx_op(L, COIL_KOP_WHERE, x->dtype, inside, a, b);
+}
+
+static int
+lower_view_scatter(lowering *L, const coil_node *n)
+{
+  lazy *out = op_result(L, n, 0);
+  view_scatter(L, n, n->op->rule == COIL_RULE_SELECT_SCATTER, op_arg(L, n, 0), op_arg(L, n, 1), out);
   op_set_value(L, n, out);
   return 0;
+}
+
+/* Every name of the tensor rooted at root (up to statement n) stands for z, version ver. */
+static void
+set_names(lowering *L, const coil_value *root, const coil_node *n, lazy *z, int ver)
+{
+  const coil_graph *g = L->g;
+  for (int i = 0; i < g->ninputs; i++)
+    if (coil_value_root(g->inputs[i]) == root) {
+      L->values[i] = z;
+      L->version[i] = ver;
+    }
+  for (int i = 0; &g->nodes[i] <= n; i++)
+    if (g->nodes[i].out && coil_value_root(g->nodes[i].out) == root) {
+      L->values[g->ninputs + i] = z;
+      L->version[g->ninputs + i] = ver;
+    }
+}
+
+void
+coil_lower_mutation(lowering *L, const coil_node *n)
+{
+  lazy *now = L->values[slot(L, n->out)];
+  int ver = slot(L, n->out);
+  for (const coil_value *w = n->bound[0].v;;) {
+    const coil_value *root = coil_value_root(w);
+    set_names(L, root, n, now, ver);
+    if (root->kind == COIL_VAL_INPUT || root->kind == COIL_VAL_PARAM || root->kind == COIL_VAL_BUFFER)
+      L->mutated[root->index] = true;
+    if (!root->view_of)
+      return;
+    const coil_node *vn = &L->g->nodes[root->index]; /* written through a view: its base too */
+    bool select = vn->op->rule == COIL_RULE_SELECT;
+    w = root->view_of;
+    lazy *base = L->values[slot(L, w)], *fresh = lz_new(L, base->dtype, base->rank, base->sizes);
+    view_scatter(L, vn, select, base, now, fresh);
+    now = fresh;
+    ver = -1; /* a version of no statement: never written in place */
+  }
 }
 
 /* Element idx of z broadcast over a tensor of rank `rank` (right-aligned; size-1 dims read 0). */

@@ -165,7 +165,13 @@ static const struct {
     {"Device", COIL_P_DEVICE}, {"MemoryFormat", COIL_P_MEMFMT}, {"Any", COIL_P_ANY},
 };
 
-/* param := "*" | base ["?"] ["[" [INT] "]"] ["?"] NAME ["=" default] */
+bool
+coil_op_is_inplace(const coil_op *op)
+{
+  return strncmp(op->schema, "Tensor(a!) ", 11) == 0;
+}
+
+/* param := "*" | base ["(a!)"] ["?"] ["[" [INT] "]"] ["?"] NAME ["=" default] */
 static int
 parse_param(sparser *sp, coil_param *prm, bool kwonly)
 {
@@ -179,6 +185,10 @@ parse_param(sparser *sp, coil_param *prm, bool kwonly)
   if (bt < 0)
     return serr(sp, "unknown type");
   prm->type = base_types[bt].type;
+  if (strncmp(sp->p, "(a!)", 4) == 0) { /* an alias annotation: written in place */
+    prm->mutated = true;
+    sp->p += 4;
+  }
   bool elem_optional = false;
   if (*sp->p == '?') {
     elem_optional = true;

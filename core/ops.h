@@ -66,6 +66,7 @@ typedef struct coil_param {
   coil_ptype type;
   bool optional;        /* T? : None accepted */
   bool kwonly;          /* after '*' */
+  bool mutated;         /* Tensor(a!): the op writes this argument in place */
   int fixed_len;        /* int[2]: a single int expands to this many; 0 otherwise */
   bool has_default;
   coil_lit def;         /* default value (lists of ints only need up to 8 items) */
@@ -84,6 +85,9 @@ const char *coil_op_kind_name(coil_op_kind k);
 const char *coil_rule_name(coil_rule r);
 /* Parse op->schema. Fails only on a malformed table entry (a bug), which the unit tests rule out. */
 int coil_schema_parse(const coil_op *op, coil_schema *s, coil_diag *d);
+/* Whether op is an in-place overload: its first parameter is Tensor(a!), written in place, and
+ * its result is that tensor (aten.index_put_.default). See docs/graph-format.md, Mutation. */
+bool coil_op_is_inplace(const coil_op *op);
 /* Index of parameter `name` in s, or -1. */
 int coil_schema_find(const coil_schema *s, const char *name);
 

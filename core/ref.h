@@ -35,5 +35,9 @@ void coil_ref_convert(const coil_tensor *src, int64_t si, coil_tensor *dst, int6
 int coil_ref_run_move(rctx *r, coil_tensor *outs);
 int coil_ref_run_extern(rctx *r, coil_tensor *outs);
 int coil_ref_run_scatter(rctx *r, coil_tensor *outs); /* ref_scatter.c */
+/* In-place statement n has computed `now`: its first argument's name stands for it from here on,
+ * and a base it is a slice or select of takes the new values there (new bases are kept in
+ * *keep). ref_scatter.c */
+int coil_ref_mutate(rctx *r, const coil_node *n, const coil_tensor *now, coil_tensor_list *keep);
 
 #endif

@@ -368,6 +368,78 @@ run_masked_scatter(rctx *r, coil_tensor *out)
   return 0;
 }
 
+static int
+vslot(const rctx *r, const coil_value *v)
+{
+  return v->kind == COIL_VAL_NODE ? r->g->ninputs + v->index : v->index;
+}
+
+/* Every name of the tensor rooted at root (up to statement n) reads t. */
+static void
+set_names(rctx *r, const coil_value *root, const coil_node *n, const coil_tensor *t)
+{
+  const coil_graph *g = r->g;
+  for (int i = 0; i < g->ninputs; i++)
+    if (coil_value_root(g->inputs[i]) == root) {
+      r->vals[i] = t;
+      r->nvals[i] = 1;
+    }
+  for (int i = 0; &g->nodes[i] <= n; i++)
+    if (g->nodes[i].out && coil_value_root(g->nodes[i].out) == root) {
+      r->vals[g->ninputs + i] = t;
+      r->nvals[g->ninputs + i] = 1;
+    }
+}
+
+int
+coil_ref_mutate(rctx *r, const coil_node *n, const coil_tensor *now, coil_tensor_list *keep)
+{
+  for (const coil_value *v = n->bound[0].v;;) {
+    const coil_value *root = coil_value_root(v);
+    set_names(r, root, n, now);
+    if (!root->view_of)
+      return 0;
+    const coil_node *vn = &r->g->nodes[root->index]; /* written through a view: its base too */
+    bool select = vn->op->rule == COIL_RULE_SELECT;
+    const coil_tensor *base = r->vals[vslot(r, vn->bound[0].v)];
+    if (keep->n == 8) /* the list keeps its first 8 tensors in place: r->vals points at them */
+      return coil_ref_err(r, "a tensor written through more than 8 nested views is not supported");
+    coil_tensor t;
+    if (coil_tensor_init(&t, base->dtype, base->rank, base->shape, r->d))
+      return -1;
+    /* as select_scatter / slice_scatter with the view's own arguments */
+    int64_t dim = vn->bound[1].i, start = 0, step = 1;
+    int d = (int)(dim < 0 ? dim + base->rank : dim);
+    int64_t size = base->shape[d];
+    if (select) {
+      start = vn->bound[2].i < 0 ? vn->bound[2].i + size : vn->bound[2].i;
+    } else {
+      const coil_lit *ls = &vn->bound[2];
+      step = vn->bound[4].i;
+      if (ls->kind != COIL_LIT_NONE) {
+        start = ls->i < 0 ? ls->i + size : ls->i;
+        start = start < 0 ? 0 : start > size ? size : start;
+      }
+    }
+    memcpy(t.data, base->data, coil_tensor_nbytes(base));
+    int64_t sidx[COIL_MAX_RANK], oidx[COIL_MAX_RANK], m = coil_tensor_numel(now);
+    for (int64_t k = 0; k < m; k++) {
+      coil_ref_unravel(k, now->rank, now->shape, sidx);
+      if (select) {
+        for (int q = 0, j = 0; q < base->rank; q++)
+          oidx[q] = q == d ? start : sidx[j++];
+      } else {
+        memcpy(oidx, sidx, sizeof oidx);
+        oidx[d] = start + sidx[d] * step;
+      }
+      coil_ref_convert(now, k, &t, offset(base->rank, base->shape, oidx));
+    }
+    coil_tensor_list_add(keep, "base", &t);
+    now = &keep->tensors[keep->n - 1];
+    v = root->view_of;
+  }
+}
+
 int
 coil_ref_run_scatter(rctx *r, coil_tensor *outs)
 {

@@ -216,6 +216,31 @@ Test(compile, scatter_of_a_value_read_again_copies)
   coil_graph_free(g);
 }
 
+/* In-place ops: the input written in place is copied back from the buffer that holds its final
+ * value (also the buffer its outputs return), and its later in-place writes go into that buffer:
+ * one copy of %x for the whole chain. */
+Test(compile, inplace_writes_copy_back)
+{
+  coil_wir_program *p = compile_file(GOLDEN "/inplace.coil", true);
+  const coil_line *cb = NULL, *out = NULL;
+  for (int i = 0; i < p->nlines; i++) {
+    if (p->lines[i].kind == COIL_LINE_COPY_BACK) {
+      cr_expect_null(cb, "one copy_back");
+      cb = &p->lines[i];
+    }
+    if (p->lines[i].kind == COIL_LINE_OUTPUT)
+      out = &p->lines[i];
+  }
+  cr_assert_not_null(cb, "the mutated input %%x is copied back");
+  cr_assert_not_null(out);
+  cr_expect_eq(cb->buffer, 0, "copied back into arg0 (%%x)");
+  cr_expect_eq(out->args[2], cb->source, "%%x is returned from the buffer copied back");
+  cr_expect_eq(out->args[1], cb->source, "%%a names the same tensor as %%x");
+  cr_expect_eq(out->args[3], cb->source, "%%e too");
+  cr_expect_eq(count_lines(p, COIL_LINE_ALLOC), 2, "one buffer for %%x's versions, one for %%d");
+  coil_wir_free(p);
+}
+
 static char *
 slurp(const char *path)
 {
