@@ -3,7 +3,8 @@
  * inside the group replaced by the values themselves), extern calls with strided views, and
  * the memory plan: a buffer is allocated before its first write, freed after its last read,
  * and a dead buffer of the same dtype and element count is reused instead of allocating.
- * Buffers that only live inside one kernel are never allocated. */
+ * Buffers that only live inside one kernel are never allocated. A scatter kernel writes the
+ * storage of the buffer its node starts from (the copy of self), which nothing reads after it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

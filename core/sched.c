@@ -5,7 +5,9 @@
  * reduction's space with pointwise members over its full input or over its kept dims), every
  * buffer one member writes and another reads is read at exactly the index it is written (so no
  * program of the kernel reads another's element), and no path between them runs through a third
- * group (a cycle). score_fusion(a, b) is the bytes of memory traffic the merge saves, then
+ * group (a cycle); a scatter node (lower_scatter.c) stays alone, so no reader of its destination
+ * shares its kernel, and it comes after the node that wrote the buffer it starts from, which it
+ * reads. score_fusion(a, b) is the bytes of memory traffic the merge saves, then
  * proximity; candidates are merged best first, repeated to a fixpoint (at most 10 rounds, at most
  * 64 nodes a group). requires: coil_lower's output; produces: groups in execution order. */
 #include <stdio.h>
