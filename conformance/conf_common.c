@@ -224,6 +224,14 @@ conf_program_supported(const coil_loaded_plugin *lp, const coil_plugin *inst, co
         snprintf(why, n, "kernel op '%s' on %s", op, coil_dtype_name(in->dtype));
         return false;
       }
+      if (in->op == COIL_KOP_STORE && in->mode != COIL_STORE_PLAIN) {
+        char name[64];
+        snprintf(name, sizeof name, "store.%s", coil_store_mode_name(in->mode));
+        if (coil_plugin_supports(lp, inst, name, in->dtype) != COIL_SUPPORTED) {
+          snprintf(why, n, "'%s' on %s", name, coil_dtype_name(in->dtype));
+          return false;
+        }
+      }
       if (in->op == COIL_KOP_REDUCE) {
         char name[64];
         snprintf(name, sizeof name, "reduce.%s", coil_reduction_name(in->red));

@@ -18,7 +18,8 @@
  * sliced, zero, large, unaligned, symbolic and chain (pointwise → reduction → pointwise) apply;
  * otherwise base, odd, permuted, sliced, unaligned and, with Z / L / S, zero, large, symbolic
  * (A becomes the size symbol s0, run at two sizes). NB: no broadcast class (copy_ writes into
- * its first operand, which cannot broadcast). */
+ * its first operand, which cannot broadcast). NV: no permuted or sliced class (the first input
+ * is written in place, which a permute or a strided slice of it cannot be). */
 #ifndef COIL_OP_CASES_H
 #define COIL_OP_CASES_H
 
@@ -27,7 +28,7 @@ enum { DT_F32 = 1, DT_F16 = 2, DT_BF16 = 4, DT_I64 = 8, DT_BOOL = 16 };
 #define DT_NUM (DT_FL | DT_I64)
 #define DT_ALL (DT_NUM | DT_BOOL)
 
-enum { PW = 1, Z = 2, L = 4, S = 8, NB = 16 };
+enum { PW = 1, Z = 2, L = 4, S = 8, NB = 16, NV = 32 };
 
 typedef struct op_template {
   const char *op;      /* the ATen op the case tests (its name in the reports) */
@@ -386,6 +387,96 @@ static const op_template op_templates[] = {
      "%i = aten.arange.start_step(0, $B, 1)\n%u = aten.unsqueeze.default(%i, 0)\n%e = aten.expand.default(%u, [$A, -1])\n"
      "%out = aten.gather.default(%a, 1, %e)", DT_NUM, 0},
     {"aten.gather.default", "dim0", "T[A, B] i64[C, B]<A", "%out = aten.gather.default(%a, 0, %b)", DT_FL, 0},
+    /* ---- scatters (core/lower_scatter.c). Plain scatters get distinct indices (a reversal
+     * made with arange: both bounds, 0 and size - 1) since PyTorch leaves duplicates undefined;
+     * the combining forms get random indices, duplicates included, and must combine every one */
+#define REV_A "%r = aten.arange.start_step(0, $A, 1)\n%q = aten.rsub.Scalar(%r, $A)\n%i = aten.sub.Scalar(%q, 1)\n"
+#define REV_B "%r = aten.arange.start_step(0, $B, 1)\n%q = aten.rsub.Scalar(%r, $B)\n%i = aten.sub.Scalar(%q, 1)\n"
+    {"aten.scatter.src", "", "T[A, B] T[A, B]",
+     REV_A "%u = aten.unsqueeze.default(%i, 1)\n%e = aten.expand.default(%u, [-1, $B])\n%out = aten.scatter.src(%a, 0, %e, %b)",
+     DT_ALL, 0},
+    {"aten.scatter.src", "dim-1", "T[A, B] T[A, B]",
+     REV_B "%u = aten.unsqueeze.default(%i, 0)\n%e = aten.expand.default(%u, [$A, -1])\n%out = aten.scatter.src(%a, -1, %e, %b)",
+     DT_FL | DT_I64, 0},
+    {"aten.scatter.src", "part", "T[A, B] T[A, B]", /* index [2, B], smaller than src and self */
+     "%i = aten.arange.start_step(0, 2, 1)\n%u = aten.unsqueeze.default(%i, 1)\n%e = aten.expand.default(%u, [-1, $B])\n"
+     "%out = aten.scatter.src(%a, 0, %e, %b)", DT_FL, 0},
+    {"aten.scatter.value", "", "T[A, B]",
+     REV_A "%u = aten.unsqueeze.default(%i, 1)\n%e = aten.expand.default(%u, [-1, $B])\n%out = aten.scatter.value(%a, 0, %e, 3)",
+     DT_NUM, 0},
+    {"aten.scatter_add.default", "", "T[A, B] i64[C, B]<A T[C, B]", "%out = aten.scatter_add.default(%a, 0, %b, %c)", DT_NUM, S | L},
+    {"aten.scatter_add.default", "dim-1", "T[A, B] i64[A, D]<B T[A, D]", "%out = aten.scatter_add.default(%a, -1, %b, %c)",
+     DT_FL | DT_I64, 0},
+    {"aten.scatter_add.default", "many", "T[C, B] i64[A, B]<C T[A, B]", /* large: a million adds onto 3 rows */
+     "%out = aten.scatter_add.default(%a, 0, %b, %c)", DT_F32 | DT_I64, L},
+    {"aten.scatter_add.default", "size1", "T[A, 1] i64[C, 1]<A T[C, 1]", "%out = aten.scatter_add.default(%a, 0, %b, %c)",
+     DT_F32, 0},
+    {"aten.scatter_add.default", "fused", "T[A, B] i64[C, B]<A T[C, B]",
+     "%x = aten.mul.Scalar(%a, 2)\n%s = aten.scatter_add.default(%x, 0, %b, %c)\n%out = aten.relu.default(%s)", DT_FL, S},
+    {"aten.scatter_add.default", "chain", "T[A, B] i64[C, B]<A T[C, B]",
+     "%s = aten.scatter_add.default(%a, 0, %b, %c)\n%t = aten.scatter_add.default(%s, 0, %b, %c)\n"
+     "%n = aten.neg.default(%c)\n%out = aten.scatter_add.default(%t, 0, %b, %n)", DT_FL | DT_I64, 0},
+    {"aten.scatter_reduce.two", "sum", "T[A, B] i64[C, B]<A T[C, B]", "%out = aten.scatter_reduce.two(%a, 0, %b, %c, 'sum')",
+     DT_NUM, S},
+    {"aten.scatter_reduce.two", "sum_noself", "T[A, B] i64[C, B]<A T[C, B]",
+     "%out = aten.scatter_reduce.two(%a, -2, %b, %c, 'sum', include_self=False)", DT_NUM, 0},
+    {"aten.scatter_reduce.two", "prod", "T[A, B] i64[C, B]<A T[C, B]", "%out = aten.scatter_reduce.two(%a, 0, %b, %c, 'prod')",
+     DT_NUM, 0},
+    {"aten.scatter_reduce.two", "prod_noself", "T[A, B] i64[C, B]<A T[C, B]",
+     "%out = aten.scatter_reduce.two(%a, 0, %b, %c, 'prod', include_self=False)", DT_NUM, 0},
+    {"aten.scatter_reduce.two", "mean", "T[A, B] i64[C, B]<A T[C, B]", "%out = aten.scatter_reduce.two(%a, 0, %b, %c, 'mean')",
+     DT_NUM, S},
+    {"aten.scatter_reduce.two", "mean_noself", "T[A, B] i64[C, B]<A T[C, B]",
+     "%out = aten.scatter_reduce.two(%a, 0, %b, %c, 'mean', include_self=False)", DT_NUM, 0},
+    {"aten.scatter_reduce.two", "amax", "T[A, B] i64[C, B]<A T[C, B]", "%out = aten.scatter_reduce.two(%a, 0, %b, %c, 'amax')",
+     DT_NUM, 0},
+    {"aten.scatter_reduce.two", "amax_noself", "T[A, B] i64[A, D]<B T[A, D]",
+     "%out = aten.scatter_reduce.two(%a, 1, %b, %c, 'amax', include_self=False)", DT_NUM, 0},
+    {"aten.scatter_reduce.two", "amin", "T[A, B] i64[C, B]<A T[C, B]", "%out = aten.scatter_reduce.two(%a, 0, %b, %c, 'amin')",
+     DT_NUM, 0},
+    {"aten.scatter_reduce.two", "amin_noself", "T[A, B] i64[C, B]<A T[C, B]",
+     "%out = aten.scatter_reduce.two(%a, 0, %b, %c, 'amin', include_self=False)", DT_NUM, 0},
+    {"aten.index_put.default", "", "T[A, B] T[A, B]", REV_A "%out = aten.index_put.default(%a, [%i], %b)", DT_ALL, 0},
+    {"aten.index_put.default", "neg", "T[A, B] T[A, B]", /* negative indices count from the end */
+     "%i = aten.arange.start_step(-$A, 0, 1)\n%out = aten.index_put.default(%a, [%i], %b)", DT_FL, 0},
+    {"aten.index_put.default", "acc", "T[A, B] i64[C]<A T[C, B]", "%out = aten.index_put.default(%a, [%b], %c, True)",
+     DT_NUM, S | L},
+    {"aten.index_put.default", "acc_bcast", "T[A, B] i64[C]<A T[B]", "%out = aten.index_put.default(%a, [%b], %c, True)",
+     DT_FL, 0},
+    {"aten.index_put.default", "acc_two", "T[A, B, C] i64[D, 1]<A i64[1, 3]<B T[D, 3, C]",
+     "%out = aten.index_put.default(%a, [%b, %c], %d, True)", DT_F32 | DT_I64, 0},
+    {"aten.index_put.default", "acc_dim1", "T[A, B] i64[C]<B T[A, C]",
+     "%out = aten.index_put.default(%a, [None, %b], %c, accumulate=True)", DT_FL, 0},
+    {"aten.embedding_dense_backward.default", "", "T[C, D, B] i64[C, D]<A",
+     "%out = aten.embedding_dense_backward.default(%a, %b, $A, -1, False)", DT_FL, 0},
+    {"aten.embedding_dense_backward.default", "pad_freq", "T[C, D, B] i64[C, D]<A",
+     "%out = aten.embedding_dense_backward.default(%a, %b, $A, 1, True)", DT_FL, 0},
+    {"aten.select_scatter.default", "", "T[A, B] T[A]", "%out = aten.select_scatter.default(%a, %b, 1, -1)", DT_ALL, S},
+    {"aten.select_scatter.default", "dim0", "T[A, B] T[B]", "%out = aten.select_scatter.default(%a, %b, 0, 0)", DT_FL, 0},
+    {"aten.slice_scatter.default", "", "T[A, B] T[A, 3]", "%out = aten.slice_scatter.default(%a, %b, 1, 1, 7, 2)", DT_ALL, S},
+    {"aten.slice_scatter.default", "neg", "T[A, B] T[2, B]", "%out = aten.slice_scatter.default(%a, %b, 0, -2)", DT_FL, 0},
+    {"aten.masked_scatter.default", "", "T[A, B] bool[A, B] T[A, B]", "%out = aten.masked_scatter.default(%a, %b, %c)",
+     DT_ALL, 0},
+    {"aten.masked_scatter.default", "bcast", "T[A, B] bool[B] T[A, B]", /* the mask broadcast over rows */
+     "%out = aten.masked_scatter.default(%a, %b, %c)", DT_FL | DT_I64, 0},
+    {"aten.masked_scatter.default", "fused", "T[A, B] T[A, B] T[C, A, B]", /* mask computed; source larger */
+     "%m = aten.gt.Scalar(%b, 0)\n%out = aten.masked_scatter.default(%a, %m, %c)", DT_FL, 0},
+    /* in-place overloads: later reads of the name written see the new values; a graph input
+     * written in place is copied back; a write into a slice lands in its base */
+    {"aten.index_put_.default", "", "T[A, B] i64[C]<A T[C, B]",
+     "%x = aten.mul.Scalar(%a, 2)\n%r = aten.index_put_.default(%x, [%b], %c, True)\n%s = aten.index_put_.default(%x, [%b], %c, True)\n"
+     "%out = aten.add.Tensor(%x, %r)", DT_FL | DT_I64, NV},
+    {"aten.index_put_.default", "input", "T[A, B] i64[C]<A T[C, B]",
+     "%r = aten.index_put_.default(%a, [%b], %c, True)\n%out = aten.neg.default(%a)", DT_F32, NV},
+    {"aten.scatter_add_.default", "", "T[A, B] i64[C, B]<A T[C, B]",
+     "%r = aten.scatter_add_.default(%a, 0, %b, %c)\n%out = aten.mul.Tensor(%a, %r)", DT_NUM, NV},
+    {"aten.copy_.default", "slice", "T[A, B] T[A, 2]",
+     "%s = aten.slice.Tensor(%a, 1, 1, 3)\n%c = aten.copy_.default(%s, %b)\n%out = aten.relu.default(%a)", DT_ALL & ~DT_BOOL, NV},
+    {"aten.copy_.default", "select", "T[A, B] T[1]",
+     "%x = aten.clone.default(%a)\n%s = aten.select.int(%x, 0, -1)\n%c = aten.copy_.default(%s, %b)\n%out = aten.add.Tensor(%x, %a)",
+     DT_FL | DT_I64, 0},
+#undef REV_A
+#undef REV_B
     /* ---- shapes, padding, resampling, normalisation and pooling (core/lower_shapes.c) ---- */
     {"aten.flip.default", "", "T[A, B, C]", "%out = aten.flip.default(%a, [0, -1])", DT_ALL, Z | S},
     {"aten.flip.default", "all", "T[A, B]", "%out = aten.flip.default(%a, [1, 0])", DT_FL, 0},

@@ -142,8 +142,8 @@ class_applies(const op_template *t, const input_spec *in, int nin, coil_dtype dt
   switch (c) {
   case C_BASE: return true;
   case C_ODD: case C_UNALIGNED: return nin >= 1;
-  case C_PERMUTED: return nin >= 1 && in[0].rank >= 2;
-  case C_SLICED: return nin >= 1 && in[0].rank >= 1;
+  case C_PERMUTED: return nin >= 1 && in[0].rank >= 2 && !(t->flags & NV);
+  case C_SLICED: return nin >= 1 && in[0].rank >= 1 && !(t->flags & NV);
   case C_ZERO: return t->flags & Z;
   case C_LARGE: return (t->flags & L) && dt == COIL_F32;
   case C_SYMBOLIC: return t->flags & S;

@@ -3,7 +3,8 @@
  * inside the group replaced by the values themselves), extern calls with strided views, and
  * the memory plan: a buffer is allocated before its first write, freed after its last read,
  * and a dead buffer of the same dtype and element count is reused instead of allocating.
- * Buffers that only live inside one kernel are never allocated. */
+ * Buffers that only live inside one kernel are never allocated. A scatter kernel writes the
+ * storage of the buffer its node starts from (the copy of self), which nothing reads after it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +230,29 @@ param_for(kbuild *kb, int b, bool out)
   return kb->nparams++;
 }
 
+static int emit_expr(kbuild *kb, const lexpr *e);
+
+/* index with the variables q of the n indirect values ind[] replaced by the variables iN of
+ * their instructions, emitted first */
+static const coil_sym *
+bind_indirect(kbuild *kb, const coil_sym *index, int n, const lexpr *const *ind)
+{
+  int vars[3];
+  const coil_sym *repl[3];
+  for (int i = 0; i < n && i < 3; i++) {
+    int v = emit_expr(kb, ind[i]);
+    char name[24];
+    snprintf(name, sizeof name, "i%d", v);
+    int64_t hi;
+    bool known = coil_sym_is_const(ind[i]->bound, &hi) && hi > 0;
+    repl[i] = coil_sym_var(kb->E->L->sym, name);
+    coil_sym_set_range(kb->E->L->sym, repl[i], 0, known ? hi - 1 : INT64_MAX);
+    coil_sym_set_range(kb->E->p->sym, coil_wir_indirect_var(kb->E->p->sym, v), 0, known ? hi - 1 : INT64_MAX);
+    vars[i] = ind[i]->index->var;
+  }
+  return coil_sym_subst(kb->E->L->sym, index, n < 3 ? n : 3, vars, repl);
+}
+
 static int
 emit_expr(kbuild *kb, const lexpr *e)
 {
@@ -237,20 +261,7 @@ emit_expr(kbuild *kb, const lexpr *e)
   case LX_LOAD: {
     const coil_sym *index = e->index;
     if (e->nargs) { /* each indirect value first: variable q of the lowering becomes iN */
-      int vars[3];
-      const coil_sym *repl[3];
-      for (int i = 0; i < e->nargs; i++) {
-        int v = emit_expr(kb, e->args[i]);
-        char name[24];
-        snprintf(name, sizeof name, "i%d", v);
-        int64_t hi;
-        bool known = coil_sym_is_const(e->args[i]->bound, &hi) && hi > 0;
-        repl[i] = coil_sym_var(kb->E->L->sym, name);
-        coil_sym_set_range(kb->E->L->sym, repl[i], 0, known ? hi - 1 : INT64_MAX);
-        coil_sym_set_range(kb->E->p->sym, coil_wir_indirect_var(kb->E->p->sym, v), 0, known ? hi - 1 : INT64_MAX);
-        vars[i] = e->args[i]->index->var;
-      }
-      index = coil_sym_subst(kb->E->L->sym, index, e->nargs, vars, repl);
+      index = bind_indirect(kb, index, e->nargs, e->args);
     } else {
       for (int i = 0; i < kb->ninternal; i++)
         if (kb->internals[i].buffer == e->buffer && coil_sym_cmp(kb->internals[i].index, e->index) == 0)
@@ -390,13 +401,22 @@ build_kernel(emitter *E, int gi, int pos, int *stored, int *nstored)
     const lexpr *body = lx_subst(L, n->body, n->rank, vars, repl);
     const coil_sym *store = coil_sym_subst(L->sym, n->store, n->rank, vars, repl);
     int v = emit_expr(&kb, body);
-    if (n->kind == LN_REDUCTION) {
+    if (n->kind == LN_SCATTER) { /* alone in its group: a store through its index values */
+      const lexpr *ind[3];
+      for (int i = 0; i < n->nstore_ind; i++)
+        ind[i] = lx_subst(L, n->store_ind[i], n->rank, vars, repl);
+      store = bind_indirect(&kb, store, n->nstore_ind, ind);
+      int prm = param_for(&kb, n->out, true);
+      add_inst(&kb, (coil_kinst){.op = COIL_KOP_STORE, .dtype = L->bufs[n->out].dtype, .args = {v, -1, -1},
+                                 .param = prm, .index = imp(E, store), .mode = n->mode});
+      stored[(*nstored)++] = n->out;
+    } else if (n->kind == LN_REDUCTION) {
       coil_dtype dt = n->reduction == COIL_REDUCE_ARGMAX || n->reduction == COIL_REDUCE_ARGMIN ? COIL_I64 : L->bufs[n->out].dtype;
       v = add_inst(&kb, (coil_kinst){.op = COIL_KOP_REDUCE, .dtype = dt, .args = {v, -1, -1}, .param = -1, .red = n->reduction});
     }
-    if (kb.ninternal < 128)
+    if (kb.ninternal < 128 && n->kind != LN_SCATTER)
       kb.internals[kb.ninternal++] = (internal){n->out, store, v};
-    if (needed_outside(E, n->out, gi)) {
+    if (n->kind != LN_SCATTER && needed_outside(E, n->out, gi)) {
       int prm = param_for(&kb, n->out, true);
       add_inst(&kb, (coil_kinst){.op = COIL_KOP_STORE, .dtype = L->bufs[n->out].dtype, .args = {v, -1, -1}, .param = prm, .index = imp(E, store)});
       stored[(*nstored)++] = n->out;
@@ -470,6 +490,14 @@ build_kernel(emitter *E, int gi, int pos, int *stored, int *nstored)
   for (int i = 0; i < kb.nparams; i++) {
     if (!kb.params[i].is_output)
       continue;
+    const lbuf *ob = &L->bufs[args[i]];
+    if (ob->node >= 0 && L->nodes[ob->node].kind == LN_SCATTER) { /* in place: the storage of the
+                                                                      buffer it starts from */
+      int init = L->nodes[ob->node].init;
+      E->donated[init] = true;
+      L->bufs[args[i]].wir = L->bufs[init].wir;
+      continue;
+    }
     int donor = -1;
     for (int j = 0; j < kb.nparams && donor < 0 && k->kind == COIL_KERNEL_POINTWISE; j++)
       if (!kb.params[j].is_output && can_write_in_place(E, &kb, j, i, pos))
@@ -632,6 +660,9 @@ coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
       if (E.last_use[stored[q]] <= i)
         release(&E, stored[q]);
   }
+  for (int i = 0; i < L->ncopy_backs; i++) /* inputs written in place get their final values */
+    line(&E, (coil_line){.kind = COIL_LINE_COPY_BACK, .buffer = L->bufs[L->copy_back_input[i]].wir,
+                         .source = L->bufs[L->copy_back_buf[i]].wir});
   int *outs = malloc(sizeof(int) * (size_t)(L->g->noutputs + 1)), rc = 0;
   for (int i = 0; i < L->g->noutputs && !rc; i++) {
     outs[i] = view_buffer(&E, L->outputs[i]);

@@ -61,6 +61,12 @@ struct coil_value {
   coil_value_kind kind;
   int index;               /* input position, or node index */
   coil_type type;
+  /* in-place ops (docs/graph-format.md, Mutation), filled by the parser */
+  const coil_value *alias; /* the result of an in-place op: the value whose tensor it names (the
+                              first name of that tensor); NULL for the others */
+  const coil_value *view_of; /* a view's base (view ops, and in-place writes through a view) */
+  int made_at;             /* statement (from 1) that last set what this name reads; 0: input */
+  int written_at;          /* first names of tensors: the last statement that wrote it, 0 none */
 };
 
 /* One argument as written: positional (name NULL) or keyword. */
@@ -93,6 +99,13 @@ struct coil_graph {
   coil_value **outputs;
 };
 
+/* The first name of the tensor v names (v itself unless v is an in-place op's result). */
+const coil_value *coil_value_root(const coil_value *v);
+/* A base v is a view of that was written after v got its contents (v is stale), else NULL. */
+const coil_value *coil_value_stale_base(const coil_value *v);
+/* Checks the reads of statement n (index i) against earlier in-place writes and records n's own
+ * write, if it is an in-place op (mutation.c). */
+int coil_graph_note_mutation(coil_graph *g, coil_node *n, int i, coil_diag *d);
 void coil_type_print(const coil_graph *g, const coil_type *t, coil_strbuf *b);
 bool coil_type_equal(const coil_type *a, const coil_type *b);
 

@@ -697,7 +697,7 @@ parse_stmt(parser *p, coil_node *n, int index)
   memcpy(n->args, args, sizeof(coil_arg) * (size_t)nargs);
   if (next(p))
     return -1;
-  if (coil_infer_node(p->g, n, p->d))
+  if (coil_infer_node(p->g, n, p->d) || coil_graph_note_mutation(p->g, n, (int)(n - p->g->nodes), p->d))
     return -1;
   if (n->annotated && !coil_type_equal(&annot, &v->type)) {
     coil_strbuf want = {0}, got = {0};
@@ -733,6 +733,13 @@ parse_return(parser *p)
     if (l.v->type.kind != COIL_TYPE_TENSOR)
       return err_at(p, line, col, "%%%s is not a tensor and cannot be returned (%s)", l.v->name,
                     l.v->type.kind == COIL_TYPE_TUPLE ? "use getitem" : "its op returns nothing");
+    const coil_value *stale = coil_value_stale_base(l.v);
+    if (stale) {
+      char msg[512];
+      snprintf(msg, sizeof msg, "returns %%%s, a view of %%%s taken before %%%s was written in place; take the view "
+               "after the write (aliases of views are not tracked)", l.v->name, stale->name, stale->name);
+      return err_at(p, line, col, "%s", msg, "");
+    }
     outs[n++] = l.v;
     if (expect_sep(p, ')'))
       return -1;

@@ -301,6 +301,7 @@ lbuf_new(lowering *L, coil_dtype dt, int rank, const coil_sym *const *sizes)
   b->node = -1;
   b->input = -1;
   b->wir = -1;
+  b->value = -1;
   memcpy(b->sizes, sizes, sizeof(*sizes) * (size_t)rank);
   const coil_sym *s = K(L, 1);
   for (int i = rank - 1; i >= 0; i--) {
@@ -602,20 +603,43 @@ coil_lower(lowering *L, const coil_graph *g, const coil_compile_options *o, coil
   /* how many statements read each value: a value read by several whose expression is large is
    * realized once instead of recomputed in every reader (Inductor's realize heuristic) */
   int *readers = COIL_ARENA_ARRAY(a, int, nv);
-  for (int i = 0; i < g->nnodes; i++)
+  L->version = COIL_ARENA_ARRAY(a, int, nv);
+  L->final_version = COIL_ARENA_ARRAY(a, int, nv);
+  L->mutated = COIL_ARENA_ARRAY(a, bool, g->ninputs + 1);
+  L->copy_back_input = COIL_ARENA_ARRAY(a, int, g->ninputs + 1);
+  L->copy_back_buf = COIL_ARENA_ARRAY(a, int, g->ninputs + 1);
+  for (int v = 0; v < nv; v++)
+    L->version[v] = L->final_version[v] = v;
+  for (int i = 0; i < g->nnodes; i++) {
     for (int k = 0; k < g->nodes[i].nargs; k++) {
       const coil_lit *l = &g->nodes[i].args[k].lit;
       int n = l->kind == COIL_LIT_LIST ? l->n : 1;
       for (int j = 0; j < n; j++) {
         const coil_lit *it = l->kind == COIL_LIT_LIST ? &l->items[j] : l;
-        if (it->kind == COIL_LIT_VALUE)
-          readers[it->v->kind == COIL_VAL_NODE ? g->ninputs + it->v->index : it->v->index]++;
+        int ver = it->kind == COIL_LIT_VALUE ? L->final_version[it->v->kind == COIL_VAL_NODE ? g->ninputs + it->v->index : it->v->index] : -1;
+        if (ver >= 0)
+          readers[ver]++;
       }
     }
+    if (coil_op_is_inplace(g->nodes[i].op)) { /* the names written stand for a new version */
+      int ver = g->ninputs + i;
+      for (const coil_value *w = g->nodes[i].bound[0].v; w; w = coil_value_root(w)->view_of, ver = -1) {
+        const coil_value *root = coil_value_root(w); /* and the bases written through views */
+        for (int v = 0; v < g->ninputs + i + 1; v++) {
+          const coil_value *val = v < g->ninputs ? g->inputs[v] : g->nodes[v - g->ninputs].out;
+          if (val && coil_value_root(val) == root)
+            L->final_version[v] = ver;
+        }
+      }
+    }
+  }
+  L->readers = readers;
   for (int i = 0; i < g->nnodes; i++) {
     L->cur_origin = g->nodes[i].op->name;
     if (coil_lower_node(L, &g->nodes[i]))
       return -1;
+    if (coil_op_is_inplace(g->nodes[i].op))
+      coil_lower_mutation(L, &g->nodes[i]);
     lazy *z = L->values[g->ninputs + i];
     if (z && z->realized < 0 && readers[g->ninputs + i] > 1 && z->expr->size > REALIZE_SIZE)
       lz_realize(L, z);
@@ -628,6 +652,19 @@ coil_lower(lowering *L, const coil_graph *g, const coil_compile_options *o, coil
     int ob = lz_output(L, z);
     L->outputs[i] = ob;
     L->bufs[ob >= 0 ? ob : L->views[-1 - ob].buffer].is_output = true;
+  }
+  for (int i = 0; i < g->ninputs; i++) { /* mutated inputs: their final values, copied back */
+    if (!L->mutated[i])
+      continue;
+    lazy *z = L->values[i];
+    int b = lz_is_buffer(L, z);
+    if (b < 0 || !same_sizes(L, &L->bufs[b], z) || L->bufs[b].kind == LB_INPUT) {
+      z->realized = -1;
+      b = lz_realize(L, z);
+    }
+    L->bufs[b].is_output = true;
+    L->copy_back_input[L->ncopy_backs] = i;
+    L->copy_back_buf[L->ncopy_backs++] = b;
   }
   return 0;
 }

@@ -71,9 +71,15 @@ typedef struct lbuf {
   bool is_output;            /* returned by the graph */
   int users;                 /* nodes reading it (after dead-code elimination) */
   int wir;                   /* buffer index in the Wrapper IR program, once emitted */
+  int value;                 /* the graph value a scatter's result buffer holds (lowering only:
+                                a later scatter of that value may write it in place), else -1 */
 } lbuf;
 
-typedef enum { LN_POINTWISE, LN_REDUCTION, LN_EXTERN } lnode_kind;
+typedef enum {
+  LN_POINTWISE, LN_REDUCTION, LN_EXTERN,
+  LN_SCATTER,                /* stores through indirect indices into a buffer that starts as
+                                another's contents and storage (lower_scatter.c) */
+} lnode_kind;
 
 typedef struct lnode {
   lnode_kind kind;
@@ -87,6 +93,13 @@ typedef struct lnode {
   coil_reduction reduction;
   const lexpr *body;         /* value per point (REDUCTION: the value reduced) */
   const coil_sym *store;     /* index of the output element, over dvars (kept dims only) */
+  /* SCATTER: a pointwise node over its space whose store index also uses the variables of
+   * the indirect values store_ind[] and whose store combines (mode); `out` starts as the
+   * contents of buffer `init` and takes over its storage (init has no reader after this node) */
+  int init;
+  coil_store_mode mode;
+  int nstore_ind;
+  const lexpr *store_ind[3];
   /* EXTERN */
   const char *op;            /* aten op name */
   int nins, nouts;
@@ -126,6 +139,18 @@ typedef struct lowering {
   lazy ***tuples;            /* per graph value: elements of tuple values */
   int ndvars;                /* counter for fresh dimension variables */
   const char *cur_origin;    /* the op being lowered */
+  int *readers;              /* per version of a graph value (see version): statement
+                                arguments that read it */
+  /* In-place ops (docs/graph-format.md, Mutation): a statement that writes its first argument
+   * in place makes that name stand for a new version from then on. A version is named by the
+   * slot of the statement that made it (the value's own slot first), -1 when unknown (a base
+   * written through a view). */
+  int *version;              /* per graph value: its current version, updated as lowering goes */
+  int *final_version;        /* per graph value: its version after the last statement */
+  bool *mutated;             /* per graph input: written in place, copied back at the end */
+  int ncopy_backs;
+  int *copy_back_input;      /* graph input position */
+  int *copy_back_buf;        /* the buffer holding its final value (is_output) */
   int nlibrary;              /* library ops the target claims (coil_compile_options) */
   const coil_library_claim *library;
   coil_diag *d;
@@ -195,6 +220,13 @@ int coil_lower_cumsum(lowering *L, const coil_node *n);
 
 /* lower_index.c: embedding, gather and index.Tensor as indirect loads */
 int coil_lower_index(lowering *L, const coil_node *n);
+
+/* lower_scatter.c: scatter, scatter_add, scatter_reduce, index_put, embedding_dense_backward
+ * (copy, then stores through indirect indices), select_scatter and slice_scatter (pointwise) */
+int coil_lower_scatter(lowering *L, const coil_node *n);
+/* After in-place statement n is lowered: its first argument's name stands for n's result; where
+ * that argument is a slice or select of a base, the base takes the new values in that place too. */
+void coil_lower_mutation(lowering *L, const coil_node *n);
 
 /* lower_pool.c: max_pool{2,3}d_with_indices, avg_pool{2,3}d and the adaptive average pools as
  * window reductions */

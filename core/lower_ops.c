@@ -966,6 +966,9 @@ coil_lower_node(lowering *L, const coil_node *n)
       return rc;
     return lower_extern(L, n, n->op->name);
   }
+  case COIL_RULE_SCATTER: case COIL_RULE_INDEX_PUT: case COIL_RULE_EMBEDDING_BWD:
+  case COIL_RULE_SELECT_SCATTER: case COIL_RULE_SLICE_SCATTER: case COIL_RULE_MASKED_SCATTER:
+    return coil_lower_scatter(L, n);
   case COIL_RULE_TOPK: { /* generated as sort is, where the plugin does not claim it */
     int rc = coil_lower_is_library(L, n->op->name, n->bound[0].v->type.dtype) ? 1 : coil_lower_pairwise(L, n);
     if (rc != 1)

@@ -165,9 +165,16 @@ static const struct {
     {"Device", COIL_P_DEVICE}, {"MemoryFormat", COIL_P_MEMFMT}, {"Any", COIL_P_ANY},
 };
 
+bool
+coil_op_is_inplace(const coil_op *op)
+{
+  return strncmp(op->schema, "Tensor(a!) ", 11) == 0;
+}
+
 /* param := "*" | base ["(" alias ")"] ["?"] ["[" [INT] "]"] ["?"] NAME ["=" default]
- * An alias annotation (Tensor(a!) out: written in place) is read and dropped: graphs are
- * functional, and an op that writes `out` returns the new value instead (ops.def's .out ops). */
+ * An alias annotation marks a parameter written in place (mutated): an in-place overload's
+ * first (Tensor(a!) self, its value rebound); an .out overload's `out` (Tensor(a!) out) is
+ * not written: graphs are functional, so such an op returns the new value instead. */
 static int
 parse_param(sparser *sp, coil_param *prm, bool kwonly)
 {
@@ -185,6 +192,7 @@ parse_param(sparser *sp, coil_param *prm, bool kwonly)
     const char *close = strchr(sp->p, ')');
     if (!close)
       return serr(sp, "unterminated alias annotation");
+    prm->mutated = close[-1] == '!';
     sp->p = close + 1;
   }
   bool elem_optional = false;

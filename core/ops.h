@@ -27,7 +27,8 @@ typedef enum coil_op_kind {
   R(INDEX) R(GATHER) R(EMBEDDING) R(MATMUL) R(CONV) R(POOL) R(TOPK) R(CUMSUM) R(ASSERT_META) R(GETITEM) \
   R(POOL_BWD) R(NORM_BWD) R(SORT) R(CDIST) R(CONV_BWD) R(COL2IM) R(GRID_SAMPLE) R(EMBEDDING_BAG) \
   R(FLIP) R(REPEAT) R(INDEX_SELECT) R(DIAGONAL) R(AS_STRIDED) R(EMPTY) R(MODE_PAD) R(UPSAMPLE) \
-  R(GROUP_NORM) R(BATCH_NORM_STATS) R(DROPOUT) R(ADAPTIVE_POOL) R(SYM_SIZE)
+  R(GROUP_NORM) R(BATCH_NORM_STATS) R(DROPOUT) R(ADAPTIVE_POOL) R(SYM_SIZE) \
+  R(SCATTER) R(INDEX_PUT) R(EMBEDDING_BWD) R(SELECT_SCATTER) R(SLICE_SCATTER) R(MASKED_SCATTER)
 typedef enum coil_rule {
 #define R(x) COIL_RULE_##x,
   COIL_RULES(R)
@@ -73,6 +74,7 @@ typedef struct coil_param {
   coil_ptype type;
   bool optional;        /* T? : None accepted */
   bool kwonly;          /* after '*' */
+  bool mutated;         /* Tensor(a!): the op writes this argument in place */
   int fixed_len;        /* int[2]: a single int expands to this many; 0 otherwise */
   bool has_default;
   coil_lit def;         /* default value (lists of ints only need up to 8 items) */
@@ -91,6 +93,9 @@ const char *coil_op_kind_name(coil_op_kind k);
 const char *coil_rule_name(coil_rule r);
 /* Parse op->schema. Fails only on a malformed table entry (a bug), which the unit tests rule out. */
 int coil_schema_parse(const coil_op *op, coil_schema *s, coil_diag *d);
+/* Whether op is an in-place overload: its first parameter is Tensor(a!), written in place, and
+ * its result is that tensor (aten.index_put_.default). See docs/graph-format.md, Mutation. */
+bool coil_op_is_inplace(const coil_op *op);
 /* Index of parameter `name` in s, or -1. */
 int coil_schema_find(const coil_schema *s, const char *name);
 

@@ -852,6 +852,9 @@ run_node(rctx *r, coil_tensor *outs)
   case COIL_RULE_CONV_BWD: case COIL_RULE_COL2IM: case COIL_RULE_GRID_SAMPLE:
   case COIL_RULE_EMBEDDING_BAG:
     return coil_ref_run_backward(r, outs);
+  case COIL_RULE_SCATTER: case COIL_RULE_INDEX_PUT: case COIL_RULE_EMBEDDING_BWD:
+  case COIL_RULE_SELECT_SCATTER: case COIL_RULE_SLICE_SCATTER: case COIL_RULE_MASKED_SCATTER:
+    return coil_ref_run_scatter(r, outs);
   default:
     return coil_ref_run_move(r, outs);
   }
@@ -931,8 +934,9 @@ coil_ref_run(const coil_graph *g, const coil_tensor_list *inputs, coil_tensor_li
   r.nvals = calloc((size_t)nv + 1, sizeof *r.nvals);
   r.bind = calloc((size_t)coil_sym_nvars(g->sym) + 1, sizeof *r.bind);
   coil_tensor **owned = calloc((size_t)g->nnodes + 1, sizeof *owned);
+  coil_tensor_list *based = calloc((size_t)g->nnodes + 1, sizeof *based); /* bases written through views */
   int rc = -1;
-  if (!r.vals || !r.nvals || !r.bind || !owned) {
+  if (!r.vals || !r.nvals || !r.bind || !owned || !based) {
     coil_diag_set(d, "out of memory");
     goto done;
   }
@@ -961,6 +965,8 @@ coil_ref_run(const coil_graph *g, const coil_tensor_list *inputs, coil_tensor_li
       goto done;
     r.vals[slot] = owned[i];
     r.nvals[slot] = nouts;
+    if (coil_op_is_inplace(n->op) && coil_ref_mutate(&r, n, owned[i], &based[i]))
+      goto done;
   }
   r.n = NULL;
   memset(outputs, 0, sizeof *outputs);
@@ -988,6 +994,9 @@ done:
     free(owned[i]);
   }
   free(owned);
+  for (int i = 0; i < g->nnodes && based; i++)
+    coil_tensor_list_free(&based[i]);
+  free(based);
   free(r.vals);
   free(r.nvals);
   free(r.bind);

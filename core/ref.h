@@ -47,4 +47,10 @@ int coil_ref_math_binary_i(int ew, int64_t a, int64_t b, int64_t *out);
  * of ops.def (and the 3-D pools) */
 int coil_ref_run_shapes(rctx *r, coil_tensor *outs);
 
+int coil_ref_run_scatter(rctx *r, coil_tensor *outs); /* ref_scatter.c */
+/* In-place statement n has computed `now`: its first argument's name stands for it from here on,
+ * and a base it is a slice or select of takes the new values there (new bases are kept in
+ * *keep). ref_scatter.c */
+int coil_ref_mutate(rctx *r, const coil_node *n, const coil_tensor *now, coil_tensor_list *keep);
+
 #endif

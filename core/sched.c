@@ -5,7 +5,9 @@
  * reduction's space with pointwise members over its full input or over its kept dims), every
  * buffer one member writes and another reads is read at exactly the index it is written (so no
  * program of the kernel reads another's element), and no path between them runs through a third
- * group (a cycle). score_fusion(a, b) is the bytes of memory traffic the merge saves, then
+ * group (a cycle); a scatter node (lower_scatter.c) stays alone, so no reader of its destination
+ * shares its kernel, and it comes after the node that wrote the buffer it starts from, which it
+ * reads. score_fusion(a, b) is the bytes of memory traffic the merge saves, then
  * proximity; candidates are merged best first, repeated to a fixpoint (at most 10 rounds, at most
  * 64 nodes a group). requires: coil_lower's output; produces: groups in execution order. */
 #include <stdio.h>
@@ -55,6 +57,11 @@ node_reads(const lowering *L, const lnode *n, ints *out)
     return;
   }
   expr_reads(n->body, out);
+  if (n->kind == LN_SCATTER) { /* its index values, and the buffer it starts from */
+    for (int i = 0; i < n->nstore_ind; i++)
+      expr_reads(n->store_ind[i], out);
+    push(out, n->init);
+  }
 }
 
 static void
@@ -310,6 +317,14 @@ coil_sched_can_fuse(schedule *S, int a, int b)
     return false;
   if (ga->nmembers + gb->nmembers > MAX_GROUP)
     return false;
+  /* a scatter stays alone: a reader of its destination in the same kernel would see elements
+   * other points have not stored yet */
+  for (int side = 0; side < 2; side++) {
+    const sgroup *g = side ? gb : ga;
+    for (int i = 0; i < g->nmembers; i++)
+      if (S->L->nodes[g->members[i]].kind == LN_SCATTER)
+        return false;
+  }
   sgroup space;
   if (!merged_space(ga, gb, &space))
     return false;
@@ -729,7 +744,9 @@ dump_node(const lowering *L, int k, coil_strbuf *b)
   if (n->kind == LN_EXTERN) {
     coil_strbuf_printf(b, "node %d: extern %s -> t%d", k, n->op, n->out);
   } else {
-    coil_strbuf_printf(b, "node %d: %s", k, n->kind == LN_POINTWISE ? "pointwise" : "reduction ");
+    coil_strbuf_printf(b, "node %d: %s", k, n->kind == LN_POINTWISE ? "pointwise" : n->kind == LN_SCATTER ? "scatter" : "reduction ");
+    if (n->kind == LN_SCATTER && n->mode != COIL_STORE_PLAIN)
+      coil_strbuf_printf(b, " %s", coil_store_mode_name(n->mode));
     if (n->kind == LN_REDUCTION)
       coil_strbuf_puts(b, coil_reduction_name(n->reduction));
     coil_strbuf_printf(b, " -> t%d, sizes [", n->out);
@@ -754,6 +771,12 @@ dump_node(const lowering *L, int k, coil_strbuf *b)
     dump_expr(L, n->body, b, 0);
     coil_strbuf_puts(b, "\n    store at ");
     coil_sym_print(L->sym, n->store, COIL_SYM_PY_SYNTAX, b);
+    for (int i = 0; n->kind == LN_SCATTER && i < n->nstore_ind; i++) {
+      coil_strbuf_puts(b, ", ");
+      dump_expr(L, n->store_ind[i], b, 1);
+    }
+    if (n->kind == LN_SCATTER)
+      coil_strbuf_printf(b, " (starting from t%d)", n->init);
     coil_strbuf_puts(b, "\n");
   }
 }

@@ -271,6 +271,10 @@ lowers_to(const coil_op *op)
   case COIL_RULE_CONV: return "reduction + pointwise epilogue, or a library call the plugin claims";
   case COIL_RULE_INDEX: return "pointwise with indirect loads (a bool mask: library call)";
   case COIL_RULE_GATHER: case COIL_RULE_EMBEDDING: return "pointwise with indirect loads";
+  case COIL_RULE_SCATTER: case COIL_RULE_INDEX_PUT: case COIL_RULE_EMBEDDING_BWD:
+    return "copy + scatter kernel (indirect stores; duplicates combine atomically where the op combines them)";
+  case COIL_RULE_SELECT_SCATTER: case COIL_RULE_SLICE_SCATTER: return "pointwise (a select between src and self)";
+  case COIL_RULE_MASKED_SCATTER: return "prefix count of the mask (a reduction), then pointwise with an indirect load";
   case COIL_RULE_TOPK:
     return "as sort, first k positions (rows up to 1024), or a library call the plugin claims";
   case COIL_RULE_CUMSUM:
@@ -344,7 +348,13 @@ static const char shape_notes[] =
     "  offset of its own (PyTorch's describe its views), so any answer could be wrong.\n"
     "  `aten._local_scalar_dense.default` (x.item()) is left out: its result is a Python number\n"
     "  whose value depends on the data, which the format cannot hold, and as a 0-d tensor it\n"
-    "  would promote differently (an f64 0-d tensor keeps f64 where a Python float is f32).\n\n";
+    "  would promote differently (an f64 0-d tensor keeps f64 where a Python float is f32).\n"
+    "- Also left out of PyTorch's Core ATen opset (docs/core-aten.md): `aten._fft_r2c.default`\n"
+    "  and `aten._fft_c2r.default` (complex tensors: coil has no complex dtypes),\n"
+    "  `aten.nonzero.default` (its size depends on the data: coil knows every size before a\n"
+    "  run), and `aten.rand.default`, `aten.randn.default`, `aten.randperm.default` (random\n"
+    "  numbers: graphs hold no generator state, and values from another generator than\n"
+    "  PyTorch's could be checked against nothing).\n\n";
 
 static int
 cmd_ops(int argc, char **argv)

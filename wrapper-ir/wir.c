@@ -63,6 +63,35 @@ coil_reduction_from_name(const char *s, size_t n)
   return -1;
 }
 
+static const char *const store_modes[] = {
+#define M(id, name) name,
+    COIL_STORE_MODES(M)
+#undef M
+};
+
+const char *
+coil_store_mode_name(coil_store_mode m)
+{
+  return (unsigned)m < COIL_STORE_MODE_COUNT ? store_modes[m] : "?";
+}
+
+int
+coil_store_mode_from_name(const char *s, size_t n)
+{
+  for (int i = 1; i < COIL_STORE_MODE_COUNT; i++)
+    if (strlen(store_modes[i]) == n && memcmp(store_modes[i], s, n) == 0)
+      return i;
+  return -1;
+}
+
+bool
+coil_store_mode_valid(coil_store_mode m, coil_dtype t)
+{
+  if ((unsigned)m >= COIL_STORE_MODE_COUNT)
+    return false;
+  return m == COIL_STORE_PLAIN || t != COIL_BOOL;
+}
+
 coil_wir_program *
 coil_wir_new(const char *name)
 {

@@ -318,7 +318,7 @@ parse_inst(parser *p, kbuild *kb, coil_kinst *in)
   }
 }
 
-/* store := "store" PARAM "[" EXPR "]" "," VALUE NL */
+/* store := "store" PARAM "[" EXPR "]" "," VALUE ["," MODE] NL   (MODE: add mul max min, 1.3) */
 static int
 parse_store(parser *p, kbuild *kb, coil_kinst *in)
 {
@@ -331,7 +331,15 @@ parse_store(parser *p, kbuild *kb, coil_kinst *in)
       wir_expect_punct(p, ",") || parse_operand(p, kb, &in->args[0]))
     return -1;
   in->dtype = kb->k.insts[in->args[0]].dtype;
-  return 0;
+  if (!wir_is_punct(p, ","))
+    return 0;
+  if (wir_next(p))
+    return -1;
+  int m = p->t.kind == T_NAME ? coil_store_mode_from_name(p->t.s, p->t.n) : -1;
+  if (m < 0)
+    return wir_expected(p, "a store mode (add, mul, max, min)");
+  in->mode = (coil_store_mode)m;
+  return wir_next(p);
 }
 
 /* param := "param" NAME ":" DTYPE ["out"] NL */

@@ -102,7 +102,10 @@ put_inst(const coil_wir_program *p, const coil_kernel *k, int n, coil_strbuf *ou
   if (in->op == COIL_KOP_STORE) {
     coil_strbuf_printf(out, "  store %s[", param);
     put_sym(p, in->index, out);
-    coil_strbuf_printf(out, "], %%%d\n", in->args[0]);
+    coil_strbuf_printf(out, "], %%%d", in->args[0]);
+    if (in->mode != COIL_STORE_PLAIN)
+      coil_strbuf_printf(out, ", %s", coil_store_mode_name(in->mode));
+    coil_strbuf_puts(out, "\n");
     return;
   }
   coil_strbuf_printf(out, "  %%%d: %s = %s", n, coil_dtype_name(in->dtype), coil_kop_name(in->op));

@@ -275,6 +275,11 @@ check_types(verifier *v, const coil_kernel *k, int n)
       return BAD("store to %s, which is not an output param", k->name, n, pr->name);
     if (in->op == COIL_KOP_STORE && a != t)
       return BAD("store of a %s value is marked %s", k->name, n, an, tn);
+    if (in->op == COIL_KOP_LOAD && in->mode != COIL_STORE_PLAIN)
+      return BAD("load with a store mode", k->name, n);
+    if (in->op == COIL_KOP_STORE && !coil_store_mode_valid(in->mode, t))
+      return BAD("store mode %s is not valid for %s (combining stores take numbers, not bool)",
+                 k->name, n, (unsigned)in->mode < COIL_STORE_MODE_COUNT ? coil_store_mode_name(in->mode) : "?", tn);
     if (t != pr->dtype)
       return BAD("%s of %s with param %s of dtype %s", k->name, n, op, tn, pr->name,
                  coil_dtype_name(pr->dtype));

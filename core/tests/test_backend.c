@@ -243,6 +243,44 @@ Test(backend, welford_variance_matches_ref, .timeout = 300)
  * call rejecting an index) leaves nothing allocated: five failed runs of a graph with a 4 MiB
  * intermediate must not grow the heap by its size. (Under AddressSanitizer glibc's counters
  * stand still; LeakSanitizer checks instead.) */
+/* A graph input written in place gets its final value copied back by the plugins (the caller's
+ * tensor holds it after the run), equal to what the graph returns for it on ref. */
+Test(backend, inplace_input_is_copied_back, .timeout = 120)
+{
+  static const char text[] =
+      "coil 1\ngraph g(%x: f32[6, 4], %v: f32[3, 4], %y: f32[2, 4]) {\n"
+      "  %i = aten.arange.start_step(0, 6, 2)\n"
+      "  %a = aten.index_put_.default(%x, [%i], %v, True)\n"
+      "  %s = aten.slice.Tensor(%x, 0, 1, 3)\n"
+      "  %c = aten.copy_.default(%s, %y)\n"
+      "  %r = aten.relu.default(%x)\n"
+      "  return (%r, %x)\n}\n";
+  coil_diag d = {0};
+  coil_graph *g = coil_graph_parse("g.coil", text, sizeof text - 1, &d);
+  cr_assert_not_null(g, "%s", d.msg);
+  for (size_t k = 0; k < sizeof plugins / sizeof *plugins; k++) {
+    coil_tensor_list in = {0}, want = {0}, got = {0};
+    random_inputs(g, 1, 7, &in);
+    coil_tensor before;
+    cr_assert_eq(coil_tensor_init(&before, COIL_F32, 2, in.tensors[0].shape, NULL), 0);
+    memcpy(before.data, in.tensors[0].data, coil_tensor_nbytes(&before));
+    coil_backend_env env = interp_env();
+    cr_assert_eq(coil_backend_run(g, "ref", &env, &in, &want, &d), 0, "ref: %s", d.msg);
+    cr_assert_eq(coil_backend_run(g, plugins[k], &env, &in, &got, &d), 0, "%s: %s", plugins[k], d.msg);
+    coil_compare c;
+    cr_expect(coil_tensor_allclose(&got.tensors[1], &want.tensors[1], 1e-6, 1e-6, &c), "%s: returned %%x", plugins[k]);
+    cr_expect(coil_tensor_allclose(&in.tensors[0], &want.tensors[1], 1e-6, 1e-6, &c),
+              "%s: the caller's %%x does not hold its final value (copy_back)", plugins[k]);
+    cr_expect(!coil_tensor_allclose(&before, &want.tensors[1], 1e-6, 1e-6, &c), "the graph changes %%x");
+    coil_tensor_free(&before);
+    coil_tensor_list_free(&in);
+    coil_tensor_list_free(&want);
+    coil_tensor_list_free(&got);
+    coil_plugin_dirs_free(&env.dirs);
+  }
+  coil_graph_free(g);
+}
+
 Test(backend, a_failing_program_releases_its_buffers, .timeout = 120)
 {
   static const char text[] = "coil 1\n"

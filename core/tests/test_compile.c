@@ -125,6 +125,122 @@ Test(compile, memory_plan)
   coil_wir_free(p);
 }
 
+static bool
+has_indirect(const coil_kernel *k)
+{
+  for (int i = 0; i < k->ninsts; i++)
+    if (k->insts[i].op == COIL_KOP_INDIRECT)
+      return true;
+  return false;
+}
+
+/* A chain of n scatter_adds of one value: scatter kernels (those with an indirect index) and
+ * copies (the others), and whether every call writes the one buffer the first one writes. */
+static void
+scatter_chain(int n, int *scatters, int *copies, bool *one_buffer)
+{
+  coil_strbuf b = {0};
+  coil_strbuf_puts(&b, "coil 1\ngraph chain(%x0: f32[64, 16], %i: i64[32, 16], %s: f32[32, 16]) {\n");
+  for (int k = 1; k <= n; k++)
+    coil_strbuf_printf(&b, "  %%x%d = aten.scatter_add.default(%%x%d, 0, %%i, %%s)\n", k, k - 1);
+  coil_strbuf_printf(&b, "  return (%%x%d)\n}\n", n);
+  coil_diag d = {0};
+  coil_graph *g = coil_graph_parse("chain.coil", b.s, b.len, &d);
+  cr_assert_not_null(g, "%s", d.msg);
+  coil_compile_options o = {.fuse = true, .verify = true};
+  coil_wir_program *p = coil_compile_graph(g, &o, &d);
+  cr_assert_not_null(p, "%s", d.msg);
+  *scatters = *copies = 0;
+  *one_buffer = true;
+  int out = -1;
+  for (int i = 0; i < p->nlines; i++) {
+    const coil_line *l = &p->lines[i];
+    if (l->kind != COIL_LINE_KERNEL_CALL)
+      continue;
+    const coil_kernel *k = &p->kernels[l->kernel];
+    if (has_indirect(k))
+      (*scatters)++;
+    else
+      (*copies)++;
+    int w = l->args[l->nargs - 1]; /* the output param comes last */
+    cr_assert(k->params[k->nparams - 1].is_output);
+    *one_buffer = *one_buffer && (out < 0 || w == out);
+    out = w;
+  }
+  coil_wir_free(p);
+  coil_graph_free(g);
+  coil_strbuf_free(&b);
+}
+
+/* A chain of scatters is one copy of its input, then one scatter kernel per step writing that
+ * buffer in place: O(n) bytes moved, not a copy per step (O(n^2)). */
+Test(compile, scatter_chain_is_one_copy)
+{
+  int scatters, copies;
+  bool one;
+  for (int n = 1; n <= 12; n += 11) {
+    scatter_chain(n, &scatters, &copies, &one);
+    cr_expect_eq(copies, 1, "a chain of %d scatters: %d copy kernels, expected 1", n, copies);
+    cr_expect_eq(scatters, n, "a chain of %d scatters: %d scatter kernels", n, scatters);
+    cr_expect(one, "a chain of %d scatters writes more than one buffer", n);
+  }
+  coil_wir_program *p = compile_file(GOLDEN "/scatter_chain.coil", true);
+  cr_expect_eq(count_lines(p, COIL_LINE_ALLOC), 1, "scatter_chain: one buffer for the whole chain");
+  cr_expect_eq(count_lines(p, COIL_LINE_KERNEL_CALL), 6, "copy, four scatters, relu (in place)");
+  coil_wir_free(p);
+}
+
+/* A scatter never writes a buffer that is still read afterwards: a value read again (or
+ * returned) after it is scattered is copied first. */
+Test(compile, scatter_of_a_value_read_again_copies)
+{
+  static const char text[] =
+      "coil 1\ngraph g(%x: f32[8, 4], %i: i64[3, 4], %s: f32[3, 4]) {\n"
+      "  %a = aten.scatter_add.default(%x, 0, %i, %s)\n"
+      "  %b = aten.scatter_add.default(%a, 0, %i, %s)\n"
+      "  %c = aten.add.Tensor(%a, %b)\n"
+      "  return (%c, %a)\n}\n";
+  coil_diag d = {0};
+  coil_graph *g = coil_graph_parse("g.coil", text, sizeof text - 1, &d);
+  cr_assert_not_null(g, "%s", d.msg);
+  coil_compile_options o = {.fuse = true, .verify = true};
+  coil_wir_program *p = coil_compile_graph(g, &o, &d);
+  cr_assert_not_null(p, "%s", d.msg);
+  int copies = 0;
+  for (int i = 0; i < p->nlines; i++)
+    if (p->lines[i].kind == COIL_LINE_KERNEL_CALL && !has_indirect(&p->kernels[p->lines[i].kernel]) &&
+        strstr(p->kernels[p->lines[i].kernel].source_ops, "scatter_add"))
+      copies++;
+  cr_expect_eq(copies, 2, "%%a is read after %%b scatters into it: a second copy, %d copies", copies);
+  coil_wir_free(p);
+  coil_graph_free(g);
+}
+
+/* In-place ops: the input written in place is copied back from the buffer that holds its final
+ * value (also the buffer its outputs return), and its later in-place writes go into that buffer:
+ * one copy of %x for the whole chain. */
+Test(compile, inplace_writes_copy_back)
+{
+  coil_wir_program *p = compile_file(GOLDEN "/inplace.coil", true);
+  const coil_line *cb = NULL, *out = NULL;
+  for (int i = 0; i < p->nlines; i++) {
+    if (p->lines[i].kind == COIL_LINE_COPY_BACK) {
+      cr_expect_null(cb, "one copy_back");
+      cb = &p->lines[i];
+    }
+    if (p->lines[i].kind == COIL_LINE_OUTPUT)
+      out = &p->lines[i];
+  }
+  cr_assert_not_null(cb, "the mutated input %%x is copied back");
+  cr_assert_not_null(out);
+  cr_expect_eq(cb->buffer, 0, "copied back into arg0 (%%x)");
+  cr_expect_eq(out->args[2], cb->source, "%%x is returned from the buffer copied back");
+  cr_expect_eq(out->args[1], cb->source, "%%a names the same tensor as %%x");
+  cr_expect_eq(out->args[3], cb->source, "%%e too");
+  cr_expect_eq(count_lines(p, COIL_LINE_ALLOC), 2, "one buffer for %%x's versions, one for %%d");
+  coil_wir_free(p);
+}
+
 static char *
 slurp(const char *path)
 {

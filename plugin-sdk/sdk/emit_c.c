@@ -104,8 +104,132 @@ coil_c_store_inst(const coil_wir_program *p, const coil_kernel *k, int i, const 
   const coil_kinst *in = &k->insts[i];
   coil_strbuf idx = {0};
   coil_c_index(p, in->index, &idx);
-  coil_c_store(b, k->params[in->param].dtype, k->params[in->param].name, idx.s, names[in->args[0]]);
+  if (in->mode != COIL_STORE_PLAIN)
+    coil_strbuf_printf(b, "coil_store_%s_%s(%s + (%s), %s);", coil_store_mode_name(in->mode),
+                       coil_dtype_name(k->params[in->param].dtype), k->params[in->param].name, idx.s,
+                       names[in->args[0]]);
+  else
+    coil_c_store(b, k->params[in->param].dtype, k->params[in->param].name, idx.s, names[in->args[0]]);
   coil_strbuf_free(&idx);
+}
+
+bool
+coil_kernel_has_combining_store(const coil_kernel *k)
+{
+  for (int i = 0; i < k->ninsts; i++)
+    if (k->insts[i].op == COIL_KOP_STORE && k->insts[i].mode != COIL_STORE_PLAIN)
+      return true;
+  return false;
+}
+
+/* The combination of element value `a` with stored value `v` (C compute types), as text. */
+static void
+combine_expr(coil_strbuf *b, coil_store_mode m, coil_dtype t)
+{
+  bool f = coil_dtype_is_float(t);
+  const char *T = coil_c_compute_type(t);
+  const char *fx = t == COIL_F64 ? "coil_fmax" : "coil_fmaxf", *fn = t == COIL_F64 ? "coil_fmin" : "coil_fminf";
+  switch (m) {
+  case COIL_STORE_ADD:
+    if (f)
+      coil_strbuf_puts(b, "a + v");
+    else /* integers wrap, as PyTorch's: unsigned arithmetic, no undefined overflow */
+      coil_strbuf_printf(b, "(%s)((uint64_t)a + (uint64_t)v)", T);
+    break;
+  case COIL_STORE_MUL:
+    if (f)
+      coil_strbuf_puts(b, "a * v");
+    else
+      coil_strbuf_printf(b, "(%s)((uint64_t)a * (uint64_t)v)", T);
+    break;
+  case COIL_STORE_MAX: coil_strbuf_printf(b, f ? "%s(a, v)" : "(a > v ? a : v)", fx); break;
+  case COIL_STORE_MIN: coil_strbuf_printf(b, f ? "%s(a, v)" : "(a < v ? a : v)", fn); break;
+  default: coil_strbuf_puts(b, "v"); break;
+  }
+}
+
+void
+coil_c_combining_stores(coil_strbuf *b, bool cuda)
+{
+  const char *fn = cuda ? "static __device__ __forceinline__ " : "static inline ";
+  /* the bits of a value and back: f16/bf16 through the prelude's conversions */
+  if (cuda)
+    coil_strbuf_printf(b,
+                       "%sfloat coil_bits_f32(uint32_t u) { return __uint_as_float(u); }\n"
+                       "%suint32_t coil_f32_bits(float f) { return __float_as_uint(f); }\n"
+                       "%sdouble coil_bits_f64(uint64_t u) { return __longlong_as_double((long long)u); }\n"
+                       "%suint64_t coil_f64_bits(double f) { return (uint64_t)__double_as_longlong(f); }\n",
+                       fn, fn, fn, fn);
+  else
+    coil_strbuf_printf(b,
+                       "%sfloat coil_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }\n"
+                       "%suint32_t coil_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }\n"
+                       "%sdouble coil_bits_f64(uint64_t u) { double f; memcpy(&f, &u, 8); return f; }\n"
+                       "%suint64_t coil_f64_bits(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }\n",
+                       fn, fn, fn, fn);
+  static const coil_dtype types[] = {COIL_F64, COIL_F32, COIL_F16, COIL_BF16, COIL_I64,
+                                     COIL_I32, COIL_I16,  COIL_I8,  COIL_U8};
+  for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+    coil_dtype t = types[ti];
+    size_t w = coil_dtype_size(t);
+    const char *U = w == 8 ? "uint64_t" : w == 4 ? "uint32_t" : w == 2 ? "uint16_t" : "uint8_t";
+    const char *T = coil_c_compute_type(t), *S = coil_c_storage_type(t);
+    char from[64], to[64]; /* element bits `e` -> value, value `r` -> bits */
+    if (t == COIL_F32 || t == COIL_F64) {
+      snprintf(from, sizeof from, "coil_bits_%s(e)", coil_dtype_name(t));
+      snprintf(to, sizeof to, "coil_%s_bits(r)", coil_dtype_name(t));
+    } else if (t == COIL_F16 || t == COIL_BF16) {
+      snprintf(from, sizeof from, "coil_%c2f(e)", t == COIL_F16 ? 'h' : 'b');
+      snprintf(to, sizeof to, "coil_f2%c(r)", t == COIL_F16 ? 'h' : 'b');
+    } else {
+      snprintf(from, sizeof from, "(%s)e", T);
+      snprintf(to, sizeof to, "(%s)r", U);
+    }
+    for (int m = COIL_STORE_ADD; m < COIL_STORE_MODE_COUNT; m++) {
+      coil_strbuf_printf(b, "%svoid coil_store_%s_%s(%s *p, %s v) {", fn, coil_store_mode_name((coil_store_mode)m),
+                         coil_dtype_name(t), S, T);
+      if (!cuda) { /* GCC/Clang atomics: a compare-and-swap loop on the element */
+        coil_strbuf_printf(b, " %s *q = (%s *)p; %s e = __atomic_load_n(q, __ATOMIC_RELAXED), n;"
+                              " do { %s a = %s; %s r = ", U, U, U, T, from, T);
+        combine_expr(b, (coil_store_mode)m, t);
+        coil_strbuf_printf(b, "; n = %s; } while (!__atomic_compare_exchange_n(q, &e, n, 1, __ATOMIC_RELAXED,"
+                              " __ATOMIC_RELAXED)); }\n", to);
+        continue;
+      }
+      if (m == COIL_STORE_ADD && (t == COIL_F32 || t == COIL_F64)) { /* native atomics */
+        coil_strbuf_printf(b, " atomicAdd(p, v); }\n");
+        continue;
+      }
+      if (m == COIL_STORE_ADD && t == COIL_I64) {
+        coil_strbuf_puts(b, " atomicAdd((unsigned long long *)p, (unsigned long long)v); }\n");
+        continue;
+      }
+      if (m == COIL_STORE_ADD && t == COIL_I32) {
+        coil_strbuf_puts(b, " atomicAdd((int *)p, (int)v); }\n");
+        continue;
+      }
+      if ((m == COIL_STORE_MAX || m == COIL_STORE_MIN) && (t == COIL_I32 || t == COIL_I64)) {
+        coil_strbuf_printf(b, " atomic%s((%s *)p, (%s)v); }\n", m == COIL_STORE_MAX ? "Max" : "Min",
+                           t == COIL_I32 ? "int" : "long long", t == COIL_I32 ? "int" : "long long");
+        continue;
+      }
+      if (w >= 2) { /* atomicCAS on the element: 16-bit needs sm_70 */
+        const char *W = w == 8 ? "unsigned long long" : w == 4 ? "unsigned int" : "unsigned short";
+        coil_strbuf_printf(b, " %s *q = (%s *)p; %s old = *q, was;"
+                              " do { was = old; %s e = (%s)was; %s a = %s; %s r = ", W, W, W, U, U, T, from, T);
+        combine_expr(b, (coil_store_mode)m, t);
+        coil_strbuf_printf(b, "; old = atomicCAS(q, was, (%s)%s); } while (old != was); }\n", W, to);
+        continue;
+      }
+      /* one byte: compare-and-swap the aligned word that holds it */
+      coil_strbuf_printf(b, " unsigned int *q = (unsigned int *)((unsigned long long)p & ~3ull);"
+                            " unsigned int sh = (unsigned int)((unsigned long long)p & 3ull) * 8u, old = *q, was;"
+                            " do { was = old; uint8_t e = (uint8_t)(was >> sh); %s a = %s; %s r = ", T, from, T);
+      combine_expr(b, (coil_store_mode)m, t);
+      coil_strbuf_printf(b, "; uint8_t n = %s; old = atomicCAS(q, was, (was & ~(0xffu << sh)) | ((unsigned int)n << sh));"
+                            " } while (old != was); }\n", to);
+    }
+  }
 }
 
 static const char *

@@ -158,6 +158,8 @@ check_kernel(const coil_kernel *k)
     if (supports(NULL, coil_kop_name(in->op), in->dtype) != COIL_SUPPORTED)
       return unsupported("kernel %s, %%%d: %s on %s", k->name, i, coil_kop_name(in->op),
                          coil_dtype_name(in->dtype));
+    if (in->op == COIL_KOP_STORE && in->mode != COIL_STORE_PLAIN)
+      return unsupported("kernel %s, %%%d: a combining store (store.%s)", k->name, i, coil_store_mode_name(in->mode));
   }
   return NULL;
 }

@@ -73,6 +73,7 @@ prelude(coil_strbuf *b)
     }
     s += n;
   }
+  coil_c_combining_stores(b, true);
   coil_strbuf_puts(
       b,
       "\n/* block reductions: a full-warp shuffle tree, one partial per warp in shared memory, thread 0\n"
@@ -367,6 +368,10 @@ indirect_varies(const coil_wir_program *p, const coil_kernel *k, int var)
 void
 cuda_plan_kernel(const coil_wir_program *p, const coil_kernel *k, cuda_plan *out)
 {
+  if (coil_kernel_has_combining_store(k)) { /* atomic stores (a scatter): one element a thread */
+    *out = k->nr == 0 ? (cuda_plan){CUDA_POINTWISE, 256, 4, 1, 1, 0, 0} : (cuda_plan){CUDA_LOOPED, 0, 0, 1, 0, 0, 0};
+    return;
+  }
   if (coil_kernel_has_indirect(k)) { /* indirect loads: never a transpose; rows in registers (and
                                          vectors along r) only where no index value varies with r */
     if (k->nr == 0) { /* scalar: a vector load is issued before the lanes compute the index */

@@ -159,6 +159,10 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
     return COIL_SUPPORTED;
   if (strncmp(op, "reduce.", 7) == 0 && coil_reduction_from_name(op + 7, strlen(op + 7)) >= 0)
     return COIL_SUPPORTED;
+  if (strncmp(op, "store.", 6) == 0) { /* combining stores (Wrapper IR 1.3) */
+    int m = coil_store_mode_from_name(op + 6, strlen(op + 6));
+    return m >= 0 && coil_store_mode_valid((coil_store_mode)m, dtype) ? COIL_SUPPORTED : COIL_UNSUPPORTED;
+  }
   if ((strcmp(op, "aten.mm.default") == 0 || strcmp(op, "aten.bmm.default") == 0) &&
       (dtype == COIL_F32 || dtype == COIL_F16 || dtype == COIL_BF16 || dtype == COIL_F64))
     return COIL_SUPPORTED; /* cuBLAS, operands permitting (compile checks their layout) */

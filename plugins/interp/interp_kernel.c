@@ -400,6 +400,35 @@ offset_at(krun *kr, int i, int64_t *off)
   return 0;
 }
 
+/* A combining store (1.3): the element's old value `a` folded with the stored `v`, in the
+ * storage dtype's arithmetic (integers wrap; max and min propagate NaN, as torch.maximum). The
+ * interpreter runs points one after another, so nothing needs to be atomic. */
+static ival
+combine(coil_store_mode m, coil_dtype t, ival a, ival v)
+{
+  if (coil_dtype_is_float(t)) {
+    double x = a.f, y = v.f, r;
+    switch (m) {
+    case COIL_STORE_ADD: r = x + y; break;
+    case COIL_STORE_MUL: r = x * y; break;
+    case COIL_STORE_MAX: r = x != x || y != y ? x + y : x > y ? x : y; break;
+    case COIL_STORE_MIN: r = x != x || y != y ? x + y : x < y ? x : y; break;
+    default: r = y; break;
+    }
+    return (ival){.f = interp_round(t, r)};
+  }
+  uint64_t x = (uint64_t)a.i, y = (uint64_t)v.i;
+  int64_t r;
+  switch (m) {
+  case COIL_STORE_ADD: r = (int64_t)(x + y); break;
+  case COIL_STORE_MUL: r = (int64_t)(x * y); break;
+  case COIL_STORE_MAX: r = a.i > v.i ? a.i : v.i; break;
+  case COIL_STORE_MIN: r = a.i < v.i ? a.i : v.i; break;
+  default: r = v.i; break;
+  }
+  return (ival){.i = interp_wrap(t, r)};
+}
+
 /* The element an instruction loads or stores, or NULL after an error. */
 static char *
 element(krun *kr, int i)
@@ -564,7 +593,10 @@ exec(krun *kr, int i, int64_t rf)
     char *p = element(kr, i);
     if (!p)
       return -1;
-    interp_store(p, b->dtype, interp_convert(opnd(kr, in->args[0], rf), dt(kr, in->args[0]), b->dtype));
+    ival v = interp_convert(opnd(kr, in->args[0], rf), dt(kr, in->args[0]), b->dtype);
+    if (in->mode != COIL_STORE_PLAIN)
+      v = combine(in->mode, b->dtype, interp_load(p, b->dtype), v);
+    interp_store(p, b->dtype, v);
     return 0;
   }
   case COIL_KOP_CONST:

@@ -74,6 +74,10 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
     return COIL_SUPPORTED;
   if (strncmp(op, "reduce.", 7) == 0 && coil_reduction_from_name(op + 7, strlen(op + 7)) >= 0)
     return COIL_SUPPORTED;
+  if (strncmp(op, "store.", 6) == 0) { /* combining stores (Wrapper IR 1.3) */
+    int m = coil_store_mode_from_name(op + 6, strlen(op + 6));
+    return m >= 0 && coil_store_mode_valid((coil_store_mode)m, dtype) ? COIL_SUPPORTED : COIL_UNSUPPORTED;
+  }
   for (size_t i = 0; i < sizeof externs / sizeof *externs; i++)
     if (strcmp(op, externs[i]) == 0)
       return COIL_SUPPORTED;

@@ -299,6 +299,29 @@ for b in ref interp cpu; do
   check "$b: INT64_MIN fmod and remainder -1 are 0" bash -c "rc=\$(cat '$tmp/rc'); [ \$rc = 0 ] && [ \$(grep -c '\[0, 0, 0\]' '$tmp/out') = 2 ]"
 done
 
+# scatters: an index shape that does not fit is a compile-time error naming the statement; an
+# index value out of range fails the run on every executing backend, naming the op
+printf 'coil 1\ngraph bad_scatter_shape(%%x: f32[5, 4], %%i: i64[3, 6], %%s: f32[3, 6]) {\n  %%out = aten.scatter_add.default(%%x, 0, %%i, %%s)\n  return (%%out)\n}\n' >"$tmp/bad_scatter_shape.coil"
+run "$coil" check "$tmp/bad_scatter_shape.coil"
+check "check: a scatter index larger than self fails" rc_is 1
+check "check: the scatter shape error names the statement" err_has "bad_scatter_shape.coil:3:42: error: aten.scatter_add.default: index has size 6 in dimension 1, larger than self's 4"
+printf 'coil 1\ngraph bad_put(%%x: f32[5, 4], %%v: f32[3, 5]) {\n  %%i = aten.arange.start_step(0, 3, 1)\n  %%out = aten.index_put.default(%%x, [%%i], %%v, True)\n  return (%%out)\n}\n' >"$tmp/bad_put_shape.coil"
+run "$coil" check "$tmp/bad_put_shape.coil"
+check "check: index_put values that do not broadcast fail" rc_is 1
+check "check: the index_put error names the statement" err_has "bad_put_shape.coil:4:43: error: aten.index_put.default: values have size 5"
+printf 'coil 1\ngraph bad_scatter(%%x: f32[5, 4], %%s: f32[6, 4]) {\n  %%i = aten.arange.start_step(0, 6, 1)\n  %%u = aten.unsqueeze.default(%%i, 1)\n  %%e = aten.expand.default(%%u, [-1, 4])\n  %%out = aten.scatter_add.default(%%x, 0, %%e, %%s)\n  return (%%out)\n}\n' >"$tmp/bad_scatter.coil"
+printf 'coil 1\ngraph bad_put(%%x: f32[5, 4], %%v: f32[4]) {\n  %%i = aten.arange.start_step(-6, 0, 1)\n  %%out = aten.index_put.default(%%x, [%%i], %%v, True)\n  return (%%out)\n}\n' >"$tmp/bad_put.coil"
+for b in ref interp cpu; do
+  run "$coil" run "$tmp/bad_scatter.coil" --backend "$b" --no-cache
+  check "$b: scatter_add index 5 of 5 rows fails" rc_is 1
+  check "$b: the scatter_add error names the index" err_has "index 5 is out of"
+  check "$b: the scatter_add error names the op" err_has "aten.scatter_add.default"
+  run "$coil" run "$tmp/bad_put.coil" --backend "$b" --no-cache
+  check "$b: index_put index -6 of 5 rows fails" rc_is 1
+  check "$b: the index_put error names the index as written" err_has "index -6 is out of"
+  check "$b: the index_put error names the op" err_has "aten.index_put.default"
+done
+
 # ops: docs/ops.md is generated from the op table and must be up to date
 run "$coil" ops --markdown
 check "ops --markdown exits 0" rc_is 0

@@ -873,6 +873,21 @@ Test(verify, compare_gives_bool)
   verify_fails(P, "kernel coil_per_fused__softmax_0, %11: lt of f32 gives f32, expected bool");
 }
 
+Test(verify, combining_store_mode_fits_the_dtype)
+{
+  inst(6)->mode = COIL_STORE_MAX; /* store out0[...], %5, max: valid for f32 */
+  coil_diag d = {0};
+  cr_assert_eq(coil_wir_verify(P, &d), 0, "%s", d.msg);
+  P->kernels[0].params[1].dtype = COIL_BOOL;
+  inst(6)->dtype = COIL_BOOL;
+  inst(5)->dtype = COIL_BOOL;
+  *inst(5) = (coil_kinst){.op = COIL_KOP_CONST, .dtype = COIL_BOOL, .i = 1, .args = {-1, -1, -1}, .param = -1};
+  verify_fails(P, "kernel coil_per_fused__softmax_0, %6: store mode max is not valid for bool (combining "
+                  "stores take numbers, not bool)");
+  inst(6)->mode = (coil_store_mode)99;
+  verify_fails(P, "kernel coil_per_fused__softmax_0, %6: store mode ? is not valid for bool");
+}
+
 Test(verify, where_condition_is_bool)
 {
   inst(9)->dtype = COIL_F32;

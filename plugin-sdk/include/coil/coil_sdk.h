@@ -54,6 +54,15 @@ void coil_c_store(coil_strbuf *b, coil_dtype t, const char *ptr, const char *ind
 /* The statement of STORE instruction i of kernel k (no newline), its value named by names[]. */
 void coil_c_store_inst(const coil_wir_program *p, const coil_kernel *k, int i, const char *const *names,
                        coil_strbuf *b);
+/* Combining stores (Wrapper IR 1.3): coil_c_store_inst writes a store of mode add/mul/max/min as
+ * a call `coil_store_MODE_DTYPE(ptr + (index), value)`; coil_c_combining_stores writes those
+ * functions (after coil_c_prelude, whose conversions and NaN-propagating fmax/fmin they use), atomic
+ * for code whose points run in parallel: compare-and-swap loops with the GCC/Clang __atomic
+ * builtins for C, CUDA's atomicAdd/atomicMax/atomicMin where one exists (f32, f64 add; i32, i64
+ * add, max, min) and atomicCAS loops otherwise (a byte through its aligned 32-bit word). The
+ * combined value is rounded to the element's dtype once per store, as PyTorch's scatter_add is. */
+bool coil_kernel_has_combining_store(const coil_kernel *k);
+void coil_c_combining_stores(coil_strbuf *b, bool cuda);
 /* Indirect indexing (Wrapper IR 1.2). The indirect instructions whose variables iN instruction
  * i's index uses (a load, store or index reads them as it reads its operands), into deps[]
  * (at most max); returns how many. */

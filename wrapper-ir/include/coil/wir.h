@@ -16,9 +16,9 @@
  * Versioning: COIL_WIR_VERSION_MAJOR changes when a program's meaning changes; MINOR when
  * something is added (1.1: the welford reductions; 1.2: an output may be a view, every output
  * is dense in row-major order, and the indirect op; 1.3: the kernel ops tan, sinh, cosh, asin,
- * acos, atan, asinh, acosh, atanh, expm1, log2, log10, atan2, fmod and bitxor). A reader
- * declares the minors it reads and is never given a newer one; lines it does not know in a
- * newer file it may skip. The text form starts with "wir MAJOR.MINOR". */
+ * acos, atan, asinh, acosh, atanh, expm1, log2, log10, atan2, fmod and bitxor, and combining
+ * stores). A reader declares the minors it reads and is never given a newer one; lines it does
+ * not know in a newer file it may skip. The text form starts with "wir MAJOR.MINOR". */
 #ifndef COIL_WIR_H
 #define COIL_WIR_H
 
@@ -61,6 +61,19 @@ typedef enum coil_reduction {
   COIL_REDUCE_COUNT
 } coil_reduction;
 
+/* How a store writes (1.3): plain overwrites; a combining store folds the value into the
+ * element already there (add, mul, max, min as torch.maximum/minimum: NaN propagates), so that
+ * every one of several points storing to one element counts (scatter_add, index_put with
+ * accumulate). Plugins that run points in parallel make it atomic. Not for bool; add and mul
+ * not for bool, max and min for every dtype but bool. */
+#define COIL_STORE_MODES(M) M(PLAIN, "") M(ADD, "add") M(MUL, "mul") M(MAX, "max") M(MIN, "min")
+typedef enum coil_store_mode {
+#define M(id, name) COIL_STORE_##id,
+  COIL_STORE_MODES(M)
+#undef M
+  COIL_STORE_MODE_COUNT
+} coil_store_mode;
+
 /* One instruction. Its result is SSA value number = its position in the body. Values that
  * depend on an r variable (through a load, index, or operand) are "per r element"; a reduce
  * turns one into a value per x point. Instructions run in order for each x point; those that
@@ -77,6 +90,7 @@ typedef struct coil_kinst {
   coil_reduction red;        /* REDUCE */
   double f;                  /* CONST of a floating dtype */
   int64_t i;                 /* CONST of an integer or bool dtype */
+  coil_store_mode mode;      /* STORE (1.3): how it writes; 0 = plain */
 } coil_kinst;
 
 typedef struct coil_kparam {
@@ -223,6 +237,10 @@ coil_kop_class coil_kop_class_of(coil_kop op);
 int coil_kop_from_name(const char *s, size_t n);        /* -1 if unknown */
 const char *coil_reduction_name(coil_reduction r);
 int coil_reduction_from_name(const char *s, size_t n);  /* -1 if unknown */
+const char *coil_store_mode_name(coil_store_mode m);   /* "" for plain */
+int coil_store_mode_from_name(const char *s, size_t n); /* a combining mode, -1 if unknown */
+/* Whether a store of mode m is valid for dtype t (plain: any; combining: not bool). */
+bool coil_store_mode_valid(coil_store_mode m, coil_dtype t);
 
 /* ---- builder ---- */
 coil_wir_program *coil_wir_new(const char *name);
