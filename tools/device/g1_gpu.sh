@@ -21,7 +21,7 @@ if [ "$part" != bench ]; then
 # default f32)
 new=$(grep -v '^#' tools/device/g1_ops.txt | sed 's/\./\\./g' | paste -sd'|')
 .deps/coil-conformance --plugin cuda --source-dir . --tier op -j 16 --csv "$out/cuda_g1_op.csv" \
-  --filter "op/(aten\.(index\.Tensor|gather|embedding|convolution|max_pool2d|avg_pool2d|view|cumsum|topk|_softmax|native_layer_norm|sum|var|mean|amax|argmax|max\.dim|min\.dim|prod|any|rms|mul|add|to_copy)|$new)/(${G1_DTYPES:-f32})/" \
+  --filter "op/(aten\.(index\.Tensor|gather|embedding|convolution|max_pool2d|avg_pool2d|view|cumsum|topk|_softmax|native_layer_norm|sum|var|mean|amax|argmax|max\.dim|min\.dim|prod|any|rms|mul|add|to_copy)[^/]*|$new)/(${G1_DTYPES:-f32})/" \
   >"$out/cuda_g1_op.log" 2>&1
 .deps/coil-conformance --plugin cuda --source-dir . --tier model -j 16 --csv "$out/cuda_g1_model.csv" \
   >"$out/cuda_g1_model.log" 2>&1
