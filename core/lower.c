@@ -461,6 +461,13 @@ lz_as_view(lowering *L, lazy *z)
 }
 
 int
+coil_lower_buffer_of(lowering *L, lazy *x)
+{
+  int b = lz_is_buffer(L, x);
+  return b >= 0 ? b : lz_realize(L, x);
+}
+
+int
 lz_as_matrix_view(lowering *L, lazy *z)
 {
   const coil_sym *off, *coef[COIL_MAX_RANK];

@@ -197,6 +197,8 @@ int lz_as_view(lowering *L, lazy *z);        /* >= 0 buffer, < 0: -1 - view inde
 /* The same for a matmul operand: a view only where one of its last two dims has unit stride (or
  * size 1), as BLAS libraries need; else realized densely. */
 int lz_as_matrix_view(lowering *L, lazy *z);
+/* The buffer x is in, row-major: x's own when it is exactly one, else x realized. */
+int coil_lower_buffer_of(lowering *L, lazy *x);
 
 /* lower_conv.c */
 int coil_lower_conv(lowering *L, const coil_node *n);
@@ -227,6 +229,10 @@ int coil_lower_scatter(lowering *L, const coil_node *n);
 /* After in-place statement n is lowered: its first argument's name stands for n's result; where
  * that argument is a slice or select of a base, the base takes the new values in that place too. */
 void coil_lower_mutation(lowering *L, const coil_node *n);
+
+/* The offset of element idx of a dense row-major tensor of these sizes (lower_index.c). */
+const coil_sym *coil_lower_row_major(lowering *L, int rank, const coil_sym *const *sizes,
+                                     const coil_sym *const *idx);
 
 /* lower_pool.c: max_pool{2,3}d_with_indices, avg_pool{2,3}d and the adaptive average pools as
  * window reductions */

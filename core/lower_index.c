@@ -19,16 +19,8 @@ value_of(lowering *L, const coil_value *v)
   return L->values[v->kind == COIL_VAL_NODE ? L->g->ninputs + v->index : v->index];
 }
 
-/* The buffer x is in, row-major: realized first unless it is one already. */
-static int
-source_buffer(lowering *L, lazy *x)
-{
-  int b = lz_is_buffer(L, x);
-  return b >= 0 ? b : lz_realize(L, x);
-}
-
-static const coil_sym *
-row_major(lowering *L, int rank, const coil_sym *const *sizes, const coil_sym *const *idx)
+const coil_sym *
+coil_lower_row_major(lowering *L, int rank, const coil_sym *const *sizes, const coil_sym *const *idx)
 {
   const coil_sym *off = coil_sym_const(L->sym, 0), *stride = coil_sym_const(L->sym, 1);
   for (int i = rank - 1; i >= 0; i--) {
@@ -61,12 +53,12 @@ static int
 lower_embedding(lowering *L, const coil_node *n)
 {
   lazy *w = op_arg(L, n, 0), *ix = op_arg(L, n, 1), *out = op_result(L, n, 0);
-  int b = source_buffer(L, w);
+  int b = coil_lower_buffer_of(L, w);
   const lexpr *q = lx_indirect(L, index_value(L, ix, out->dvars, false, NULL), w->sizes[0]);
   const coil_sym *at[COIL_MAX_RANK] = {q->index};
   for (int i = 1; i < w->rank; i++)
     at[i] = out->dvars[out->rank - w->rank + i];
-  out->expr = lx_load_at(L, b, row_major(L, w->rank, w->sizes, at), 1, &q);
+  out->expr = lx_load_at(L, b, coil_lower_row_major(L, w->rank, w->sizes, at), 1, &q);
   op_set_value(L, n, out);
   return 0;
 }
@@ -79,18 +71,18 @@ lower_gather(lowering *L, const coil_node *n)
   int dim = (int)op_lit(n, "dim")->i;
   if (x->rank == 0) { /* a 0-d self: the index must be 0 and the result is self */
     const lexpr *q = lx_indirect(L, index_value(L, ix, out->dvars, false, NULL), coil_sym_const(L->sym, 1));
-    out->expr = lx_load_at(L, source_buffer(L, x), coil_sym_const(L->sym, 0), 1, &q);
+    out->expr = lx_load_at(L, coil_lower_buffer_of(L, x), coil_sym_const(L->sym, 0), 1, &q);
     op_set_value(L, n, out);
     return 0;
   }
   if (dim < 0)
     dim += x->rank;
-  int b = source_buffer(L, x);
+  int b = coil_lower_buffer_of(L, x);
   const lexpr *q = lx_indirect(L, index_value(L, ix, out->dvars, false, NULL), x->sizes[dim]);
   const coil_sym *at[COIL_MAX_RANK];
   for (int i = 0; i < x->rank; i++)
     at[i] = i == dim ? q->index : out->dvars[i];
-  out->expr = lx_load_at(L, b, row_major(L, x->rank, x->sizes, at), 1, &q);
+  out->expr = lx_load_at(L, b, coil_lower_row_major(L, x->rank, x->sizes, at), 1, &q);
   op_set_value(L, n, out);
   return 0;
 }
@@ -141,8 +133,8 @@ lower_index_tensor(lowering *L, const coil_node *n, bool *done)
     qs[nq] = lx_indirect(L, index_value(L, z, zi, true, x->sizes[k]), x->sizes[k]);
     at[k] = qs[nq++]->index;
   }
-  int b = source_buffer(L, x);
-  out->expr = lx_load_at(L, b, row_major(L, x->rank, x->sizes, at), nq, qs);
+  int b = coil_lower_buffer_of(L, x);
+  out->expr = lx_load_at(L, b, coil_lower_row_major(L, x->rank, x->sizes, at), nq, qs);
   op_set_value(L, n, out);
   *done = true;
   return 0;

@@ -42,24 +42,6 @@ node_err(lowering *L, const coil_node *n, const char *msg)
   return coil_diag_at(L->d, L->g->file, n->line, n->col, "%s: %s", n->op->name, msg);
 }
 
-static const coil_sym *
-row_major(lowering *L, int rank, const coil_sym *const *sizes, const coil_sym *const *idx)
-{
-  const coil_sym *off = K(L, 0), *stride = K(L, 1);
-  for (int i = rank - 1; i >= 0; i--) {
-    off = coil_sym_add(L->sym, off, coil_sym_mul(L->sym, idx[i], stride));
-    stride = coil_sym_mul(L->sym, stride, sizes[i]);
-  }
-  return off;
-}
-
-static int
-buffer_of(lowering *L, lazy *x)
-{
-  int b = lz_is_buffer(L, x);
-  return b >= 0 ? b : lz_realize(L, x);
-}
-
 /* Whether a comes strictly before b in the order: a < b (descending: a > b), NaN the largest. */
 static const lexpr *
 strictly_before(lowering *L, const lexpr *a, const lexpr *b, bool descending, bool is_float)
@@ -146,11 +128,11 @@ lower_sort(lowering *L, const coil_node *n)
   outs[1]->expr = lz_at(L, idx, outs[1]->dvars);
 
   /* values[k] = x[indices[k]] */
-  int b = buffer_of(L, x);
+  int b = coil_lower_buffer_of(L, x);
   const lexpr *q = lx_indirect(L, lz_at(L, idx, outs[0]->dvars), x->sizes[dim]);
   for (int i = 0; i < r; i++)
     at[i] = i == dim ? q->index : outs[0]->dvars[i];
-  outs[0]->expr = lx_load_at(L, b, row_major(L, r, x->sizes, at), 1, &q);
+  outs[0]->expr = lx_load_at(L, b, coil_lower_row_major(L, r, x->sizes, at), 1, &q);
   op_set_tuple(L, n, outs);
   return 0;
 }
@@ -243,11 +225,11 @@ lower_pdist(lowering *L, const coil_node *n)
                             lx_const(L, COIL_I64, 0, 2)));
   const lexpr *j = op2(L, COIL_KOP_ADD, COIL_I64, op2(L, COIL_KOP_SUB, COIL_I64, lx_index(L, ek), si),
                        op2(L, COIL_KOP_ADD, COIL_I64, i, one));
-  int b = buffer_of(L, x);
+  int b = coil_lower_buffer_of(L, x);
   const lexpr *qi = lx_indirect(L, i, N), *qj = lx_indirect(L, j, N);
   const coil_sym *ai[2] = {qi->index, e->dvars[1]}, *aj[2] = {qj->index, e->dvars[1]};
-  const lexpr *xi = lx_cast(L, lx_load_at(L, b, row_major(L, 2, x->sizes, ai), 1, &qi), acc);
-  const lexpr *xj = lx_cast(L, lx_load_at(L, b, row_major(L, 2, x->sizes, aj), 1, &qj), acc);
+  const lexpr *xi = lx_cast(L, lx_load_at(L, b, coil_lower_row_major(L, 2, x->sizes, ai), 1, &qi), acc);
+  const lexpr *xj = lx_cast(L, lx_load_at(L, b, coil_lower_row_major(L, 2, x->sizes, aj), 1, &qj), acc);
   coil_reduction kind;
   e->expr = norm_term(L, xi, xj, p, acc, &kind);
   bool red2[COIL_MAX_RANK] = {false, true};

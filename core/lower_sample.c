@@ -116,8 +116,7 @@ lower_grid_sample(lowering *L, const coil_node *n)
   int mode = (int)op_lit(n, "interpolation_mode")->i, pad = (int)op_lit(n, "padding_mode")->i;
   bool align = op_lit(n, "align_corners")->i;
   coil_dtype dt = opmath_dtype(out->dtype);
-  int b = lz_is_buffer(L, x);
-  sampler s = {.buffer = b >= 0 ? b : lz_realize(L, x), .h = x->sizes[2], .w = x->sizes[3], .acc = dt};
+  sampler s = {.buffer = coil_lower_buffer_of(L, x), .h = x->sizes[2], .w = x->sizes[3], .acc = dt};
   const coil_sym *const *d = out->dvars;
   s.plane = coil_sym_mul(L->sym, coil_sym_add(L->sym, coil_sym_mul(L->sym, d[0], x->sizes[1]), d[1]),
                          coil_sym_mul(L->sym, s.h, s.w));
@@ -146,13 +145,6 @@ lower_grid_sample(lowering *L, const coil_node *n)
 }
 
 /* ---- _embedding_bag ---- */
-
-static int
-buffer_of(lowering *L, lazy *x)
-{
-  int b = lz_is_buffer(L, x);
-  return b >= 0 ? b : lz_realize(L, x);
-}
 
 static const lexpr *
 iconst(lowering *L, int64_t v)
@@ -209,7 +201,7 @@ lower_embedding_bag(lowering *L, const coil_node *n)
   red[1] = false;
 
   /* the weight rows: e[b, d, i] = weight[indices[i], d] where i counts for bag b */
-  int wb = buffer_of(L, w);
+  int wb = coil_lower_buffer_of(L, w);
   lazy *e = over_indices(L, outs[0], 2, nidx, acc);
   const coil_sym *b = e->dvars[0], *d = e->dvars[1], *i = e->dvars[2];
   const lexpr *q = lx_indirect(L, lx_cast(L, lz_at(L, ix, &i), COIL_I64), w->sizes[0]);
@@ -244,7 +236,7 @@ lower_embedding_bag(lowering *L, const coil_node *n)
     const lexpr *k = lz_at(L, first, outs[3]->dvars);
     const lexpr *pos = op2(L, COIL_KOP_SUB, COIL_I64, lx_index(L, coil_sym_add(L->sym, nidx, coil_sym_const(L->sym, -1))), k);
     const lexpr *pq = lx_indirect(L, op2(L, COIL_KOP_MIN, COIL_I64, pos, lx_index(L, coil_sym_add(L->sym, nidx, coil_sym_const(L->sym, -1)))), nidx);
-    const lexpr *idv = lx_cast(L, lx_load_at(L, buffer_of(L, ix), pq->index, 1, &pq), outs[3]->dtype);
+    const lexpr *idv = lx_cast(L, lx_load_at(L, coil_lower_buffer_of(L, ix), pq->index, 1, &pq), outs[3]->dtype);
     outs[3]->expr = lx_op(L, COIL_KOP_WHERE, outs[3]->dtype, op2(L, COIL_KOP_LT, COIL_BOOL, k, iconst(L, 0)),
                           lx_const(L, outs[3]->dtype, 0, 0), idv);
   }

@@ -36,17 +36,6 @@ slot(const lowering *L, const coil_value *v)
   return v->kind == COIL_VAL_NODE ? L->g->ninputs + v->index : v->index;
 }
 
-static const coil_sym *
-row_major(lowering *L, int rank, const coil_sym *const *sizes, const coil_sym *const *idx)
-{
-  const coil_sym *off = K(L, 0), *stride = K(L, 1);
-  for (int i = rank - 1; i >= 0; i--) {
-    off = coil_sym_add(L->sym, off, coil_sym_mul(L->sym, idx[i], stride));
-    stride = coil_sym_mul(L->sym, stride, sizes[i]);
-  }
-  return off;
-}
-
 /* z as a buffer of its own, computed by a new node (a copy of z's buffer when z is one). */
 static int
 fresh_copy(lowering *L, const lazy *z)
@@ -110,7 +99,7 @@ static void
 set_buffer_result(lowering *L, const coil_node *n, int b)
 {
   lazy *out = op_result(L, n, 0);
-  out->expr = lx_load(L, b, row_major(L, out->rank, out->sizes, out->dvars));
+  out->expr = lx_load(L, b, coil_lower_row_major(L, out->rank, out->sizes, out->dvars));
   out->realized = b;
   L->bufs[b].value = slot(L, n->out);
   op_set_value(L, n, out);
@@ -167,7 +156,7 @@ lower_scatter_dim(lowering *L, const coil_node *n)
   const coil_sym *at[COIL_MAX_RANK];
   for (int i = 0; i < x->rank; i++)
     at[i] = i == dim ? q->index : sp->dvars[i];
-  const coil_sym *store = row_major(L, x->rank, x->sizes, at);
+  const coil_sym *store = coil_lower_row_major(L, x->rank, x->sizes, at);
   const lexpr *body;
   if (src) {
     body = lz_at(L, src, sp->dvars);
@@ -190,7 +179,7 @@ lower_scatter_dim(lowering *L, const coil_node *n)
   int cnt = filled(L, cdt, x->rank, x->sizes, include_self ? 1 : 0, include_self ? 1 : 0);
   cnt = scatter_node(L, cnt, sp, lx_const(L, cdt, 1, 1), store, 1, &q, COIL_STORE_ADD);
   lazy *out = op_result(L, n, 0);
-  const coil_sym *here = row_major(L, out->rank, out->sizes, out->dvars);
+  const coil_sym *here = coil_lower_row_major(L, out->rank, out->sizes, out->dvars);
   const lexpr *c = lx_op(L, COIL_KOP_MAX, cdt, lx_load(L, cnt, here), lx_const(L, cdt, 1, 1), NULL);
   const lexpr *s = lx_cast(L, lx_load(L, b, here), cdt);
   out->expr = lx_cast(L, lx_op(L, coil_dtype_is_float(cdt) ? COIL_KOP_DIV : COIL_KOP_FLOORDIV, cdt, s, c, NULL),
@@ -281,7 +270,7 @@ lower_index_put(lowering *L, const coil_node *n)
     vi[j] = bcast ? K(L, 0) : sp->dvars[irank - vals->rank + j];
   }
   int dest = destination(L, n, 0);
-  int b = scatter_node(L, dest, sp, lz_at(L, vals, vi), row_major(L, x->rank, x->sizes, at), nq, qs,
+  int b = scatter_node(L, dest, sp, lz_at(L, vals, vi), coil_lower_row_major(L, x->rank, x->sizes, at), nq, qs,
                        accumulate ? COIL_STORE_ADD : COIL_STORE_PLAIN);
   set_buffer_result(L, n, b);
   return 0;
@@ -313,7 +302,7 @@ lower_embedding_bwd(lowering *L, const coil_node *n)
   const lexpr *skip = lx_op(L, COIL_KOP_EQ, COIL_BOOL, k, lx_const(L, COIL_I64, 0, pad), NULL);
   v = lx_op(L, COIL_KOP_WHERE, cdt, skip, lx_const(L, cdt, 0, 0), v);
   int dest = filled(L, dt, 2, out->sizes, 0, 0);
-  int b = scatter_node(L, dest, sp, v, row_major(L, 2, out->sizes, at), 1, &q, COIL_STORE_ADD);
+  int b = scatter_node(L, dest, sp, v, coil_lower_row_major(L, 2, out->sizes, at), 1, &q, COIL_STORE_ADD);
   set_buffer_result(L, n, b);
   return 0;
 }
@@ -449,7 +438,7 @@ lower_masked_scatter(lowering *L, const coil_node *n)
   e->expr = lx_op(L, COIL_KOP_WHERE, COIL_I64, earlier, mj, lx_const(L, COIL_I64, 0, 0));
   bool red[COIL_MAX_RANK] = {false, true};
   lazy *before = lz_reduce(L, e, red, false, COIL_REDUCE_SUM, COIL_I64);
-  const coil_sym *flat = row_major(L, out->rank, out->sizes, out->dvars);
+  const coil_sym *flat = coil_lower_row_major(L, out->rank, out->sizes, out->dvars);
   const lexpr *mp = broadcast_at(L, m, out->rank, out->dvars);
   const lexpr *k = lx_op(L, COIL_KOP_WHERE, COIL_I64, mp, lz_at(L, before, &flat), lx_const(L, COIL_I64, 0, 0));
   const lexpr *q = lx_indirect(L, k, numel_src);

@@ -39,25 +39,6 @@ param_of(const coil_node *n, const char *name)
   return coil_schema_find(&s, name);
 }
 
-/* The buffer x is in, row-major: realized first unless it is one already. */
-static int
-source_buffer(lowering *L, lazy *x)
-{
-  int b = lz_is_buffer(L, x);
-  return b >= 0 ? b : lz_realize(L, x);
-}
-
-static const coil_sym *
-row_major(lowering *L, int rank, const coil_sym *const *sizes, const coil_sym *const *idx)
-{
-  const coil_sym *off = K(L, 0), *stride = K(L, 1);
-  for (int i = rank - 1; i >= 0; i--) {
-    off = coil_sym_add(L->sym, off, coil_sym_mul(L->sym, idx[i], stride));
-    stride = coil_sym_mul(L->sym, stride, sizes[i]);
-  }
-  return off;
-}
-
 static int
 finish(lowering *L, const coil_node *n, lazy *out, const coil_sym *const *idx, lazy *x)
 {
@@ -132,7 +113,7 @@ lower_as_strided(lowering *L, const coil_node *n)
   const coil_sym *flat = K(L, lo->kind == COIL_LIT_INT ? lo->i : 0);
   for (int d = 0; d < out->rank; d++)
     flat = coil_sym_add(L->sym, flat, coil_sym_mul(L->sym, out->dvars[d], K(L, st->items[d].i)));
-  out->expr = lx_load(L, source_buffer(L, x), flat);
+  out->expr = lx_load(L, coil_lower_buffer_of(L, x), flat);
   op_set_value(L, n, out);
   return 0;
 }
@@ -169,14 +150,14 @@ lower_index_select(lowering *L, const coil_node *n)
 {
   lazy *x = op_arg(L, n, 0), *ix = op_arg(L, n, param_of(n, "index")), *out = op_result(L, n, 0);
   int d = wrap_dim(op_lit(n, "dim")->i, x->rank);
-  int b = source_buffer(L, x);
+  int b = coil_lower_buffer_of(L, x);
   const coil_sym *zero = K(L, 0);
   const lexpr *v = lx_cast(L, lz_at(L, ix, ix->rank ? &out->dvars[d] : &zero), COIL_I64);
   const lexpr *q = lx_indirect(L, v, x->sizes[d]);
   const coil_sym *at[COIL_MAX_RANK];
   for (int i = 0; i < x->rank; i++)
     at[i] = i == d ? q->index : out->dvars[i];
-  out->expr = lx_load_at(L, b, row_major(L, x->rank, x->sizes, at), 1, &q);
+  out->expr = lx_load_at(L, b, coil_lower_row_major(L, x->rank, x->sizes, at), 1, &q);
   op_set_value(L, n, out);
   return 0;
 }
@@ -313,7 +294,7 @@ pixel(lowering *L, int buf, const lazy *x, const lazy *out, const src *h, int a,
     qs[nq++] = h->q[a];
   if (w->q[b])
     qs[nq++] = w->q[b];
-  return lx_cast(L, lx_load_at(L, buf, row_major(L, 4, x->sizes, at), nq, qs), dt);
+  return lx_cast(L, lx_load_at(L, buf, coil_lower_row_major(L, 4, x->sizes, at), nq, qs), dt);
 }
 
 static int
@@ -327,7 +308,7 @@ lower_upsample(lowering *L, const coil_node *n)
     coil_sym_is_const(x->sizes[2 + i], &in[i]);
     coil_sym_is_const(out->sizes[2 + i], &on[i]);
   }
-  int buf = source_buffer(L, x);
+  int buf = coil_lower_buffer_of(L, x);
   src s[2];
   if (!bilinear) {
     for (int i = 0; i < 2; i++)
