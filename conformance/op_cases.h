@@ -230,6 +230,10 @@ static const op_template op_templates[] = {
     {"aten.native_layer_norm.default", "", "T[A, B] T[B] T[B]",
      "%ln = aten.native_layer_norm.default(%a, [$B], %b, %c, 1e-05)\n%out = getitem(%ln, 0)\n"
      "%out1 = getitem(%ln, 1)\n%out2 = getitem(%ln, 2)\nreturn (%out, %out1, %out2)", DT_FL, L | S},
+    /* two normalised dims: weight and bias have both */
+    {"aten.native_layer_norm.default", "two_dims", "T[A, B, C] T[B, C] T[B, C]",
+     "%ln = aten.native_layer_norm.default(%a, [$B, $C], %b, %c, 1e-05)\n%out = getitem(%ln, 0)\n"
+     "%out1 = getitem(%ln, 2)\nreturn (%out, %out1)", DT_FL, S},
     {"aten._native_batch_norm_legit_no_training.default", "", "T[A, C, B] T[C] T[C] T[C] T[C]+",
      "%bn = aten._native_batch_norm_legit_no_training.default(%a, %b, %c, %d, %e, 0.1, 1e-05)\n"
      "%out = getitem(%bn, 0)", DT_FL, S},

@@ -770,6 +770,9 @@ check_vec(ictx *c, const char *name, const coil_sym *len)
   return 0;
 }
 
+static bool has_dims(const coil_type *t, int rank, const coil_sym *const *dims);
+static const char *dims_str(ictx *c, int rank, const coil_sym *const *dims);
+
 static int
 r_layer_norm(ictx *c)
 {
@@ -789,6 +792,12 @@ r_layer_norm(ictx *c)
       return ierr(c, P(c, "normalized_shape"), "normalized_shape does not match the input's trailing sizes");
   if (nn == 1 && (check_vec(c, "weight", t->dims[t->rank - 1]) || check_vec(c, "bias", t->dims[t->rank - 1])))
     return -1;
+  for (int k = 0; k < 2 && nn > 1; k++) { /* weight and bias: the normalized shape, or None */
+    coil_lit *l = P(c, k ? "bias" : "weight");
+    if (l->kind != COIL_LIT_NONE && !has_dims(tensor_of(l), nn, &t->dims[t->rank - nn]))
+      return ierr(c, l, "'%s' must have the normalized shape %s", k ? "bias" : "weight",
+                  dims_str(c, nn, &t->dims[t->rank - nn]));
+  }
   coil_type *e = set_tuple(c, 3);
   e[0].dtype = t->dtype;
   e[0].rank = t->rank;

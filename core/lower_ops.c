@@ -521,11 +521,11 @@ lower_layer_norm(lowering *L, const coil_node *n)
                             lx_op(L, COIL_KOP_ADD, acc, lx_op(L, COIL_KOP_DIV, acc, broadcast_back(L, m2, x, red, o), cnt, NULL),
                                   lx_const(L, acc, eps, 0), NULL), NULL, NULL);
   const lexpr *v = lx_op(L, COIL_KOP_MUL, acc, lx_op(L, COIL_KOP_SUB, acc, lz_at(L, xf, o->dvars), mu, NULL), rstd, NULL);
-  const coil_sym *last = o->dvars[x->rank - 1];
-  if (nn == 1 && w)
-    v = lx_op(L, COIL_KOP_MUL, acc, v, vec_at(L, w, last, acc), NULL);
-  if (nn == 1 && b)
-    v = lx_op(L, COIL_KOP_ADD, acc, v, vec_at(L, b, last, acc), NULL);
+  const coil_sym *const *trailing = &o->dvars[x->rank - nn]; /* weight and bias: the normalized shape */
+  if (w)
+    v = lx_op(L, COIL_KOP_MUL, acc, v, lx_cast(L, lz_at(L, w, trailing), acc), NULL);
+  if (b)
+    v = lx_op(L, COIL_KOP_ADD, acc, v, lx_cast(L, lz_at(L, b, trailing), acc), NULL);
   o->expr = lx_cast(L, v, o->dtype);
   /* mean and rstd, shaped like x with the normalised dims of size 1 */
   for (int k = 1; k < 3; k++) {
