@@ -232,9 +232,9 @@ conf_program_supported(const coil_loaded_plugin *lp, const coil_plugin *inst, co
           return false;
         }
       }
-      if (in->op == COIL_KOP_REDUCE) {
+      if (in->op == COIL_KOP_REDUCE || in->op == COIL_KOP_SCAN) {
         char name[64];
-        snprintf(name, sizeof name, "reduce.%s", coil_reduction_name(in->red));
+        snprintf(name, sizeof name, "%s.%s", coil_kop_name(in->op), coil_reduction_name(in->red));
         if (coil_plugin_supports(lp, inst, name, in->dtype) != COIL_SUPPORTED) {
           snprintf(why, n, "'%s' on %s", name, coil_dtype_name(in->dtype));
           return false;

@@ -373,6 +373,15 @@ static const op_template op_templates[] = {
     {"aten.cumsum.default", "", "T[A, B]", "%out = aten.cumsum.default(%a, 1)", DT_ALL, S},
     {"aten.cumsum.default", "dim0", "T[A, B]", "%out = aten.cumsum.default(%a, 0)", DT_FL, 0},
     {"aten.cumsum.default", "f64", "T[A, B]", "%out = aten.cumsum.default(%a, -1, dtype=f64)", DT_F32, 0},
+    /* longer than a block (a scan kernel walks the row in chunks), along the inner and the outer
+     * dim, and along a symbolic one */
+    {"aten.cumsum.default", "long", "T[3, 5000]", "%out = aten.cumsum.default(%a, 1)", DT_NUM, 0},
+    {"aten.cumsum.default", "long_dim0", "T[1500, C]", "%out = aten.cumsum.default(%a, 0)", DT_F32 | DT_I64, 0},
+    {"aten.cumsum.default", "sym_dim", "T[A, B]", "%out = aten.cumsum.default(%a, 0)", DT_F32 | DT_I64, S},
+    {"aten.cumprod.default", "", "T[A, B]", "%out = aten.cumprod.default(%a, 1)", DT_ALL, S},
+    {"aten.cumprod.default", "dim0", "T[A, B, C]~", "%out = aten.cumprod.default(%a, 0)", DT_FL, 0},
+    {"aten.cumprod.default", "long", "T[3, 5000]~", "%out = aten.cumprod.default(%a, -1)", DT_F32 | DT_I64, 0},
+    {"aten.cumprod.default", "f64", "T[A, B]", "%out = aten.cumprod.default(%a, 1, dtype=f64)", DT_F32, 0},
     {"aten.embedding.default", "", "T[A, B] i64[C, D]<A", "%out = aten.embedding.default(%a, %b)", DT_FL, S},
     {"aten.index.Tensor", "", "T[A, B] i64[C]<A", "%out = aten.index.Tensor(%a, [%b])", DT_ALL, S},
     {"aten.index.Tensor", "dim1", "T[A, B] i64[C]<B", "%out = aten.index.Tensor(%a, [None, %b])", DT_FL, 0},

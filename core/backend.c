@@ -39,8 +39,8 @@ coil_backend_compile_options(const coil_loaded_plugin *lp, const coil_plugin *in
       dtypes |= 1u << t;
   claims[0] = (coil_library_claim){.op = op, .dtypes = dtypes};
   int n = dtypes ? 1 : 0;
-  /* cumsum and topk: a library call where the plugin claims it (generated otherwise, up to a
-   * length: longer ones stay library calls) */
+  /* cumsum and topk: a library call where the plugin claims it (generated otherwise; topk up to
+   * rows of 1024, longer ones stay library calls) */
   static const char *const claimable[] = {"aten.cumsum.default", "aten.topk.default"};
   for (size_t c = 0; c < sizeof claimable / sizeof *claimable; c++) {
     uint32_t sd = 0;

@@ -412,7 +412,8 @@ build_kernel(emitter *E, int gi, int pos, int *stored, int *nstored)
       stored[(*nstored)++] = n->out;
     } else if (n->kind == LN_REDUCTION) {
       coil_dtype dt = n->reduction == COIL_REDUCE_ARGMAX || n->reduction == COIL_REDUCE_ARGMIN ? COIL_I64 : L->bufs[n->out].dtype;
-      v = add_inst(&kb, (coil_kinst){.op = COIL_KOP_REDUCE, .dtype = dt, .args = {v, -1, -1}, .param = -1, .red = n->reduction});
+      v = add_inst(&kb, (coil_kinst){.op = n->scan ? COIL_KOP_SCAN : COIL_KOP_REDUCE, .dtype = dt, .args = {v, -1, -1},
+                                     .param = -1, .red = n->reduction});
     }
     if (kb.ninternal < 128 && n->kind != LN_SCATTER)
       kb.internals[kb.ninternal++] = (internal){n->out, store, v};

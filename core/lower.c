@@ -371,21 +371,12 @@ lz_realize(lowering *L, lazy *z)
   return b;
 }
 
-lazy *
-lz_reduce(lowering *L, const lazy *z, const bool *red, bool keepdim, coil_reduction r,
-          coil_dtype out_dtype)
+/* The node of a reduction (or scan) of z, its output buffer of orank dims (element oidx: over
+ * z's dims), read back as a lazy tensor. */
+static lazy *
+reduction_node(lowering *L, const lazy *z, const bool *red, coil_reduction r, coil_dtype out_dtype, int orank,
+               const coil_sym *const *osizes, const coil_sym *const *oidx, bool scan)
 {
-  const coil_sym *osizes[COIL_MAX_RANK], *oidx[COIL_MAX_RANK];
-  int orank = 0;
-  for (int i = 0; i < z->rank; i++) {
-    if (!red[i]) {
-      oidx[orank] = z->dvars[i];
-      osizes[orank++] = z->sizes[i];
-    } else if (keepdim) {
-      oidx[orank] = K(L, 0);
-      osizes[orank++] = K(L, 1);
-    }
-  }
   int b = lbuf_new(L, out_dtype, orank, osizes);
   int k = lnode_new(L, LN_REDUCTION, b); /* may move L->nodes */
   lnode *n = &L->nodes[k];
@@ -394,6 +385,7 @@ lz_reduce(lowering *L, const lazy *z, const bool *red, bool keepdim, coil_reduct
   memcpy(n->dvars, z->dvars, sizeof z->dvars);
   memcpy(n->red, red, sizeof(bool) * COIL_MAX_RANK);
   n->reduction = r;
+  n->scan = scan;
   n->body = z->expr;
   /* the ops inlined into the body, and the reduction's own op */
   const char *body_ops = origins_of(L, z->expr);
@@ -409,6 +401,32 @@ lz_reduce(lowering *L, const lazy *z, const bool *red, bool keepdim, coil_reduct
   lazy *out = lz_new(L, out_dtype, orank, osizes);
   lz_load_buffer(L, out, b);
   return out;
+}
+
+lazy *
+lz_reduce(lowering *L, const lazy *z, const bool *red, bool keepdim, coil_reduction r,
+          coil_dtype out_dtype)
+{
+  const coil_sym *osizes[COIL_MAX_RANK], *oidx[COIL_MAX_RANK];
+  int orank = 0;
+  for (int i = 0; i < z->rank; i++) {
+    if (!red[i]) {
+      oidx[orank] = z->dvars[i];
+      osizes[orank++] = z->sizes[i];
+    } else if (keepdim) {
+      oidx[orank] = K(L, 0);
+      osizes[orank++] = K(L, 1);
+    }
+  }
+  return reduction_node(L, z, red, r, out_dtype, orank, osizes, oidx, false);
+}
+
+lazy *
+lz_scan(lowering *L, const lazy *z, int dim, coil_reduction r, coil_dtype out_dtype)
+{
+  bool red[COIL_MAX_RANK] = {0};
+  red[dim] = true;
+  return reduction_node(L, z, red, r, out_dtype, z->rank, z->sizes, z->dvars, true);
 }
 
 /* If e is affine in the dims (offset + sum coef_i * d_i), fill offset and coefficients. */

@@ -91,6 +91,8 @@ typedef struct lnode {
   const coil_sym *dvars[COIL_MAX_RANK];
   bool red[COIL_MAX_RANK];
   coil_reduction reduction;
+  bool scan;                 /* REDUCTION: an inclusive scan along the red[] dim (lz_scan): the
+                                output has every dim, and store uses them all */
   const lexpr *body;         /* value per point (REDUCTION: the value reduced) */
   const coil_sym *store;     /* index of the output element, over dvars (kept dims only) */
   /* SCATTER: a pointwise node over its space whose store index also uses the variables of
@@ -192,6 +194,10 @@ int lnode_new(lowering *L, lnode_kind kind, int out);
 /* A reduction of z over dims red[] (keepdim: size-1 dims stay); realized. */
 lazy *lz_reduce(lowering *L, const lazy *z, const bool *red, bool keepdim, coil_reduction r,
                 coil_dtype out_dtype);
+/* The inclusive scan of z along dim (sum, prod, max or min), in z's order along it: z's shape,
+ * realized by a scan node (a reduction node with `scan`, alone in its kernel but for pointwise
+ * neighbours). */
+lazy *lz_scan(lowering *L, const lazy *z, int dim, coil_reduction r, coil_dtype out_dtype);
 /* z as a view for a library op: an existing buffer with strides, or realized first. */
 int lz_as_view(lowering *L, lazy *z);        /* >= 0 buffer, < 0: -1 - view index */
 /* The same for a matmul operand: a view only where one of its last two dims has unit stride (or
@@ -217,7 +223,7 @@ const lexpr *lx_in_range(lowering *L, const coil_sym *i, const coil_sym *lo, con
 /* i clamped into [0, size - 1]: a load that stays in bounds where a select discards it */
 const coil_sym *clamped_index(lowering *L, const coil_sym *i, const coil_sym *size);
 
-/* lower_scan.c: cumsum as prefix sums where the target does not claim it (1: a library call) */
+/* lower_scan.c: cumsum as a scan where the target does not claim it (1: a library call) */
 int coil_lower_cumsum(lowering *L, const coil_node *n);
 
 /* lower_index.c: embedding, gather and index.Tensor as indirect loads */

@@ -961,7 +961,7 @@ coil_lower_node(lowering *L, const coil_node *n)
     return lower_extern(L, n, n->op->name);
   }
   case COIL_RULE_CUMSUM: {
-    int rc = coil_lower_cumsum(L, n); /* 1: the plugin claims it, or the scan is long */
+    int rc = coil_lower_cumsum(L, n); /* 1: the plugin claims it */
     if (rc != 1)
       return rc;
     return lower_extern(L, n, n->op->name);

@@ -1,9 +1,8 @@
 /* lower_pairwise.c — ops whose every output element reduces over pairs of input elements,
  * generated as reductions of the loop IR: sort, cdist and pdist.
  *
- * sort, along a line of n elements, in two reductions (O(n²) work per line, as cumsum in
- * lower_scan.c, so only up to SORT_MAX elements; a longer line is an error until the Wrapper IR
- * has a sort kernel):
+ * sort, along a line of n elements, in two reductions (O(n²) work per line, so only up to
+ * SORT_MAX elements; a longer line is an error until the Wrapper IR has a sort kernel):
  *   rank[i] = Σ_j before(j, i)     before(j, i) = x[j] < x[i] or (x[j] == x[i] and j < i)
  *   indices[k] = Σ_i (rank[i] == k) · i,   values[k] = x[indices[k]] (an indirect load)
  * with < ordering NaN above every number (> and NaN first for descending): the stable order,

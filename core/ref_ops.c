@@ -514,7 +514,8 @@ run_index(rctx *r, coil_tensor *out)
   return 0;
 }
 
-/* cumsum along dim, in f64 (floats) or i64, each prefix rounded to the output dtype */
+/* cumsum (cumprod: sub 1) along dim, in f64 (floats) or i64, each prefix rounded to the output
+ * dtype */
 static int
 run_cumsum(rctx *r, coil_tensor *out)
 {
@@ -523,18 +524,19 @@ run_cumsum(rctx *r, coil_tensor *out)
   int64_t n = coil_tensor_numel(out), len = x->rank ? x->shape[d] : 1, inner = 1;
   for (int q = d + 1; q < x->rank; q++)
     inner *= x->shape[q];
-  bool fl = coil_dtype_is_float(out->dtype);
+  bool fl = coil_dtype_is_float(out->dtype), prod = r->n->op->sub == 1;
   for (int64_t line = 0; len && line < n / len; line++) {
     int64_t base = line / inner * len * inner + line % inner;
-    double f = 0;
-    int64_t i = 0;
+    double f = prod ? 1 : 0;
+    int64_t i = prod ? 1 : 0;
     for (int64_t k = 0; k < len; k++) {
       int64_t at = base + k * inner;
       if (fl) {
-        f += coil_tensor_get_f64(x, at);
+        f = prod ? f * coil_tensor_get_f64(x, at) : f + coil_tensor_get_f64(x, at);
         coil_tensor_set_f64(out, at, f);
-      } else {
-        i = (int64_t)((uint64_t)i + (uint64_t)coil_tensor_get_i64(x, at)); /* wraps as torch */
+      } else { /* wraps as torch */
+        uint64_t v = (uint64_t)coil_tensor_get_i64(x, at);
+        i = (int64_t)(prod ? (uint64_t)i * v : (uint64_t)i + v);
         coil_tensor_set_i64(out, at, i);
       }
     }

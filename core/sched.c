@@ -309,6 +309,15 @@ creates_cycle(const schedule *S, int a, int b)
   return bad;
 }
 
+static bool
+has_scan(const schedule *S, const sgroup *g)
+{
+  for (int i = 0; i < g->nmembers; i++)
+    if (S->L->nodes[g->members[i]].kind == LN_REDUCTION && S->L->nodes[g->members[i]].scan)
+      return true;
+  return false;
+}
+
 bool
 coil_sched_can_fuse(schedule *S, int a, int b)
 {
@@ -325,6 +334,10 @@ coil_sched_can_fuse(schedule *S, int a, int b)
       if (S->L->nodes[g->members[i]].kind == LN_SCATTER)
         return false;
   }
+  /* a scan shares its kernel with pointwise nodes only: a reduction beside it might reduce the
+   * scan's values, which a kernel cannot do (a scan's values exist one r point at a time) */
+  if ((has_scan(S, ga) && gb->has_reduction) || (has_scan(S, gb) && ga->has_reduction))
+    return false;
   sgroup space;
   if (!merged_space(ga, gb, &space))
     return false;
@@ -744,7 +757,8 @@ dump_node(const lowering *L, int k, coil_strbuf *b)
   if (n->kind == LN_EXTERN) {
     coil_strbuf_printf(b, "node %d: extern %s -> t%d", k, n->op, n->out);
   } else {
-    coil_strbuf_printf(b, "node %d: %s", k, n->kind == LN_POINTWISE ? "pointwise" : n->kind == LN_SCATTER ? "scatter" : "reduction ");
+    coil_strbuf_printf(b, "node %d: %s", k, n->kind == LN_POINTWISE ? "pointwise" : n->kind == LN_SCATTER ? "scatter"
+                                                     : n->scan ? "scan " : "reduction ");
     if (n->kind == LN_SCATTER && n->mode != COIL_STORE_PLAIN)
       coil_strbuf_printf(b, " %s", coil_store_mode_name(n->mode));
     if (n->kind == LN_REDUCTION)

@@ -278,7 +278,7 @@ lowers_to(const coil_op *op)
   case COIL_RULE_TOPK:
     return "as sort, first k positions (rows up to 1024), or a library call the plugin claims";
   case COIL_RULE_CUMSUM:
-    return "O(n^2) sum reduction (rows up to 1024), or a library call the plugin claims";
+    return op->sub == 1 ? "scan prod kernel (any length)" : "scan sum kernel (any length), or a library call the plugin claims";
   case COIL_RULE_POOL_BWD: return "reduction over the windows covering each input element (a gather)";
   case COIL_RULE_NORM_BWD: return "sum reductions + pointwise (decomposed)";
   case COIL_RULE_CONV_BWD: return "three reductions (gathers): grad_input, grad_weight, grad_bias";

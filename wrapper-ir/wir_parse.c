@@ -308,6 +308,16 @@ parse_inst(parser *p, kbuild *kb, coil_kinst *in)
     in->red = (coil_reduction)r;
     return wir_next(p) || parse_operand(p, kb, &in->args[0]) ? -1 : 0;
   }
+  case COIL_KOP_SCAN: { /* (1.4) %N: T = scan KIND %a */
+    if (wir_next(p))
+      return -1;
+    int r = p->t.kind == T_NAME ? coil_reduction_from_name(p->t.s, p->t.n) : -1;
+    if (r != COIL_REDUCE_SUM && r != COIL_REDUCE_PROD && r != COIL_REDUCE_MAX && r != COIL_REDUCE_MIN)
+      return p->t.kind == T_NAME ? err(p, "unknown scan '%.*s', expected one of sum prod max min", (int)p->t.n, p->t.s)
+                                 : wir_expected(p, "a scan (sum prod max min)");
+    in->red = (coil_reduction)r;
+    return wir_next(p) || parse_operand(p, kb, &in->args[0]) ? -1 : 0;
+  }
   default:
     if (wir_next(p))
       return -1;

@@ -132,7 +132,7 @@ put_inst(const coil_wir_program *p, const coil_kernel *k, int n, coil_strbuf *ou
     else
       coil_strbuf_printf(out, "%lld", (long long)in->i);
     break;
-  case COIL_KOP_REDUCE:
+  case COIL_KOP_REDUCE: case COIL_KOP_SCAN:
     coil_strbuf_printf(out, " %s %%%d", coil_reduction_name(in->red), in->args[0]);
     break;
   default:

@@ -327,6 +327,16 @@ check_types(verifier *v, const coil_kernel *k, int n)
                  an, tn, coil_dtype_name(want));
     return 0;
   }
+  case COIL_KCLASS_SCAN:
+    if (in->red != COIL_REDUCE_SUM && in->red != COIL_REDUCE_PROD && in->red != COIL_REDUCE_MAX &&
+        in->red != COIL_REDUCE_MIN)
+      return BAD("scan %d is not a scan (sum prod max min)", k->name, n, (int)in->red);
+    if (a == COIL_BOOL || a == COIL_F16 || a == COIL_BF16)
+      return BAD("scan %s of %s, expected f32, f64 or an integer operand (cast it first)", k->name, n,
+                 coil_reduction_name(in->red), an);
+    if (t != a)
+      return BAD("scan %s of %s gives %s, expected %s", k->name, n, coil_reduction_name(in->red), an, tn, an);
+    return 0;
   case COIL_KCLASS_UNARY: {
     bool float_only = in->op == COIL_KOP_EXP || in->op == COIL_KOP_LOG ||
                       in->op == COIL_KOP_LOG1P || in->op == COIL_KOP_SQRT ||
@@ -368,7 +378,7 @@ check_types(verifier *v, const coil_kernel *k, int n)
 }
 
 static int
-check_inst(verifier *v, const coil_kernel *k, int n, bool *per_r, bool *stored)
+check_inst(verifier *v, const coil_kernel *k, int n, bool *per_r, bool *scanned, bool *stored)
 {
   const coil_kinst *in = &k->insts[n];
   if ((unsigned)in->op >= COIL_KOP_COUNT)
@@ -377,6 +387,7 @@ check_inst(verifier *v, const coil_kernel *k, int n, bool *per_r, bool *stored)
     return fail(v, "kernel %s, %%%d: dtype %d is not a dtype", k->name, n, (int)in->dtype);
   const char *op = coil_kop_name(in->op);
   per_r[n] = false;
+  scanned[n] = in->op == COIL_KOP_SCAN;
   for (int a = 0; a < coil_kop_arity(in->op); a++) {
     int x = in->args[a];
     if (x < 0 || x >= n)
@@ -386,6 +397,7 @@ check_inst(verifier *v, const coil_kernel *k, int n, bool *per_r, bool *stored)
       return fail(v, "kernel %s, %%%d: %s operand %d is the store %%%d, which has no value",
                   k->name, n, op, a + 1, x);
     per_r[n] |= per_r[x];
+    scanned[n] |= scanned[x];
   }
   bool mem = in->op == COIL_KOP_LOAD || in->op == COIL_KOP_STORE;
   if (mem && (in->param < 0 || in->param >= k->nparams))
@@ -429,7 +441,16 @@ check_inst(verifier *v, const coil_kernel *k, int n, bool *per_r, bool *stored)
   if (in->op == COIL_KOP_REDUCE) {
     if (k->nr == 0)
       return fail(v, "kernel %s, %%%d: reduce in a kernel without r ranges", k->name, n);
+    if (scanned[in->args[0]])
+      return fail(v, "kernel %s, %%%d: reduce of a value computed from a scan (a scan's values are only "
+                  "stored or combined per r element; reduce them in another kernel)", k->name, n);
     per_r[n] = false; /* an operand that does not vary along r is reduced as that value repeated */
+    scanned[n] = false;
+  }
+  if (in->op == COIL_KOP_SCAN) {
+    if (k->nr == 0)
+      return fail(v, "kernel %s, %%%d: scan in a kernel without r ranges", k->name, n);
+    per_r[n] = true; /* an operand that does not vary along r is scanned as that value repeated */
   }
   return check_types(v, k, n);
 }
@@ -517,13 +538,15 @@ check_kernel(verifier *v, const coil_kernel *k)
   if (rc)
     return -1;
   bool *per_r = coil_xmalloc(sizeof(bool) * (size_t)(k->ninsts + 1));
+  bool *scanned = coil_xmalloc(sizeof(bool) * (size_t)(k->ninsts + 1));
   bool *stored = calloc((size_t)k->nparams + 1, sizeof(bool));
   for (int n = 0; n < k->ninsts && rc == 0; n++)
-    rc = check_inst(v, k, n, per_r, stored);
+    rc = check_inst(v, k, n, per_r, scanned, stored);
   for (int i = 0; i < k->nparams && rc == 0; i++)
     if (k->params[i].is_output && !stored[i])
       rc = fail(v, "kernel %s: output param %s is never stored", k->name, k->params[i].name);
   free(per_r);
+  free(scanned);
   free(stored);
   return rc;
 }

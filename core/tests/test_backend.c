@@ -320,3 +320,110 @@ Test(backend, a_failing_program_releases_its_buffers, .timeout = 120)
   coil_plugin_dirs_free(&env.dirs);
   coil_graph_free(g);
 }
+
+/* The four scan kinds (Wrapper IR 1.4) from a hand-written program, on each plugin: max and min
+ * propagate NaN, prod carries infinities, an i64 sum wraps, and rows of 700 cross block-sized
+ * chunks. Expected values are computed here in double / uint64, element by element. */
+Test(backend, scan_kinds_from_a_program, .timeout = 120)
+{
+  static const char text[] = "wir 1.4\n"
+                             "program scans\n"
+                             "input arg0 'x': f32[3, 700] stride [700, 1]\n"
+                             "input arg1 'n': i64[3, 700] stride [700, 1]\n"
+                             "\n"
+                             "kernel k0 persistent x[3] r[700] {\n"
+                             "  param in0: f32\n  param in1: i64\n"
+                             "  param out0: f32 out\n  param out1: f32 out\n  param out2: f32 out\n  param out3: i64 out\n"
+                             "  %0: f32 = load in0[r0 + 700*x0]\n"
+                             "  %1: f32 = scan max %0\n"
+                             "  store out0[r0 + 700*x0], %1\n"
+                             "  %3: f32 = scan min %0\n"
+                             "  store out1[r0 + 700*x0], %3\n"
+                             "  %5: f32 = scan prod %0\n"
+                             "  store out2[r0 + 700*x0], %5\n"
+                             "  %7: i64 = load in1[r0 + 700*x0]\n"
+                             "  %8: i64 = scan sum %7\n"
+                             "  store out3[r0 + 700*x0], %8\n"
+                             "}\n"
+                             "\n"
+                             "alloc buf0: f32[3, 700] stride [700, 1]\n"
+                             "alloc buf1: f32[3, 700] stride [700, 1]\n"
+                             "alloc buf2: f32[3, 700] stride [700, 1]\n"
+                             "alloc buf3: i64[3, 700] stride [700, 1]\n"
+                             "kernel_call k0(arg0, arg1, buf0, buf1, buf2, buf3)\n"
+                             "output buf0, buf1, buf2, buf3\n";
+  coil_diag d = {0};
+  coil_wir_program *p = coil_wir_parse("scans.wir", text, sizeof text - 1, &d);
+  cr_assert_not_null(p, "%s", d.msg);
+  cr_assert_eq(coil_wir_verify(p, &d), 0, "%s", d.msg);
+  int64_t shape[2] = {3, 700};
+  coil_tensor t[6];
+  for (int i = 0; i < 6; i++)
+    cr_assert_eq(coil_tensor_init(&t[i], i == 1 || i == 5 ? COIL_I64 : COIL_F32, 2, shape, &d), 0, "%s", d.msg);
+  for (int64_t e = 0; e < 3 * 700; e++) {
+    int64_t row = e / 700, i = e % 700;
+    double v = 1.02 * cos(0.37 * (double)i + (double)row); /* |v| near 1: products shrink slowly */
+    if (row == 1 && i == 350)
+      v = NAN;
+    if (row == 2 && i == 5)
+      v = INFINITY;
+    coil_tensor_set_f64(&t[0], e, (double)(float)v);
+    coil_tensor_set_i64(&t[1], e, (i % 3 ? 1 : -1) * (INT64_MAX / 3) + i);
+  }
+  static const char *const names[] = {"interp", "cpu"};
+  for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+    const char *dirs[] = {COIL_TEST_PLUGIN_DIR_INTERP};
+    coil_loaded_plugin *lp;
+    coil_plugin *inst;
+    coil_artifact *art;
+    cr_assert_eq(coil_plugin_open(names[k], dirs, 1, &lp, &d), 0, "%s", d.msg);
+    cr_assert_eq(coil_plugin_create(lp, NULL, &inst, &d), 0, "%s", d.msg);
+    char dir[] = "/tmp/coil-scan-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    cr_assert_eq(coil_plugin_compile(lp, inst, p, dir, NULL, &d), 0, "%s: %s", names[k], d.msg);
+    cr_assert_eq(coil_plugin_load(lp, inst, dir, NULL, &art, &d), 0, "%s: %s", names[k], d.msg);
+    int64_t strides[6][COIL_MAX_RANK];
+    coil_plugin_tensor pt[6];
+    for (int i = 0; i < 6; i++) {
+      if (i >= 2)
+        memset(t[i].data, 0xff, (size_t)coil_tensor_numel(&t[i]) * coil_dtype_size(t[i].dtype));
+      coil_plugin_tensor_wrap(&t[i], strides[i], &pt[i]);
+    }
+    const coil_plugin_tensor *in[2] = {&pt[0], &pt[1]}, *out[4] = {&pt[2], &pt[3], &pt[4], &pt[5]};
+    cr_assert_eq(coil_plugin_run(lp, art, 2, in, 4, out, &d), 0, "%s: %s", names[k], d.msg);
+    for (int row = 0; row < 3; row++) {
+      double mx = -INFINITY, mn = INFINITY, pr = 1;
+      bool nan = false;
+      uint64_t sum = 0;
+      for (int64_t i = 0; i < 700; i++) {
+        int64_t e = row * 700 + i;
+        double v = coil_tensor_get_f64(&t[0], e);
+        nan = nan || isnan(v);
+        mx = v > mx ? v : mx;
+        mn = v < mn ? v : mn;
+        pr = (double)(float)(pr * v);
+        sum += (uint64_t)coil_tensor_get_i64(&t[1], e);
+        double got[3] = {coil_tensor_get_f64(&t[2], e), coil_tensor_get_f64(&t[3], e), coil_tensor_get_f64(&t[4], e)};
+        double want[3] = {nan ? NAN : mx, nan ? NAN : mn, nan ? NAN : pr};
+        for (int q = 0; q < 3; q++) {
+          bool ok = isnan(want[q]) ? isnan(got[q])
+                    : isinf(want[q]) ? got[q] == want[q]
+                                     : fabs(got[q] - want[q]) <= 1e-4 * fabs(want[q]) + 1e-30;
+          cr_assert(ok, "%s: scan %s, row %d, element %lld: %.9g, expected %.9g", names[k],
+                    q == 0 ? "max" : q == 1 ? "min" : "prod", row, (long long)i, got[q], want[q]);
+        }
+        cr_assert_eq(coil_tensor_get_i64(&t[5], e), (int64_t)sum, "%s: scan sum (i64), row %d, element %lld",
+                     names[k], row, (long long)i);
+      }
+    }
+    coil_plugin_artifact_free(lp, art);
+    coil_plugin_destroy(lp, inst);
+    coil_plugin_close(lp);
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+  }
+  for (int i = 0; i < 6; i++)
+    coil_tensor_free(&t[i]);
+  coil_wir_free(p);
+}

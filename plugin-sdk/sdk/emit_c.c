@@ -430,13 +430,61 @@ coil_kinst_indirect_deps(const coil_wir_program *p, const coil_kernel *k, int i,
   return n;
 }
 
+static bool
+has_op(const coil_kernel *k, coil_kop op)
+{
+  for (int i = 0; i < k->ninsts; i++)
+    if (k->insts[i].op == op)
+      return true;
+  return false;
+}
+
+bool
+coil_kernel_has_scan(const coil_kernel *k)
+{
+  return has_op(k, COIL_KOP_SCAN);
+}
+
+void
+coil_c_scan_identity(coil_dtype t, coil_reduction red, coil_strbuf *b)
+{
+  static const char *const lo[] = {[COIL_I64] = "INT64_MIN", [COIL_I32] = "INT32_MIN", [COIL_I16] = "INT16_MIN",
+                                   [COIL_I8] = "INT8_MIN", [COIL_U8] = "0"};
+  static const char *const hi[] = {[COIL_I64] = "INT64_MAX", [COIL_I32] = "INT32_MAX", [COIL_I16] = "INT16_MAX",
+                                   [COIL_I8] = "INT8_MAX", [COIL_U8] = "UINT8_MAX"};
+  bool fl = coil_dtype_is_float(t), small = t >= COIL_I64 && t <= COIL_U8;
+  const char *s = red == COIL_REDUCE_SUM ? "0" : red == COIL_REDUCE_PROD ? "1"
+                  : fl ? (red == COIL_REDUCE_MAX ? "-INFINITY" : "INFINITY")
+                  : !small ? "0" : red == COIL_REDUCE_MAX ? lo[t] : hi[t];
+  coil_strbuf_printf(b, "(%s)(%s)", coil_c_compute_type(t), s);
+}
+
+void
+coil_c_scan_combine(coil_dtype t, coil_reduction red, const char *acc, const char *v, coil_strbuf *b)
+{
+  const char *T = coil_c_compute_type(t);
+  if (coil_dtype_is_float(t)) {
+    const char *f = t == COIL_F64 ? "" : "f";
+    switch (red) {
+    case COIL_REDUCE_SUM: coil_strbuf_printf(b, "(%s + %s)", acc, v); return;
+    case COIL_REDUCE_PROD: coil_strbuf_printf(b, "(%s * %s)", acc, v); return;
+    default: coil_strbuf_printf(b, "coil_%s%s(%s, %s)", red == COIL_REDUCE_MAX ? "fmax" : "fmin", f, acc, v); return;
+    }
+  }
+  switch (red) {
+  case COIL_REDUCE_SUM: case COIL_REDUCE_PROD:
+    coil_strbuf_printf(b, "(%s)((uint64_t)%s %c (uint64_t)%s)", T, acc, red == COIL_REDUCE_SUM ? '+' : '*', v);
+    return;
+  default:
+    coil_strbuf_printf(b, "(%s %c %s ? %s : %s)", acc, red == COIL_REDUCE_MAX ? '>' : '<', v, acc, v);
+    return;
+  }
+}
+
 bool
 coil_kernel_has_indirect(const coil_kernel *k)
 {
-  for (int i = 0; i < k->ninsts; i++)
-    if (k->insts[i].op == COIL_KOP_INDIRECT)
-      return true;
-  return false;
+  return has_op(k, COIL_KOP_INDIRECT);
 }
 
 void
@@ -469,6 +517,7 @@ coil_c_per_r(const coil_wir_program *p, const coil_kernel *k, bool *per_r)
     per_r[i] = false;
     if (in->op == COIL_KOP_REDUCE)
       continue;
+    per_r[i] = in->op == COIL_KOP_SCAN;
     if (in->index && nv <= 1024) {
       memset(used, 0, sizeof(bool) * (size_t)nv);
       coil_sym_vars_used(in->index, used, nv);

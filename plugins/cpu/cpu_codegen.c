@@ -8,7 +8,8 @@
  * enough, the innermost vectorised with `omp simd`). In a reduction kernel each x point runs
  * its instructions in order: values that vary over r are computed inside r loops, one loop per
  * reduce (recomputing the loads it needs, as Inductor's looped reductions do) and one final
- * loop for the stores of per-r values; every other value is a scalar of the x point. */
+ * loop for the stores of per-r values, which also runs the scans (in r order, no simd, each
+ * with a running value); every other value is a scalar of the x point. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,16 @@ emit_inst(kgen *g, int i, int depth)
   if (in->op == COIL_KOP_STORE) {
     coil_c_store_inst(g->p, g->k, i, (const char *const *)g->names, b);
     coil_strbuf_puts(b, "\n");
+    return;
+  }
+  if (in->op == COIL_KOP_SCAN) { /* in the last r loop, run in order: vI_acc declared before it */
+    char acc[32];
+    snprintf(acc, sizeof acc, "%s_acc", g->names[i]);
+    coil_strbuf_printf(b, "%s = ", acc);
+    coil_c_scan_combine(in->dtype, in->red, acc, g->names[in->args[0]], b);
+    coil_strbuf_printf(b, ";\n");
+    indent(b, depth);
+    coil_strbuf_printf(b, "const %s %s = %s;\n", coil_c_compute_type(in->dtype), g->names[i], acc);
     return;
   }
   coil_strbuf_printf(b, "const %s %s = ", coil_c_compute_type(in->dtype), g->names[i]);
@@ -600,7 +611,16 @@ emit_kernel(const coil_wir_program *p, const coil_kernel *k, const coil_c_dialec
     for (int i = 0; i < k->ninsts; i++)
       if (k->insts[i].op == COIL_KOP_STORE && g.per_r[i])
         mark_cone(&g, k->insts[i].args[0], cone);
-    open_r_loops(&g, depth, "");
+    bool scan = false; /* a scan's running value, and a loop that runs in order */
+    for (int i = 0; i < k->ninsts; i++)
+      if (cone[i] && k->insts[i].op == COIL_KOP_SCAN) {
+        indent(&body, depth);
+        coil_strbuf_printf(&body, "%s %s_acc = ", coil_c_compute_type(k->insts[i].dtype), g.names[i]);
+        coil_c_scan_identity(k->insts[i].dtype, k->insts[i].red, &body);
+        coil_strbuf_puts(&body, ";\n");
+        scan = true;
+      }
+    open_r_loops(&g, depth, scan ? NULL : "");
     for (int i = 0; i < k->ninsts; i++)
       if (cone[i] || (k->insts[i].op == COIL_KOP_STORE && g.per_r[i]))
         emit_inst(&g, i, depth + k->nr);

@@ -626,7 +626,6 @@ typedef enum xop {
   X_GATHER,
   X_EMBEDDING,
   X_INDEX,
-  X_CUMSUM,
 } xop;
 
 static const struct {
@@ -644,7 +643,6 @@ static const struct {
     {"aten.gather.default", X_GATHER, 1},
     {"aten.embedding.default", X_EMBEDDING, 1},
     {"aten.index.Tensor", X_INDEX, 1},
-    {"aten.cumsum.default", X_CUMSUM, 1},
 };
 
 static int
@@ -677,7 +675,6 @@ dispatch(xcall *x, xop op)
   case X_GATHER: return cpux_gather(x);
   case X_EMBEDDING: return cpux_embedding(x);
   case X_INDEX: return cpux_index(x);
-  case X_CUMSUM: return cpux_cumsum(x);
   }
   return cpux_err(x, "internal: no implementation");
 }

@@ -415,39 +415,3 @@ cpux_index(xcall *x)
     return cpux_err(x, "index %" PRId64 " is out of bounds for size %" PRId64, bv, bs);
   return 0;
 }
-
-/* cumsum along dim: f64 accumulation for floats (as torch's CPU kernel), i64 otherwise, one
- * line per thread */
-int
-cpux_cumsum(xcall *x)
-{
-  int64_t dim;
-  int d = 0;
-  if (cpux_want_nin(x, 1, 1) || cpux_get_int(x, "dim", true, 0, &dim))
-    return -1;
-  const cpu_tensor *self = &x->in[0], *out = &x->out[0];
-  if (cpux_wrap_dim(x, dim, self->rank, &d) || cpux_want_out(x, 0, self->rank, self->sizes))
-    return -1;
-  int64_t n = cpux_numel(self), len = self->rank ? self->sizes[d] : 1, inner = 1;
-  for (int q = d + 1; q < self->rank; q++)
-    inner *= self->sizes[q];
-  bool fl = out->dtype == COIL_F32 || out->dtype == COIL_F64 || out->dtype == COIL_F16 || out->dtype == COIL_BF16;
-  int64_t lines = len ? n / len : 0;
-#pragma omp parallel for if (n > PAR_MIN)
-  for (int64_t line = 0; line < lines; line++) {
-    int64_t base = line / inner * len * inner + line % inner;
-    double f = 0;
-    uint64_t i = 0;
-    for (int64_t k = 0; k < len; k++) {
-      int64_t at = base + k * inner, so = cpux_offset_of(self, self->rank, at), oo = cpux_offset_of(out, out->rank, at);
-      if (fl) {
-        f += load_f(self->data, self->dtype, so);
-        store_f(out->data, out->dtype, oo, f);
-      } else {
-        i += (uint64_t)load_i(self->data, self->dtype, so); /* wraps as torch */
-        store_i(out->data, out->dtype, oo, (int64_t)i);
-      }
-    }
-  }
-  return 0;
-}

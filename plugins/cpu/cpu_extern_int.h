@@ -149,7 +149,6 @@ int cpux_wrap_dim(xcall *x, int64_t d, int rank, int *out);
 int cpux_pool(xcall *x, bool is_max);
 int cpux_topk(xcall *x);
 int cpux_gather(xcall *x);
-int cpux_cumsum(xcall *x);
 int cpux_embedding(xcall *x);
 int cpux_index(xcall *x);
 

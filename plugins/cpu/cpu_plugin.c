@@ -169,6 +169,11 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
     return COIL_SUPPORTED;
   if (strncmp(op, "reduce.", 7) == 0 && coil_reduction_from_name(op + 7, strlen(op + 7)) >= 0)
     return COIL_SUPPORTED;
+  if (strncmp(op, "scan.", 5) == 0) { /* scans (Wrapper IR 1.4) */
+    int r = coil_reduction_from_name(op + 5, strlen(op + 5));
+    return (r == COIL_REDUCE_SUM || r == COIL_REDUCE_PROD || r == COIL_REDUCE_MAX || r == COIL_REDUCE_MIN) &&
+                   dtype != COIL_BOOL ? COIL_SUPPORTED : COIL_UNSUPPORTED;
+  }
   if (strncmp(op, "store.", 6) == 0) { /* combining stores (Wrapper IR 1.3) */
     int m = coil_store_mode_from_name(op + 6, strlen(op + 6));
     return m >= 0 && coil_store_mode_valid((coil_store_mode)m, dtype) ? COIL_SUPPORTED : COIL_UNSUPPORTED;
@@ -176,7 +181,7 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
   static const char *const externs[] = {
       "aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.convolution.default",
       "aten.max_pool2d_with_indices.default", "aten.avg_pool2d.default", "aten.topk.default",
-      "aten.gather.default", "aten.embedding.default", "aten.index.Tensor", "aten.cumsum.default"};
+      "aten.gather.default", "aten.embedding.default", "aten.index.Tensor"};
   for (size_t i = 0; i < sizeof externs / sizeof *externs; i++)
     if (strcmp(op, externs[i]) == 0)
       return COIL_SUPPORTED;

@@ -11,7 +11,8 @@
  *     r elements rindex = tid, tid + blockDim, ... of its cone into a private accumulator, then
  *     the block combines them (warp shuffles, one partial per warp in shared memory) and every
  *     thread holds the result; per-r stores run in a last strided r loop; stores of per-x
- *     values are done by thread 0. Welford reductions keep (mean, m2, n) per thread and combine
+ *     values are done by thread 0; with a scan, the last loop walks the row in block-sized
+ *     chunks in order, a block scan each. Welford reductions keep (mean, m2, n) per thread and combine
  *     with Chan's formula; argmax/argmin keep (value, first index).
  *
  * Kernels take their params (pointers) then their size symbols (int64). The launch (cuda_run.c)
@@ -105,6 +106,29 @@ prelude(coil_strbuf *b)
       "  return s[threadIdx.x >> 5];\n"
       "}\n"
       "template <typename T, typename Op> __device__ __forceinline__ T coil_own_reduce(T v, Op, void *) { return v; }\n"
+      "/* block scan (inclusive, thread order): a shuffle-up scan per warp, the warps' totals scanned by\n"
+      " * warp 0 in shared memory; *total is the whole block's combination */\n"
+      "template <typename T> __device__ __forceinline__ T coil_shfl_up(T v, int o) { return __shfl_up_sync(0xffffffffu, v, o); }\n"
+      "template <> __device__ __forceinline__ int8_t coil_shfl_up(int8_t v, int o) { return (int8_t)__shfl_up_sync(0xffffffffu, (int)v, o); }\n"
+      "template <> __device__ __forceinline__ int16_t coil_shfl_up(int16_t v, int o) { return (int16_t)__shfl_up_sync(0xffffffffu, (int)v, o); }\n"
+      "template <> __device__ __forceinline__ uint8_t coil_shfl_up(uint8_t v, int o) { return (uint8_t)__shfl_up_sync(0xffffffffu, (int)v, o); }\n"
+      "template <typename T, typename Op> __device__ __forceinline__ T coil_block_scan(T v, Op op, T *total, void *smem) {\n"
+      "  T *s = (T *)smem;\n"
+      "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;\n"
+      "  for (int o = 1; o < 32; o <<= 1) { const T u = coil_shfl_up(v, o); if (lane >= o) v = op(u, v); }\n"
+      "  __syncthreads();\n"
+      "  if (lane == 31) s[warp] = v;\n"
+      "  __syncthreads();\n"
+      "  if (warp == 0) {\n"
+      "    T w = s[lane < nw ? lane : 0];\n"
+      "    for (int o = 1; o < 32; o <<= 1) { const T u = coil_shfl_up(w, o); if (lane >= o) w = op(u, w); }\n"
+      "    if (lane < nw) s[lane] = w;\n"
+      "  }\n"
+      "  __syncthreads();\n"
+      "  if (warp > 0) v = op(s[warp - 1], v);\n"
+      "  *total = s[nw - 1];\n"
+      "  return v;\n"
+      "}\n"
       "template <typename T, int V> struct __align__(sizeof(T) * V) coil_vec { T e[V]; };\n"
       "static __device__ __noinline__ float coil_sinf_ool(float x) { return sinf(x); }\n"
       "static __device__ __noinline__ float coil_cosf_ool(float x) { return cosf(x); }\n"
@@ -368,6 +392,10 @@ indirect_varies(const coil_wir_program *p, const coil_kernel *k, int var)
 void
 cuda_plan_kernel(const coil_wir_program *p, const coil_kernel *k, cuda_plan *out)
 {
+  if (coil_kernel_has_scan(k)) { /* the block walks a row in order (emit_scan_loop) */
+    *out = (cuda_plan){CUDA_LOOPED, 0, 0, 1, 0, 0, 0};
+    return;
+  }
   if (coil_kernel_has_combining_store(k)) { /* atomic stores (a scatter): one element a thread */
     *out = k->nr == 0 ? (cuda_plan){CUDA_POINTWISE, 256, 4, 1, 1, 0, 0} : (cuda_plan){CUDA_LOOPED, 0, 0, 1, 0, 0, 0};
     return;
@@ -1075,6 +1103,57 @@ emit_persistent_body(kgen *g, int depth)
   free(seg);
 }
 
+/* LOOPED, the last r loop of a kernel with scans: the block walks the row in chunks of blockDim
+ * elements, every thread in every chunk (a thread past the end computes at the last element and
+ * stores nothing: it comes after every real one in the scan). Each scan is a block scan of the
+ * chunk combined with the carry of the chunks before. */
+static void
+emit_scan_loop(kgen *g, int depth)
+{
+  const coil_kernel *k = g->k;
+  coil_strbuf *b = g->b;
+  bool *cone = calloc((size_t)k->ninsts + 1, sizeof(bool));
+  for (int i = 0; i < k->ninsts; i++)
+    if (k->insts[i].op == COIL_KOP_STORE && g->per_r[i])
+      mark_cone(g, k->insts[i].args[0], cone);
+  for (int i = 0; i < k->ninsts; i++)
+    if (cone[i] && k->insts[i].op == COIL_KOP_SCAN) {
+      indent(b, depth);
+      coil_strbuf_printf(b, "%s carry%d = ", coil_c_compute_type(k->insts[i].dtype), i);
+      coil_c_scan_identity(k->insts[i].dtype, k->insts[i].red, b);
+      coil_strbuf_puts(b, ";\n");
+    }
+  indent(b, depth);
+  coil_strbuf_puts(b, "for (int64_t rbase = 0; rbase < rnumel; rbase += blockDim.x) {\n");
+  indent(b, depth + 1);
+  coil_strbuf_puts(b, "const bool coil_rin = rbase + threadIdx.x < rnumel;\n");
+  indent(b, depth + 1);
+  coil_strbuf_puts(b, "const int64_t rindex = coil_rin ? rbase + threadIdx.x : rnumel - 1;\n");
+  unravel(g, "rindex", k->nr, k->rvars, k->rsize, depth + 1);
+  for (int i = 0; i < k->ninsts; i++) {
+    const coil_kinst *in = &k->insts[i];
+    if (in->op == COIL_KOP_SCAN && cone[i]) {
+      const char *R = coil_c_compute_type(in->dtype), *op = coil_reduction_name(in->red);
+      indent(b, depth + 1);
+      coil_strbuf_printf(b, "%s tot%d;\n", R, i);
+      indent(b, depth + 1);
+      coil_strbuf_printf(b, "const %s v%d = coil_op_%s()(carry%d, coil_block_scan((%s)%s, coil_op_%s(), &tot%d, coil_smem));\n",
+                         R, i, op, i, R, g->names[in->args[0]], op, i);
+      indent(b, depth + 1);
+      coil_strbuf_printf(b, "carry%d = coil_op_%s()(carry%d, tot%d);\n", i, op, i, i);
+    } else if (in->op == COIL_KOP_STORE && g->per_r[i]) {
+      indent(b, depth + 1);
+      coil_strbuf_puts(b, "if (coil_rin)\n");
+      emit_inst(g, i, depth + 2);
+    } else if (cone[i]) {
+      emit_inst(g, i, depth + 1);
+    }
+  }
+  indent(b, depth);
+  coil_strbuf_puts(b, "}\n");
+  free(cone);
+}
+
 static void
 emit_looped_body(kgen *g, int depth)
 {
@@ -1096,7 +1175,9 @@ emit_looped_body(kgen *g, int depth)
       emit_inst(g, i, depth);
     }
   }
-  if (any_per_r_store) {
+  if (any_per_r_store && coil_kernel_has_scan(k)) {
+    emit_scan_loop(g, depth);
+  } else if (any_per_r_store) {
     bool *cone = calloc((size_t)k->ninsts + 1, sizeof(bool));
     for (int i = 0; i < k->ninsts; i++)
       if (k->insts[i].op == COIL_KOP_STORE && g->per_r[i])

@@ -159,6 +159,11 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
     return COIL_SUPPORTED;
   if (strncmp(op, "reduce.", 7) == 0 && coil_reduction_from_name(op + 7, strlen(op + 7)) >= 0)
     return COIL_SUPPORTED;
+  if (strncmp(op, "scan.", 5) == 0) { /* scans (Wrapper IR 1.4) */
+    int r = coil_reduction_from_name(op + 5, strlen(op + 5));
+    return (r == COIL_REDUCE_SUM || r == COIL_REDUCE_PROD || r == COIL_REDUCE_MAX || r == COIL_REDUCE_MIN) &&
+                   dtype != COIL_BOOL ? COIL_SUPPORTED : COIL_UNSUPPORTED;
+  }
   if (strncmp(op, "store.", 6) == 0) { /* combining stores (Wrapper IR 1.3) */
     int m = coil_store_mode_from_name(op + 6, strlen(op + 6));
     return m >= 0 && coil_store_mode_valid((coil_store_mode)m, dtype) ? COIL_SUPPORTED : COIL_UNSUPPORTED;

@@ -636,6 +636,14 @@ exec(krun *kr, int i, int64_t rf)
   }
   case COIL_KOP_REDUCE:
     return exec_reduce(kr, i);
+  case COIL_KOP_SCAN: { /* run_points visits the r points in order: the prefix so far is at rf - 1 */
+    ival a = interp_convert(opnd(kr, in->args[0], rf), dt(kr, in->args[0]), in->dtype);
+    static const coil_store_mode as_store[COIL_REDUCE_COUNT] = {
+        [COIL_REDUCE_SUM] = COIL_STORE_ADD, [COIL_REDUCE_PROD] = COIL_STORE_MUL,
+        [COIL_REDUCE_MAX] = COIL_STORE_MAX, [COIL_REDUCE_MIN] = COIL_STORE_MIN};
+    *out = rf == 0 ? a : combine(as_store[in->red], in->dtype, kr->v[i][rf - 1], a);
+    return 0;
+  }
   default:
     return exec_math(kr, i, out, rf);
   }
@@ -672,6 +680,9 @@ check_inst(krun *kr, int i)
   }
   if (in->op == COIL_KOP_REDUCE && (unsigned)in->red >= COIL_REDUCE_COUNT)
     return interp_err(kr->c, "%%%d = reduce of unknown kind %d", i, (int)in->red);
+  if (in->op == COIL_KOP_SCAN && in->red != COIL_REDUCE_SUM && in->red != COIL_REDUCE_PROD &&
+      in->red != COIL_REDUCE_MAX && in->red != COIL_REDUCE_MIN)
+    return interp_err(kr->c, "%%%d = scan of unknown kind %d", i, (int)in->red);
   if (cls == COIL_KCLASS_BINARY || cls == COIL_KCLASS_UNARY || cls == COIL_KCLASS_CMP) {
     bool fl = coil_dtype_is_float(dt(kr, in->args[0]));
     if (in->op == COIL_KOP_DIV && !fl)
@@ -752,6 +763,8 @@ prepare(krun *kr, const coil_line *l)
     else if (in->op == COIL_KOP_STORE)
       kr->per_r[i] = mentions(in->index, kr->is_r, c->nvars) || mentions(in->index, kr->ind_r, c->nvars) ||
                      kr->per_r[in->args[0]];
+    else if (in->op == COIL_KOP_SCAN)
+      kr->per_r[i] = true;
     else if (in->op != COIL_KOP_REDUCE)
       for (int a = 0; a < coil_kop_arity(in->op); a++)
         kr->per_r[i] = kr->per_r[i] || kr->per_r[in->args[a]];

@@ -56,8 +56,8 @@ destroy(coil_plugin *self)
 
 /* Every kernel op and the library calls the engine implements, on every dtype, except
  * convolution, cumsum and topk: the core generates a kernel for what a plugin does not claim,
- * and interp runs that, as any new backend would (a cumsum or topk longer than the core
- * generates stays a library call, which interp then reports as not supported). The engine still runs a
+ * and interp runs that, as any new backend would (a topk longer than the core generates stays a
+ * library call, which interp then reports as not supported). The engine still runs a
  * convolution extern_call when a program has one ([coil] convolution = library), which checks
  * the library path. */
 static coil_support
@@ -74,6 +74,11 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
     return COIL_SUPPORTED;
   if (strncmp(op, "reduce.", 7) == 0 && coil_reduction_from_name(op + 7, strlen(op + 7)) >= 0)
     return COIL_SUPPORTED;
+  if (strncmp(op, "scan.", 5) == 0) { /* scans (Wrapper IR 1.4) */
+    int r = coil_reduction_from_name(op + 5, strlen(op + 5));
+    return (r == COIL_REDUCE_SUM || r == COIL_REDUCE_PROD || r == COIL_REDUCE_MAX || r == COIL_REDUCE_MIN) &&
+                   dtype != COIL_BOOL ? COIL_SUPPORTED : COIL_UNSUPPORTED;
+  }
   if (strncmp(op, "store.", 6) == 0) { /* combining stores (Wrapper IR 1.3) */
     int m = coil_store_mode_from_name(op + 6, strlen(op + 6));
     return m >= 0 && coil_store_mode_valid((coil_store_mode)m, dtype) ? COIL_SUPPORTED : COIL_UNSUPPORTED;

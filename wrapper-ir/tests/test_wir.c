@@ -303,7 +303,7 @@ build_example(void)
 }
 
 static const char example_text[] =
-    "wir 1.3\n"
+    "wir 1.4\n"
     "program mlp\n"
     "peak 4096\n"
     "input arg0 'x': f32[s0, 64] stride [64, 1]\n"
@@ -886,6 +886,33 @@ Test(verify, combining_store_mode_fits_the_dtype)
                   "stores take numbers, not bool)");
   inst(6)->mode = (coil_store_mode)99;
   verify_fails(P, "kernel coil_per_fused__softmax_0, %6: store mode ? is not valid for bool");
+}
+
+Test(verify, scan_rules)
+{
+  /* %3 = exp %2 becomes a scan sum of %2: valid, and then %4 (reduce sum %3) reduces a scan */
+  *inst(3) = (coil_kinst){.op = COIL_KOP_SCAN, .dtype = COIL_F32, .args = {2, -1, -1}, .param = -1, .red = COIL_REDUCE_SUM};
+  verify_fails(P, "kernel coil_per_fused__softmax_0, %4: reduce of a value computed from a scan");
+  inst(4)->args[0] = 2;
+  verify_ok(P);
+  inst(3)->red = COIL_REDUCE_ARGMAX;
+  verify_fails(P, "kernel coil_per_fused__softmax_0, %3: scan 4 is not a scan (sum prod max min)");
+  inst(3)->red = COIL_REDUCE_MAX;
+  inst(3)->dtype = COIL_F64;
+  verify_fails(P, "kernel coil_per_fused__softmax_0, %3: scan max of f32 gives f64, expected f32");
+  inst(3)->dtype = COIL_F32;
+  P->kernels[0].nr = 0;
+  P->kernels[0].kind = COIL_KERNEL_POINTWISE;
+  coil_diag d = {{0}};
+  cr_assert_neq(coil_wir_verify(P, &d), 0);
+}
+
+Test(verify, scan_takes_no_half_floats)
+{
+  *inst(3) = (coil_kinst){.op = COIL_KOP_CAST, .dtype = COIL_F16, .args = {2, -1, -1}, .param = -1};
+  *inst(5) = (coil_kinst){.op = COIL_KOP_SCAN, .dtype = COIL_F16, .args = {3, -1, -1}, .param = -1, .red = COIL_REDUCE_SUM};
+  inst(4)->args[0] = 2;
+  verify_fails(P, "kernel coil_per_fused__softmax_0, %5: scan sum of f16, expected f32, f64 or an integer operand");
 }
 
 Test(verify, where_condition_is_bool)

@@ -283,7 +283,8 @@ struct coil_plugin_api {
   /* [required] Whether the instance can compile (and, if it executes, run) an op on a dtype.
    * op: borrowed for the call; an ATen overload ("aten.add.Tensor", as extern_call lines name
    * library ops), a Wrapper IR kernel op ("add", the names of kops.def), or a reduction kind
-   * as "reduce.KIND" ("reduce.welford_m2"). dtype: the instruction's result dtype (for an
+   * as "reduce.KIND" ("reduce.welford_m2"), a combining store as "store.MODE" (1.3) or a scan
+   * as "scan.KIND" (1.4). dtype: the instruction's result dtype (for an
    * extern call, its first output's). An op the plugin has never heard of is COIL_UNSUPPORTED.
    * Cheap and infallible; the conformance suite reports a test of an unsupported op as "not
    * supported", never as a failure. */

@@ -75,7 +75,15 @@ bool coil_kernel_has_indirect(const coil_kernel *k);
  * bad value, e.g. "*coil_oob = %s;") has recorded it. Each line starts with `pad`. */
 void coil_c_indirect_inst(const coil_wir_program *p, const coil_kernel *k, int i, const char *const *names,
                           const char *store_oob, const char *pad, coil_strbuf *b);
-/* per_r[i] = instruction i of k varies over the r loops (its value is one per r point). */
+/* Scans (Wrapper IR 1.4). Whether kernel k has one; the identity of scan kind red on dtype t
+ * (0, 1, or the dtype's lowest/highest value, -INFINITY for floats); acc combined with v as a C
+ * expression of t's compute type: integers wrap, max and min propagate NaN (coil_fmaxf, ...). A
+ * scan's dtype is f32, f64 or an integer (the verifier's rule). */
+bool coil_kernel_has_scan(const coil_kernel *k);
+void coil_c_scan_identity(coil_dtype t, coil_reduction red, coil_strbuf *b);
+void coil_c_scan_combine(coil_dtype t, coil_reduction red, const char *acc, const char *v, coil_strbuf *b);
+/* per_r[i] = instruction i of k varies over the r loops (its value is one per r point; a scan's
+ * always does). */
 void coil_c_per_r(const coil_wir_program *p, const coil_kernel *k, bool *per_r);
 /* C source of the helpers generated code uses (coil_floordiv, coil_mod, coil_min, coil_max for
  * indices; coil_f2i64, coil_fmax/fmin NaN-propagating, f16/bf16 conversions, ...). Static. */

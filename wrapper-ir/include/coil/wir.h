@@ -31,7 +31,7 @@
 #include "coil/sym.h"
 
 #define COIL_WIR_VERSION_MAJOR 1
-#define COIL_WIR_VERSION_MINOR 3
+#define COIL_WIR_VERSION_MINOR 4
 
 /* ---- kernel bodies: loop IR ---- */
 
@@ -44,7 +44,7 @@ typedef enum coil_kop {
 
 typedef enum coil_kop_class {
   COIL_KCLASS_MEM, COIL_KCLASS_LEAF, COIL_KCLASS_UNARY, COIL_KCLASS_BINARY, COIL_KCLASS_CMP,
-  COIL_KCLASS_SELECT, COIL_KCLASS_CAST, COIL_KCLASS_REDUCE,
+  COIL_KCLASS_SELECT, COIL_KCLASS_CAST, COIL_KCLASS_REDUCE, COIL_KCLASS_SCAN,
 } coil_kop_class;
 
 /* Reductions; argmax/argmin give the flat index over the r ranges (i64), first occurrence.
@@ -78,7 +78,9 @@ typedef enum coil_store_mode {
  * depend on an r variable (through a load, index, or operand) are "per r element"; a reduce
  * turns one into a value per x point. Instructions run in order for each x point; those that
  * are per r element run for every r point before the next instruction (so a body reads like
- * a program over whole rows: a value computed from a reduce can be used by later per-r ops). */
+ * a program over whole rows: a value computed from a reduce can be used by later per-r ops).
+ * A scan (1.4) is per r element: at r point i, the kind's combination of its operand at r
+ * points 0..i (row-major over the r ranges); no reduce may depend on a scan's value. */
 typedef struct coil_kinst {
   coil_kop op;
   coil_dtype dtype;          /* result dtype (STORE: the stored value's dtype) */
@@ -87,7 +89,7 @@ typedef struct coil_kinst {
   const coil_sym *index;     /* LOAD, STORE: element offset into the param's storage;
                                 INDEX: the expression whose value this is; INDIRECT: the
                                 bound (the value must lie in [0, bound)) */
-  coil_reduction red;        /* REDUCE */
+  coil_reduction red;        /* REDUCE; SCAN (1.4): sum, prod, max or min */
   double f;                  /* CONST of a floating dtype */
   int64_t i;                 /* CONST of an integer or bool dtype */
   coil_store_mode mode;      /* STORE (1.3): how it writes; 0 = plain */
