@@ -91,13 +91,55 @@ lx_load(lowering *L, int buffer, const coil_sym *index)
   return e;
 }
 
+/* The integer expression e as an index expression over dims, when it is one (index values and
+ * integer constants under add, sub, mul, neg and integer casts: arange's values, say); else NULL. */
+static const coil_sym *
+static_index(lowering *L, const lexpr *e)
+{
+  if (e->kind == LX_INDEX)
+    return e->index;
+  if (e->kind == LX_CONST && !coil_dtype_is_float(e->dtype) && e->dtype != COIL_BOOL)
+    return coil_sym_const(L->sym, e->i);
+  if (e->kind != LX_OP || e->dtype != COIL_I64)
+    return NULL;
+  const coil_sym *a = e->nargs > 0 ? static_index(L, e->args[0]) : NULL;
+  const coil_sym *b = e->nargs > 1 ? static_index(L, e->args[1]) : NULL;
+  switch (e->op) {
+  case COIL_KOP_CAST: return a;
+  case COIL_KOP_NEG: return a ? coil_sym_mul(L->sym, a, coil_sym_const(L->sym, -1)) : NULL;
+  case COIL_KOP_ADD: return a && b ? coil_sym_add(L->sym, a, b) : NULL;
+  case COIL_KOP_SUB: return a && b ? coil_sym_add(L->sym, a, coil_sym_mul(L->sym, b, coil_sym_const(L->sym, -1))) : NULL;
+  case COIL_KOP_MUL: return a && b ? coil_sym_mul(L->sym, a, b) : NULL;
+  default: return NULL;
+  }
+}
+
 const lexpr *
 lx_load_at(lowering *L, int buffer, const coil_sym *index, int n, const lexpr *const *indirect)
 {
-  lexpr *e = (lexpr *)lx_load(L, buffer, index);
+  /* an index value computed from the dims alone that provably lies in [0, bound) (a lookup of
+   * arange's positions) needs no indirect load: its expression goes into the index, which then
+   * stays affine (vector loads, no run-time check) */
+  const lexpr *keep[3];
+  int nkeep = 0;
   for (int i = 0; i < n && i < 3; i++) {
-    e->args[e->nargs++] = indirect[i];
-    e->size += indirect[i]->size;
+    const coil_sym *s = static_index(L, indirect[i]->args[0]);
+    int64_t lo, hi, blo, bhi;
+    if (s) {
+      coil_sym_bounds(L->sym, s, &lo, &hi);
+      coil_sym_bounds(L->sym, indirect[i]->bound, &blo, &bhi);
+    }
+    if (s && lo >= 0 && hi < blo) {
+      int var = indirect[i]->index->var;
+      index = coil_sym_subst(L->sym, index, 1, &var, &s);
+    } else {
+      keep[nkeep++] = indirect[i];
+    }
+  }
+  lexpr *e = (lexpr *)lx_load(L, buffer, index);
+  for (int i = 0; i < nkeep; i++) {
+    e->args[e->nargs++] = keep[i];
+    e->size += keep[i]->size;
   }
   return e;
 }

@@ -429,3 +429,45 @@ Test(compile, outputs_are_views_with_the_graphs_sizes)
   cr_expect_eq(count_lines(p, COIL_LINE_KERNEL_CALL), 3, "the convolution; the residual with the transpose; the slice");
   coil_wir_free(p);
 }
+
+static int
+count_indirect(const coil_wir_program *p)
+{
+  int n = 0;
+  for (int k = 0; k < p->nkernels; k++)
+    for (int i = 0; i < p->kernels[k].ninsts; i++)
+      n += p->kernels[k].insts[i].op == COIL_KOP_INDIRECT;
+  return n;
+}
+
+/* A lookup at positions computed from the dims (arange) that provably lie in range is a plain
+ * affine load: no indirect instruction, no run-time check. One that may leave the range (arange
+ * to 11 into 10 rows) keeps its check; so does a lookup by a tensor's values. */
+Test(compile, static_lookups_need_no_indirect)
+{
+  static const struct {
+    const char *text;
+    int indirect;
+  } cases[] = {
+      {"coil 1\ngraph t(%w: f32[10, 4]) {\n  %i = aten.arange.start_step(0, 10, 1)\n"
+       "  %o = aten.embedding.default(%w, %i)\n  return (%o)\n}\n", 0},
+      {"coil 1\ngraph t(%w: f32[10, 4]) {\n  %i = aten.arange.start_step(2, 10, 2)\n"
+       "  %o = aten.embedding.default(%w, %i)\n  return (%o)\n}\n", 0},
+      {"coil 1\ngraph t(%w: f32[10, 4]) {\n  %i = aten.arange.start_step(0, 11, 1)\n"
+       "  %o = aten.embedding.default(%w, %i)\n  return (%o)\n}\n", 1},
+      {"coil 1\ngraph t(%w: f32[10, 4], %i: i64[3]) {\n"
+       "  %o = aten.embedding.default(%w, %i)\n  return (%o)\n}\n", 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    coil_diag d = {0};
+    coil_graph *g = coil_graph_parse("t.coil", cases[i].text, strlen(cases[i].text), &d);
+    cr_assert_not_null(g, "%s", d.msg);
+    coil_compile_options o = {.fuse = true, .verify = true};
+    coil_wir_program *p = coil_compile_graph(g, &o, &d);
+    cr_assert_not_null(p, "%s", d.msg);
+    cr_expect_eq(count_indirect(p), cases[i].indirect, "case %zu: %d indirect instructions, expected %d", i,
+                 count_indirect(p), cases[i].indirect);
+    coil_wir_free(p);
+    coil_graph_free(g);
+  }
+}
