@@ -43,23 +43,34 @@ both(lowering *L, const lexpr *a, const lexpr *b)
   return a ? lx_op(L, COIL_KOP_AND, COIL_BOOL, a, b, NULL) : b;
 }
 
-/* z [A, B, S1..Sd] copied to [A, S1..Sd, B] (realized: a kernel of its own, into which the
- * pointwise work that computes z fuses). */
+/* z [A, B, S1..Sd] copied to [A, S1 + 2*P1, .., Sd + 2*Pd, B] (pad: P per spatial dim, or NULL
+ * for none), zeros in the padding (realized: a kernel of its own, into which the pointwise work
+ * that computes z fuses). The convolution then reads it with no mask and no clamp. */
 static lazy *
-channels_last(lowering *L, const lazy *z)
+channels_last(lowering *L, const lazy *z, const coil_lit *pad)
 {
   const coil_sym *sizes[COIL_MAX_RANK], *idx[COIL_MAX_RANK];
   int r = z->rank;
   sizes[0] = z->sizes[0];
   for (int i = 2; i < r; i++)
-    sizes[i - 1] = z->sizes[i];
+    sizes[i - 1] = pad ? coil_sym_add(L->sym, z->sizes[i], K(L, 2 * pad->items[i - 2].i)) : z->sizes[i];
   sizes[r - 1] = z->sizes[1];
   lazy *t = lz_new(L, z->dtype, r, sizes);
   idx[0] = t->dvars[0];
   idx[1] = t->dvars[r - 1];
-  for (int i = 2; i < r; i++)
+  const lexpr *inside = NULL;
+  for (int i = 2; i < r; i++) {
+    int64_t p = pad ? pad->items[i - 2].i : 0;
     idx[i] = t->dvars[i - 1];
+    if (p) {
+      const coil_sym *at = coil_sym_add(L->sym, t->dvars[i - 1], K(L, -p));
+      inside = both(L, inside, lx_in_range(L, at, K(L, 0), z->sizes[i]));
+      idx[i] = clamped_index(L, at, z->sizes[i]);
+    }
+  }
   t->expr = lz_at(L, z, idx);
+  if (inside)
+    t->expr = lx_op(L, COIL_KOP_WHERE, z->dtype, inside, t->expr, lx_const(L, z->dtype, 0, 0));
   lz_realize(L, t);
   return t;
 }
@@ -96,9 +107,9 @@ coil_lower_conv(lowering *L, const coil_node *n)
    * GPU); otherwise over the kernel window innermost, from x and w as they are */
   bool cl = !transposed && cpg >= CHANNELS_INNERMOST;
   lazy *xt = NULL, *wt = NULL;
-  if (cl) {
-    xt = channels_last(L, x);
-    wt = channels_last(L, w);
+  if (cl) { /* x padded: its copy holds the zeros, the sum reads it unmasked */
+    xt = channels_last(L, x, pad);
+    wt = channels_last(L, w, NULL);
   } else {
     if (x->expr->kind != LX_LOAD)
       lz_realize(L, x);
@@ -108,14 +119,21 @@ coil_lower_conv(lowering *L, const coil_node *n)
 
   /* the sum's dims after the output's: C/G, K1..Kd, or K1..Kd, C/G with channels innermost; a
    * 3-D convolution merges the first two of them (else 9 dims) */
+  /* with one group and no dilation along the last spatial dim, its window and the channels are
+   * one contiguous run of Kd*C elements in both copies (x's row at o*stride, w's row): one
+   * reduced dim f = kd*C + c, a longer vector loop with one sum */
+  bool merge = cl && groups == 1 && nsp >= 1 && dil->items[nsp - 1].i == 1;
+  int64_t klast = 0;
+  if (merge && !coil_sym_is_const(w->sizes[1 + nsp], &klast))
+    merge = false;
   const coil_sym *rs[4];
   int nrs = 0;
   if (!cl)
     rs[nrs++] = K(L, cpg);
-  for (int q = 0; q < nsp; q++)
+  for (int q = 0; q < nsp - merge; q++)
     rs[nrs++] = w->sizes[2 + q];
   if (cl)
-    rs[nrs++] = K(L, cpg);
+    rs[nrs++] = K(L, merge ? klast * cpg : cpg);
   bool fold = out->rank + nrs > COIL_MAX_RANK;
   const coil_sym *sizes[COIL_MAX_RANK];
   int rank = 0;
@@ -134,10 +152,16 @@ coil_lower_conv(lowering *L, const coil_node *n)
     rv[1] = coil_sym_mod(L->sym, e->dvars[r0], rs[1]);
   }
   /* per spatial dim the output index o and the kernel index k; the input channel c */
-  const coil_sym *o[3], *k[3], *c = rv[cl ? nsp : 0];
+  const coil_sym *o[3], *k[3], *c = rv[cl ? nsp - merge : 0];
   for (int q = 0; q < nsp; q++) {
     o[q] = e->dvars[2 + q];
-    k[q] = rv[cl ? q : q + 1];
+    k[q] = q < nsp - merge ? rv[cl ? q : q + 1] : NULL;
+  }
+  const coil_sym *f = NULL; /* merged: f = k_last*C + c */
+  if (merge) {
+    f = c;
+    k[nsp - 1] = coil_sym_floordiv(L->sym, f, K(L, cpg));
+    c = coil_sym_mod(L->sym, f, K(L, cpg));
   }
   const coil_sym *batch = e->dvars[0], *co = e->dvars[1];
   const coil_sym *g = coil_sym_floordiv(L->sym, co, K(L, opg));
@@ -153,8 +177,10 @@ coil_lower_conv(lowering *L, const coil_node *n)
     const coil_sym *size = x->sizes[2 + q];
     int64_t s = stride->items[q].i, p = pad->items[q].i, d = dil->items[q].i;
     const coil_sym *kd = coil_sym_mul(L->sym, k[q], K(L, d)), *i;
-    bool masked = transposed || p > 0;
-    if (!transposed) { /* i = o*s - p + k*d */
+    bool masked = !cl && (transposed || p > 0);
+    if (cl) { /* into the padded copy: i + p = o*s + k*d */
+      i = coil_sym_add(L->sym, coil_sym_mul(L->sym, o[q], K(L, s)), kd);
+    } else if (!transposed) { /* i = o*s - p + k*d */
       i = coil_sym_add(L->sym, coil_sym_sub(L->sym, coil_sym_mul(L->sym, o[q], K(L, s)), K(L, p)), kd);
     } else { /* t = o + p - k*d; i = t / s where s divides t (floor division and modulo) */
       const coil_sym *t = coil_sym_sub(L->sym, coil_sym_add(L->sym, o[q], K(L, p)), kd);

@@ -412,6 +412,34 @@ scaled(coil_symctx *c, const coil_sym *s, int64_t k, bool div)
   return r;
 }
 
+/* k*b*(a // b) + k*(a % b) is k*a for a constant b != 0 (floor division and modulo): folds one
+ * such pair of normalized terms, re-normalizing; false when there is none. Indices that split a
+ * flat position into two and join them again (a merged loop dim) come back affine. */
+static bool
+lin_fold_divmod(coil_symctx *c, lin *l)
+{
+  for (int i = 0; i < l->n; i++) {
+    const coil_sym *m = l->t[i].rest;
+    if (!m || m->kind != COIL_SYM_MOD || m->args[1]->kind != COIL_SYM_CONST || !m->args[1]->value)
+      continue;
+    int64_t b = m->args[1]->value, want;
+    if (__builtin_mul_overflow(l->t[i].coef, b, &want))
+      continue;
+    for (int j = 0; j < l->n; j++) {
+      const coil_sym *d = l->t[j].rest;
+      if (j == i || !d || d->kind != COIL_SYM_FLOORDIV || l->t[j].coef != want || d->args[1]->kind != COIL_SYM_CONST || d->args[1]->value != b ||
+          coil_sym_cmp(d->args[0], m->args[0]) != 0)
+        continue;
+      int64_t k = l->t[i].coef;
+      l->t[i].coef = l->t[j].coef = 0; /* dropped by the normalization */
+      lin_collect(c, l, m->args[0], k);
+      lin_normalize(l);
+      return true;
+    }
+  }
+  return false;
+}
+
 const coil_sym *
 coil_sym_add(coil_symctx *c, const coil_sym *a, const coil_sym *b)
 {
@@ -419,6 +447,8 @@ coil_sym_add(coil_symctx *c, const coil_sym *a, const coil_sym *b)
   lin_collect(c, &l, a, 1);
   lin_collect(c, &l, b, 1);
   lin_normalize(&l);
+  for (int guard = 0; guard < 8 && !l.overflow && lin_fold_divmod(c, &l); guard++)
+    ;
   const coil_sym *r = l.overflow ? raw(c, COIL_SYM_ADD, a, b) : lin_build(c, &l);
   free(l.t);
   return r;

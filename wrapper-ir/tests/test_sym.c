@@ -244,6 +244,26 @@ Test(sym, unravelled_blocks)
       }
 }
 
+/* b*(a // b) + a % b is a again (floor semantics, any a, b != 0): a split flat index joined back */
+Test(sym, floordiv_and_mod_rejoin)
+{
+  const coil_sym *a = V("a");
+  assert_prints(P("64*(a // 64) + a % 64"), "a");
+  assert_prints(P("3712*x + 128*((a + 5) // 64) + 2*((a + 5) % 64)"), "2*a + 3712*x + 10");
+  assert_prints(P("-64*(a // -64) + a % -64"), "a");
+  /* not a pair: other coefficients, other divisors, other operands */
+  assert_prints(P("32*(a // 64) + a % 64"), "32*(a // 64) + a % 64");
+  assert_prints(P("64*(a // 64) + a % 32"), "64*(a // 64) + a % 32");
+  assert_prints(P("64*(x // 64) + a % 64"), "64*(x // 64) + a % 64");
+  for (int64_t av = -130; av < 130; av++) { /* and the identity holds for negative values too */
+    int64_t vals[64] = {0}, got;
+    vals[a->var] = av;
+    cr_assert_eq(coil_sym_eval(ctx, coil_sym_add(ctx, coil_sym_mul(ctx, K(64), coil_sym_floordiv(ctx, a, K(64))),
+                                                  coil_sym_mod(ctx, a, K(64))), vals, 64, &got, NULL), 0);
+    cr_assert_eq(got, av);
+  }
+}
+
 Test(sym, division_by_constant_zero_is_kept)
 {
   const coil_sym *a = V("a");
