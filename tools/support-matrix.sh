@@ -35,8 +35,9 @@ matrix() {
   echo "cpu=build/conformance/cpu.csv template=build/conformance/template.csv"
   echo "cuda=docs/logs/cuda-conformance-h100-2026-11-24.csv\`; the test \`docs_support_matrix\` fails while"
   echo "it is out of date. The cuda column comes from runs on an H100 (CI has no GPU): every case on"
-  echo "2026-11-22, and on 2026-11-24 the G1 ops and the ops added that day in f32, f16 and bf16"
-  echo "(docs/logs/cuda-g1-h100-2026-11-24b.md): those show no i64 or bool, not run on the GPU yet."
+  echo "2026-11-22, and on 2026-11-24 the G1 ops and the ops added that day in every dtype"
+  echo "(docs/logs/cuda-g1-h100-2026-11-24b.md, cuda-g1-h100-2026-11-24c.md) and the generated"
+  echo "convolution; an op of the table not in any of those runs shows as —."
   echo
   printf '| op |'; for n in "${names[@]}"; do printf ' %s |' "$n"; done; echo
   printf '|---|'; for n in "${names[@]}"; do printf -- '---|'; done; echo
