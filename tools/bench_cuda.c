@@ -246,6 +246,9 @@ make_graphs(gpu_graph *g)
                            "  %%mp = aten.max_pool2d_with_indices.default(%%r, [3, 3], [2, 2], [1, 1])\n"
                            "  %%y = getitem(%%mp, 0)\n  return (%%y)\n}\n"),
                        8.0 * 64 * 56 * 56 * 4 + 8.0 * 64 * 28 * 28 * 4, 2.0 * 8 * 64 * 56 * 56 * 64 * 9, 0};
+  g[n++] = (gpu_graph){"cumsum_rows", fmt("coil 1\ngraph g(%%x: f32[4096, 4096]) {\n"
+                                          "  %%c = aten.cumsum.default(%%x, 1)\n  return (%%c)\n}\n"),
+                       2.0 * 4096 * 4096 * 4, 0, 0};
   {
     char body[2048] = "", *w = body;
     const char *x = "%x";

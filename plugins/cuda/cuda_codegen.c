@@ -129,6 +129,33 @@ prelude(coil_strbuf *b)
       "  *total = s[nw - 1];\n"
       "  return v;\n"
       "}\n"
+      "/* warp-striped scans: a warp's inclusive scan (shuffles), lane 31's value to every lane, and the\n"
+      " * combination of the warps before this one (id for warp 0; wt: this warp's total, the same in\n"
+      " * every lane); *total is the block's */\n"
+      "template <typename T> __device__ __forceinline__ T coil_shfl_idx(T v, int i) { return __shfl_sync(0xffffffffu, v, i); }\n"
+      "template <> __device__ __forceinline__ int8_t coil_shfl_idx(int8_t v, int i) { return (int8_t)__shfl_sync(0xffffffffu, (int)v, i); }\n"
+      "template <> __device__ __forceinline__ int16_t coil_shfl_idx(int16_t v, int i) { return (int16_t)__shfl_sync(0xffffffffu, (int)v, i); }\n"
+      "template <> __device__ __forceinline__ uint8_t coil_shfl_idx(uint8_t v, int i) { return (uint8_t)__shfl_sync(0xffffffffu, (int)v, i); }\n"
+      "template <typename T, typename Op> __device__ __forceinline__ T coil_warp_scan(T v, Op op) {\n"
+      "  const int lane = threadIdx.x & 31;\n"
+      "  for (int o = 1; o < 32; o <<= 1) { const T u = coil_shfl_up(v, o); if (lane >= o) v = op(u, v); }\n"
+      "  return v;\n"
+      "}\n"
+      "template <typename T, typename Op> __device__ __forceinline__ T coil_warps_before(T wt, Op op, T id, T *total, void *smem) {\n"
+      "  T *s = (T *)smem;\n"
+      "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;\n"
+      "  __syncthreads();\n"
+      "  if (lane == 0) s[warp] = wt;\n"
+      "  __syncthreads();\n"
+      "  if (warp == 0) {\n"
+      "    T w = s[lane < nw ? lane : 0];\n"
+      "    for (int o = 1; o < 32; o <<= 1) { const T u = coil_shfl_up(w, o); if (lane >= o) w = op(u, w); }\n"
+      "    if (lane < nw) s[lane] = w;\n"
+      "  }\n"
+      "  __syncthreads();\n"
+      "  *total = s[nw - 1];\n"
+      "  return warp > 0 ? s[warp - 1] : id;\n"
+      "}\n"
       "template <typename T, int V> struct __align__(sizeof(T) * V) coil_vec { T e[V]; };\n"
       "static __device__ __noinline__ float coil_sinf_ool(float x) { return sinf(x); }\n"
       "static __device__ __noinline__ float coil_cosf_ool(float x) { return cosf(x); }\n"
@@ -1103,55 +1130,162 @@ emit_persistent_body(kgen *g, int depth)
   free(seg);
 }
 
-/* LOOPED, the last r loop of a kernel with scans: the block walks the row in chunks of blockDim
- * elements, every thread in every chunk (a thread past the end computes at the last element and
- * stores nothing: it comes after every real one in the scan). Each scan is a block scan of the
- * chunk combined with the carry of the chunks before. */
+/* Elements per thread and chunk of a scan loop (warp-striped: lane l of warp w takes element
+ * rbase + (w*lanes + l)*32 + its lane, so loads coalesce): a row of constant length is taken in
+ * one chunk where SCAN_LANES_MAX lanes a thread cover it (all its loads in flight at once), else
+ * in chunks of SCAN_LANES a thread. */
+#define SCAN_LANES 4
+#define SCAN_LANES_MAX 16
+
+/* LOOPED, the last r loop of a kernel with scans: the block walks the row in chunks, every thread
+ * in every chunk (a point past the end is computed at the last element and stores nothing: it
+ * comes after every real one in the scan). Each scan combines the carry of the chunks before, the
+ * block's exclusive scan of its threads' totals and the thread's own running value.
+ *
+ * With lanes: warp w takes 32*lanes consecutive elements of the chunk, 32 per lane. A first pass
+ * over the lanes computes each scan's operand (the cone below it), a warp scan of it and the
+ * warp's running value; the block combines the warps' totals once per chunk; a second pass
+ * computes everything after the scans and stores, recomputing the per-r values they use (their
+ * loads hit L1). A scan whose operand depends on
+ * another scan's value needs that one finished first: such a kernel runs one element a thread. */
 static void
 emit_scan_loop(kgen *g, int depth)
 {
   const coil_kernel *k = g->k;
   coil_strbuf *b = g->b;
-  bool *cone = calloc((size_t)k->ninsts + 1, sizeof(bool));
-  for (int i = 0; i < k->ninsts; i++)
+  int n = k->ninsts;
+  bool *cone = calloc((size_t)n + 1, sizeof(bool)), *pre = calloc((size_t)n + 1, sizeof(bool));
+  bool *dep = calloc((size_t)n + 1, sizeof(bool)); /* computed from a scan's value */
+  for (int i = 0; i < n; i++)
     if (k->insts[i].op == COIL_KOP_STORE && g->per_r[i])
       mark_cone(g, k->insts[i].args[0], cone);
-  for (int i = 0; i < k->ninsts; i++)
+  bool chained = false;
+  for (int i = 0; i < n; i++) {
+    const coil_kinst *in = &k->insts[i];
+    for (int a = 0; a < coil_kop_arity(in->op); a++)
+      dep[i] = dep[i] || (in->args[a] >= 0 && (dep[in->args[a]] || k->insts[in->args[a]].op == COIL_KOP_SCAN));
+    if (in->op == COIL_KOP_SCAN && cone[i]) {
+      chained = chained || dep[in->args[0]] || k->insts[in->args[0]].op == COIL_KOP_SCAN;
+      mark_cone(g, in->args[0], pre);
+    }
+  }
+  int lanes = chained ? 1 : SCAN_LANES;
+  int64_t rn = fixed_rnumel(k);
+  if (!chained && rn > 0) { /* the threads the launch gives (cuda_block_threads), or the plan's */
+    int64_t t = g->plan.threads ? g->plan.threads : 32;
+    while (!g->plan.threads && t < 256 && t < rn)
+      t *= 2;
+    int64_t want = (rn + t - 1) / t;
+    lanes = want <= SCAN_LANES_MAX ? (int)(want > SCAN_LANES ? want : SCAN_LANES) : SCAN_LANES;
+  }
+  for (int i = 0; i < n; i++)
     if (cone[i] && k->insts[i].op == COIL_KOP_SCAN) {
+      const char *R = coil_c_compute_type(k->insts[i].dtype);
       indent(b, depth);
-      coil_strbuf_printf(b, "%s carry%d = ", coil_c_compute_type(k->insts[i].dtype), i);
+      coil_strbuf_printf(b, "%s carry%d = ", R, i);
       coil_c_scan_identity(k->insts[i].dtype, k->insts[i].red, b);
       coil_strbuf_puts(b, ";\n");
     }
   indent(b, depth);
-  coil_strbuf_puts(b, "for (int64_t rbase = 0; rbase < rnumel; rbase += blockDim.x) {\n");
-  indent(b, depth + 1);
-  coil_strbuf_puts(b, "const bool coil_rin = rbase + threadIdx.x < rnumel;\n");
-  indent(b, depth + 1);
-  coil_strbuf_puts(b, "const int64_t rindex = coil_rin ? rbase + threadIdx.x : rnumel - 1;\n");
-  unravel(g, "rindex", k->nr, k->rvars, k->rsize, depth + 1);
-  for (int i = 0; i < k->ninsts; i++) {
+  coil_strbuf_printf(b, "for (int64_t rbase = 0; rbase < rnumel; rbase += (int64_t)blockDim.x * %d) {\n", lanes);
+  int d = depth + 1;
+  if (lanes > 1) { /* pass 1: the scans' operands, a running value per lane */
+    for (int i = 0; i < n; i++)
+      if (cone[i] && k->insts[i].op == COIL_KOP_SCAN) {
+        indent(b, d);
+        coil_strbuf_printf(b, "%s run%d[%d], wrun%d = ", coil_c_compute_type(k->insts[i].dtype), i, lanes, i);
+        coil_c_scan_identity(k->insts[i].dtype, k->insts[i].red, b);
+        coil_strbuf_puts(b, ";\n");
+      }
+    indent(b, d);
+    coil_strbuf_printf(b, "#pragma unroll\n");
+    indent(b, d);
+    coil_strbuf_printf(b, "for (int l = 0; l < %d; l++) {\n", lanes);
+    indent(b, d + 1);
+    coil_strbuf_printf(b, "const int64_t rindex = coil_min(rbase + ((int64_t)(threadIdx.x >> 5) * %d + l) * 32 + (threadIdx.x & 31), rnumel - 1);\n", lanes);
+    unravel(g, "rindex", k->nr, k->rvars, k->rsize, d + 1);
+    for (int i = 0; i < n; i++) {
+      const coil_kinst *in = &k->insts[i];
+      if (pre[i])
+        emit_inst(g, i, d + 1);
+      if (in->op == COIL_KOP_SCAN && cone[i]) { /* run: the warp's scan so far, wrun: its total */
+        const char *R = coil_c_compute_type(in->dtype), *op = coil_reduction_name(in->red);
+        indent(b, d + 1);
+        coil_strbuf_printf(b, "run%d[l] = coil_op_%s()(wrun%d, coil_warp_scan((%s)%s, coil_op_%s()));\n", i, op, i, R,
+                           g->names[in->args[0]], op);
+        indent(b, d + 1);
+        coil_strbuf_printf(b, "wrun%d = coil_shfl_idx(run%d[l], 31);\n", i, i);
+      }
+    }
+    indent(b, d);
+    coil_strbuf_puts(b, "}\n");
+    for (int i = 0; i < n; i++) /* the block: what the warps before this one hold */
+      if (cone[i] && k->insts[i].op == COIL_KOP_SCAN) {
+        const coil_kinst *in = &k->insts[i];
+        const char *R = coil_c_compute_type(in->dtype), *op = coil_reduction_name(in->red);
+        indent(b, d);
+        coil_strbuf_printf(b, "%s tot%d;\n", R, i);
+        indent(b, d);
+        coil_strbuf_printf(b, "const %s before%d = coil_op_%s()(carry%d, coil_warps_before(wrun%d, coil_op_%s(), ", R, i, op,
+                           i, i, op);
+        coil_c_scan_identity(in->dtype, in->red, b);
+        coil_strbuf_printf(b, ", &tot%d, coil_smem));\n", i);
+        indent(b, d);
+        coil_strbuf_printf(b, "carry%d = coil_op_%s()(carry%d, tot%d);\n", i, op, i, i);
+      }
+    indent(b, d); /* pass 2: everything from the scans on, and the stores */
+    coil_strbuf_printf(b, "#pragma unroll\n");
+    indent(b, d);
+    coil_strbuf_printf(b, "for (int l = 0; l < %d; l++) {\n", lanes);
+    indent(b, d + 1);
+    coil_strbuf_printf(b, "const int64_t coil_at = rbase + ((int64_t)(threadIdx.x >> 5) * %d + l) * 32 + (threadIdx.x & 31);\n",
+                       lanes);
+    indent(b, d + 1);
+    coil_strbuf_puts(b, "const bool coil_rin = coil_at < rnumel;\n");
+    indent(b, d + 1);
+    coil_strbuf_puts(b, "const int64_t rindex = coil_rin ? coil_at : rnumel - 1;\n");
+    unravel(g, "rindex", k->nr, k->rvars, k->rsize, d + 1);
+    d++;
+  } else {
+    indent(b, d);
+    coil_strbuf_puts(b, "const bool coil_rin = rbase + threadIdx.x < rnumel;\n");
+    indent(b, d);
+    coil_strbuf_puts(b, "const int64_t rindex = coil_rin ? rbase + threadIdx.x : rnumel - 1;\n");
+    unravel(g, "rindex", k->nr, k->rvars, k->rsize, d);
+  }
+  for (int i = 0; i < n; i++) {
     const coil_kinst *in = &k->insts[i];
     if (in->op == COIL_KOP_SCAN && cone[i]) {
       const char *R = coil_c_compute_type(in->dtype), *op = coil_reduction_name(in->red);
-      indent(b, depth + 1);
+      if (lanes > 1) {
+        indent(b, d);
+        coil_strbuf_printf(b, "const %s v%d = coil_op_%s()(before%d, run%d[l]);\n", R, i, op, i, i);
+        continue;
+      }
+      indent(b, d);
       coil_strbuf_printf(b, "%s tot%d;\n", R, i);
-      indent(b, depth + 1);
+      indent(b, d);
       coil_strbuf_printf(b, "const %s v%d = coil_op_%s()(carry%d, coil_block_scan((%s)%s, coil_op_%s(), &tot%d, coil_smem));\n",
                          R, i, op, i, R, g->names[in->args[0]], op, i);
-      indent(b, depth + 1);
+      indent(b, d);
       coil_strbuf_printf(b, "carry%d = coil_op_%s()(carry%d, tot%d);\n", i, op, i, i);
     } else if (in->op == COIL_KOP_STORE && g->per_r[i]) {
-      indent(b, depth + 1);
+      indent(b, d);
       coil_strbuf_puts(b, "if (coil_rin)\n");
-      emit_inst(g, i, depth + 2);
-    } else if (cone[i]) {
-      emit_inst(g, i, depth + 1);
+      emit_inst(g, i, d + 1);
+    } else if (cone[i]) { /* with lanes, pre-scan values again (unused ones are dead code) */
+      emit_inst(g, i, d);
     }
+  }
+  if (lanes > 1) {
+    indent(b, depth + 1);
+    coil_strbuf_puts(b, "}\n");
   }
   indent(b, depth);
   coil_strbuf_puts(b, "}\n");
   free(cone);
+  free(pre);
+  free(dep);
 }
 
 static void

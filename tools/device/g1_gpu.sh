@@ -2,7 +2,7 @@
 # On the GPU machine (the `device` tool, carrying .deps/ from tools/device/pack.sh), from the
 # repository root: `g1_gpu.sh conformance` runs the cuda plugin on the op cases of G1 and of the
 # ops added since (tools/device/g1_ops.txt) and on the whole model tier; `g1_gpu.sh bench` runs
-# the two G1 graphs side by side with torch.compile (coil, Inductor, coil, Inductor, coil:
+# the G1 graphs side by side with torch.compile (coil, Inductor, coil, Inductor, coil:
 # tools/device/g1_inductor.py); no argument does both. Logs, CSVs and JSON under $OUT;
 # tools/device/cuda_table.py prints the tables.
 cd "$(dirname "$0")/../.." || exit 1
@@ -31,7 +31,7 @@ echo "exit status $?" >>"$out/cuda_bad_index.log"
 rm -rf "$out/cache" "$out/bad_emb.coil"
 fi
 if [ "$part" != conformance ]; then
-graphs=embedding_layernorm,conv_bn_relu_maxpool
+graphs=embedding_layernorm,conv_bn_relu_maxpool,cumsum_rows
 # Inductor's times of these graphs vary more from run to run than coil's: it runs twice, around
 # coil's second run, and the table is printed against each
 { .deps/coil bench --backend cuda --only $graphs --json "$out/coil_g1_1.json"

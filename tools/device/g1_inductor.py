@@ -1,5 +1,5 @@
-"""torch.compile (Inductor) on the two G1 benchmark graphs of `coil bench --backend cuda`
-(embedding_layernorm, conv_bn_relu_maxpool), timed as ../shared/anchors/inductor_baseline.py
+"""torch.compile (Inductor) on the G1 benchmark graphs of `coil bench --backend cuda`
+(embedding_layernorm, conv_bn_relu_maxpool, cumsum_rows), timed as ../shared/anchors/inductor_baseline.py
 times its graphs (triton's do_bench, L2 flushed; compile time of the first call; host us per call
 over 200 queued calls; reduce-overhead). Writes $OUT/inductor_g1.json in that script's format,
 so tools/device/cuda_table.py joins it with coil's rows by name."""
@@ -73,6 +73,8 @@ def conv_bn_relu_maxpool(x, w, g, bb, rm, rv):
 bench_case("conv_bn_relu_maxpool", conv_bn_relu_maxpool,
            (U(8, 64, 56, 56), U(64, 64, 3, 3), U(64), U(64), U(64), U(64)),
            min_bytes=8 * 64 * 56 * 56 * 4 + 8 * 64 * 28 * 28 * 4, flops=2.0 * 8 * 64 * 56 * 56 * 64 * 9)
+
+bench_case("cumsum_rows", lambda x: torch.cumsum(x, 1), (U(4096, 4096),), min_bytes=2 * 4096 * 4096 * 4)
 
 out = os.environ.get("OUT", "/tmp")
 json.dump(dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
