@@ -1,28 +1,19 @@
 /* infer.c — argument binding and type inference: for each statement, bind the written
  * arguments to the op's ATen schema, check each argument's kind, and compute the output type
  * (dtype with PyTorch's type promotion, sizes as sym expressions). One function per rule
- * family of ops.def. Messages point at the argument at fault. */
+ * family of ops.def; this file holds binding, the helpers the rules share (infer.h), the core
+ * rules and the table of rules; the backward ops, sort and pairwise distances are in
+ * infer_backward.c, the shape, padding, resampling, normalisation and pooling ops in
+ * infer_shapes.c, the scatters in infer_scatter.c. Messages point at the argument at fault. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "coil/strbuf.h"
-#include "graph.h"
-#include "ops.h"
+#include "infer.h"
 
-typedef struct {
-  coil_graph *g;
-  coil_node *n;
-  coil_diag *d;
-  coil_schema s;
-  coil_symctx *sc;
-} ictx;
-
-static int
-ierr(ictx *c, const coil_lit *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int
+int
 ierr(ictx *c, const coil_lit *at, const char *fmt, ...)
 {
   char msg[1024];
@@ -33,25 +24,6 @@ ierr(ictx *c, const coil_lit *at, const char *fmt, ...)
   int line = at && at->line ? at->line : c->n->line;
   int col = at && at->line ? at->col : c->n->col;
   return coil_diag_at(c->d, c->g->file, line, col, "%s: %s", c->n->op->name, msg);
-}
-
-static coil_lit *
-P(ictx *c, const char *name)
-{
-  int i = coil_schema_find(&c->s, name);
-  return i >= 0 ? &c->n->bound[i] : NULL;
-}
-
-static const coil_type *
-tensor_of(const coil_lit *l)
-{
-  return l && l->kind == COIL_LIT_VALUE ? &l->v->type : NULL;
-}
-
-static bool
-is_scalar_lit(const coil_lit *l)
-{
-  return l->kind == COIL_LIT_INT || l->kind == COIL_LIT_FLOAT || l->kind == COIL_LIT_BOOL;
 }
 
 /* ---- binding ---- */
@@ -231,7 +203,7 @@ bind(ictx *c)
 
 /* ---- helpers ---- */
 
-static void
+void
 set_tensor(ictx *c, coil_dtype dt, int rank, const coil_sym *const *dims)
 {
   coil_type *t = &c->n->out->type;
@@ -243,7 +215,7 @@ set_tensor(ictx *c, coil_dtype dt, int rank, const coil_sym *const *dims)
     t->dims[i] = dims[i];
 }
 
-static coil_type *
+coil_type *
 set_tuple(ictx *c, int n)
 {
   coil_type *t = &c->n->out->type;
@@ -256,33 +228,8 @@ set_tuple(ictx *c, int n)
   return t->elems;
 }
 
-static const coil_sym *
-K(ictx *c, int64_t v)
-{
-  return coil_sym_const(c->sc, v);
-}
-
-static bool
-sym_eq(const coil_sym *a, const coil_sym *b)
-{
-  return coil_sym_cmp(a, b) == 0;
-}
-
-static bool
-sym_is(const coil_sym *a, int64_t v)
-{
-  int64_t x;
-  return coil_sym_is_const(a, &x) && x == v;
-}
-
-static const char *
-S(ictx *c, const coil_sym *s)
-{
-  return coil_sym_str(c->sc, s, COIL_SYM_PY_SYNTAX);
-}
-
 /* Normalise a possibly negative dimension index against rank (rank 0 accepts -1 and 0). */
-static int
+int
 wrap_dim(ictx *c, const coil_lit *at, int64_t dim, int rank, int *out)
 {
   int64_t r = rank > 0 ? rank : 1;
@@ -294,7 +241,7 @@ wrap_dim(ictx *c, const coil_lit *at, int64_t dim, int rank, int *out)
   return 0;
 }
 
-static int
+int
 broadcast(ictx *c, int *rank, const coil_sym **dims, const coil_type *t)
 {
   if (!t)
@@ -386,7 +333,7 @@ to_float(coil_dtype t)
 }
 
 /* Evaluates a list of int literals; with_neg1 allows one -1 (view, expand). */
-static int
+int
 int_list(ictx *c, const coil_lit *l, int64_t *out, int *n, int cap)
 {
   if (l->kind != COIL_LIT_LIST)
@@ -397,6 +344,32 @@ int_list(ictx *c, const coil_lit *l, int64_t *out, int *n, int cap)
     out[i] = l->items[i].i;
   *n = l->n;
   return 0;
+}
+
+/* t has exactly the rank and sizes given */
+bool
+has_dims(const coil_type *t, int rank, const coil_sym *const *dims)
+{
+  if (!t || t->rank != rank)
+    return false;
+  for (int i = 0; i < rank; i++)
+    if (!sym_eq(t->dims[i], dims[i]))
+      return false;
+  return true;
+}
+
+const char *
+dims_str(ictx *c, int rank, const coil_sym *const *dims)
+{
+  coil_strbuf b = {0};
+  char *out;
+  coil_strbuf_puts(&b, "[");
+  for (int i = 0; i < rank; i++)
+    coil_strbuf_printf(&b, "%s%s", i ? ", " : "", S(c, dims[i]));
+  coil_strbuf_puts(&b, "]");
+  out = coil_arena_strndup(c->g->arena, b.s, b.len);
+  coil_strbuf_free(&b);
+  return out;
 }
 
 /* ---- rules ---- */
@@ -759,7 +732,7 @@ r_softmax(ictx *c)
   return 0;
 }
 
-static int
+int
 check_vec(ictx *c, const char *name, const coil_sym *len)
 {
   const coil_type *t = tensor_of(P(c, name));
@@ -769,9 +742,6 @@ check_vec(ictx *c, const char *name, const coil_sym *len)
     return ierr(c, P(c, name), "'%s' must be a 1-D tensor of size %s", name, S(c, len));
   return 0;
 }
-
-static bool has_dims(const coil_type *t, int rank, const coil_sym *const *dims);
-static const char *dims_str(ictx *c, int rank, const coil_sym *const *dims);
 
 static int
 r_layer_norm(ictx *c)
@@ -837,7 +807,7 @@ r_batch_norm(ictx *c)
   return 0;
 }
 
-static const coil_sym *
+const coil_sym *
 numel(ictx *c, const coil_type *t)
 {
   const coil_sym *n = K(c, 1);
@@ -967,7 +937,7 @@ r_expand(ictx *c)
   return 0;
 }
 
-static int
+int
 r_slice(ictx *c)
 {
   const coil_type *t = tensor_of(P(c, "self"));
@@ -1003,7 +973,7 @@ r_slice(ictx *c)
   return 0;
 }
 
-static int
+int
 r_select(ictx *c)
 {
   const coil_type *t = tensor_of(P(c, "self"));
@@ -1209,7 +1179,7 @@ r_pad(ictx *c)
   return 0;
 }
 
-static int
+int
 r_index(ictx *c)
 {
   const coil_type *t = tensor_of(P(c, "self"));
@@ -1335,7 +1305,7 @@ r_matmul(ictx *c)
 
 /* out = (in + 2p - d*(k-1) - 1) // s + 1, or with ceil_mode rounding up while the last window
  * starts inside the input or left padding. */
-static int
+int
 window_out(ictx *c, const coil_sym *in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode,
            const coil_sym **out)
 {
@@ -1366,7 +1336,7 @@ window_out(ictx *c, const coil_sym *in, int64_t k, int64_t s, int64_t p, int64_t
 
 /* The output sizes of a convolution of input by weight (convolution and convolution_backward
  * share the arguments); *cout: its channels. */
-static int
+int
 conv_dims(ictx *c, const coil_sym **dims, int64_t *cout_out)
 {
   const coil_type *x = tensor_of(P(c, "input")), *w = tensor_of(P(c, "weight"));
@@ -1438,7 +1408,7 @@ r_conv(ictx *c)
 
 /* The output sizes of a pooling window over x (self): x's dims with the last two pooled. The
  * backward ops take the same arguments (no dilation for avg_pool2d). */
-static int
+int
 pool_dims(ictx *c, const coil_type *x, int nsp, const coil_sym **dims)
 {
   if (!x || (x->rank != nsp + 1 && x->rank != nsp + 2))
@@ -1566,947 +1536,6 @@ r_getitem(ictx *c)
   if (idx->i < 0 || idx->i >= t->nelems)
     return ierr(c, idx, "index %lld is out of range for a tuple of %d", (long long)idx->i, t->nelems);
   c->n->out->type = t->elems[idx->i];
-  return 0;
-}
-
-/* ---- backward ops, sort, pairwise distances ---- */
-
-/* t has exactly the rank and sizes given */
-static bool
-has_dims(const coil_type *t, int rank, const coil_sym *const *dims)
-{
-  if (!t || t->rank != rank)
-    return false;
-  for (int i = 0; i < rank; i++)
-    if (!sym_eq(t->dims[i], dims[i]))
-      return false;
-  return true;
-}
-
-static const char *
-dims_str(ictx *c, int rank, const coil_sym *const *dims)
-{
-  coil_strbuf b = {0};
-  char *out;
-  coil_strbuf_puts(&b, "[");
-  for (int i = 0; i < rank; i++)
-    coil_strbuf_printf(&b, "%s%s", i ? ", " : "", S(c, dims[i]));
-  coil_strbuf_puts(&b, "]");
-  out = coil_arena_strndup(c->g->arena, b.s, b.len);
-  coil_strbuf_free(&b);
-  return out;
-}
-
-/* A tensor argument `name` that must have these sizes and (unless dt < 0) this dtype. */
-static int
-check_shaped(ictx *c, const char *name, int rank, const coil_sym *const *dims, int dt)
-{
-  const coil_type *t = tensor_of(P(c, name));
-  if (!has_dims(t, rank, dims))
-    return ierr(c, P(c, name), "'%s' must be a tensor of size %s", name, dims_str(c, rank, dims));
-  if (dt >= 0 && t->dtype != (coil_dtype)dt)
-    return ierr(c, P(c, name), "'%s' must have dtype %s, not %s", name, coil_dtype_name((coil_dtype)dt),
-                coil_dtype_name(t->dtype));
-  return 0;
-}
-
-static int
-float_input(ictx *c, const char *name, const coil_type **t)
-{
-  *t = tensor_of(P(c, name));
-  if (!*t)
-    return ierr(c, P(c, name), "argument '%s' must be a tensor", name);
-  if (!coil_dtype_is_float((*t)->dtype))
-    return ierr(c, P(c, name), "'%s' must be a floating-point tensor, not %s", name, coil_dtype_name((*t)->dtype));
-  return 0;
-}
-
-/* bool[3] output_mask */
-static int
-output_mask(ictx *c)
-{
-  coil_lit *m = P(c, "output_mask");
-  if (m->kind != COIL_LIT_LIST || m->n != 3)
-    return ierr(c, m, "output_mask must be a list of 3 bools");
-  return 0;
-}
-
-/* pooling backward: grad_output shaped as the forward's output, the result as self */
-static int
-r_pool_bwd(ictx *c)
-{
-  const coil_type *x;
-  if (float_input(c, "self", &x))
-    return -1;
-  const coil_sym *dims[4];
-  int sub = c->n->op->sub;
-  if (sub == 2) { /* adaptive: any output size, self's leading dims */
-    const coil_type *g = tensor_of(P(c, "grad_output"));
-    if (x->rank != 3 && x->rank != 4)
-      return ierr(c, P(c, "self"), "input must be a 3-D or 4-D tensor");
-    if (!g || g->rank != x->rank)
-      return ierr(c, P(c, "grad_output"), "'grad_output' must be a tensor of rank %d", x->rank);
-    memcpy(dims, g->dims, sizeof(*dims) * (size_t)x->rank);
-    for (int i = 0; i < x->rank - 2; i++)
-      dims[i] = x->dims[i];
-    for (int i = x->rank - 2; i < x->rank; i++) {
-      int64_t v;
-      if (coil_sym_is_const(dims[i], &v) && v <= 0)
-        return ierr(c, P(c, "grad_output"), "'grad_output' has an empty output size");
-    }
-  } else if (pool_dims(c, x, 2, dims)) {
-    return -1;
-  }
-  if (check_shaped(c, "grad_output", x->rank, dims, x->dtype))
-    return -1;
-  if (sub == 0 && check_shaped(c, "indices", x->rank, dims, COIL_I64))
-    return -1;
-  set_tensor(c, x->dtype, x->rank, x->dims);
-  return 0;
-}
-
-/* native_layer_norm_backward and native_group_norm_backward: (grad_input, grad_weight,
- * grad_bias), all three tensors whatever output_mask says (see ops.def) */
-static int
-r_norm_bwd(ictx *c)
-{
-  const coil_type *x, *w = tensor_of(P(c, "weight"));
-  if (float_input(c, "input", &x) || output_mask(c))
-    return -1;
-  if (check_shaped(c, "grad_out", x->rank, x->dims, x->dtype))
-    return -1;
-  const coil_sym *sdims[COIL_MAX_RANK], *pdims[COIL_MAX_RANK]; /* mean/rstd's, weight's sizes */
-  int srank, prank;
-  if (c->n->op->sub == 0) {
-    int64_t ns[COIL_MAX_RANK];
-    int nn;
-    if (int_list(c, P(c, "normalized_shape"), ns, &nn, COIL_MAX_RANK))
-      return -1;
-    if (nn < 1 || nn > x->rank)
-      return ierr(c, P(c, "normalized_shape"), "normalized_shape must name 1 to %d trailing sizes", x->rank);
-    for (int i = 0; i < nn; i++)
-      if (!sym_is(x->dims[x->rank - nn + i], ns[i]))
-        return ierr(c, P(c, "normalized_shape"), "normalized_shape does not match the input's trailing sizes");
-    srank = x->rank;
-    for (int i = 0; i < x->rank; i++)
-      sdims[i] = i < x->rank - nn ? x->dims[i] : K(c, 1);
-    prank = nn;
-    memcpy(pdims, &x->dims[x->rank - nn], sizeof(*pdims) * (size_t)nn);
-    const coil_type *b = tensor_of(P(c, "bias"));
-    if (b && (!has_dims(b, prank, pdims) || !coil_dtype_is_float(b->dtype)))
-      return ierr(c, P(c, "bias"), "'bias' must be a floating-point tensor of size %s", dims_str(c, prank, pdims));
-  } else {
-    int64_t n = P(c, "N")->i, ch = P(c, "C")->i, hw = P(c, "HxW")->i, g = P(c, "group")->i, v;
-    if (x->rank < 2)
-      return ierr(c, P(c, "input"), "input must be a tensor of rank >= 2 (N, C, ...)");
-    if (!sym_is(x->dims[0], n) || !sym_is(x->dims[1], ch))
-      return ierr(c, NULL, "N and C must be the input's first two sizes");
-    int64_t prod = 1;
-    for (int i = 2; i < x->rank; i++) {
-      if (!coil_sym_is_const(x->dims[i], &v))
-        return ierr(c, P(c, "input"), "the input's spatial sizes must be constant");
-      prod *= v;
-    }
-    if (prod != hw)
-      return ierr(c, P(c, "HxW"), "HxW must be the product of the input's spatial sizes (%lld)", (long long)prod);
-    if (g <= 0 || ch % g)
-      return ierr(c, P(c, "group"), "group must be positive and divide C = %lld", (long long)ch);
-    srank = 2;
-    sdims[0] = x->dims[0];
-    sdims[1] = K(c, g);
-    prank = 1;
-    pdims[0] = x->dims[1];
-  }
-  if (check_shaped(c, "mean", srank, sdims, -1) || check_shaped(c, "rstd", srank, sdims, -1))
-    return -1;
-  if (!coil_dtype_is_float(tensor_of(P(c, "mean"))->dtype) || !coil_dtype_is_float(tensor_of(P(c, "rstd"))->dtype))
-    return ierr(c, NULL, "mean and rstd must be floating-point tensors");
-  if (w && (!has_dims(w, prank, pdims) || !coil_dtype_is_float(w->dtype)))
-    return ierr(c, P(c, "weight"), "'weight' must be a floating-point tensor of size %s", dims_str(c, prank, pdims));
-  coil_type *e = set_tuple(c, 3);
-  e[0].dtype = x->dtype;
-  e[0].rank = x->rank;
-  memcpy(e[0].dims, x->dims, sizeof(x->dims));
-  for (int k = 1; k < 3; k++) {
-    const coil_type *b = k == 2 && c->n->op->sub == 0 ? tensor_of(P(c, "bias")) : NULL;
-    e[k].dtype = b ? b->dtype : w ? w->dtype : x->dtype;
-    e[k].rank = prank;
-    memcpy(e[k].dims, pdims, sizeof(*pdims) * (size_t)prank);
-  }
-  return 0;
-}
-
-/* convolution_backward: (grad_input, grad_weight, grad_bias) shaped as input, weight and the
- * output's channels, with grad_output shaped as the forward's output */
-static int
-r_conv_bwd(ictx *c)
-{
-  const coil_type *x, *w = tensor_of(P(c, "weight"));
-  const coil_sym *dims[COIL_MAX_RANK];
-  int64_t cout;
-  if (float_input(c, "input", &x) || output_mask(c) || conv_dims(c, dims, &cout))
-    return -1;
-  if (check_shaped(c, "grad_output", x->rank, dims, x->dtype))
-    return -1;
-  coil_lit *bs = P(c, "bias_sizes");
-  if (bs->kind == COIL_LIT_LIST && (bs->n != 1 || bs->items[0].i != cout))
-    return ierr(c, bs, "bias_sizes must be None or [%lld]", (long long)cout);
-  coil_type *e = set_tuple(c, 3);
-  const coil_type *like[2] = {x, w};
-  for (int k = 0; k < 2; k++) {
-    e[k].dtype = x->dtype;
-    e[k].rank = like[k]->rank;
-    memcpy(e[k].dims, like[k]->dims, sizeof(x->dims));
-  }
-  e[2].dtype = x->dtype;
-  e[2].rank = 1;
-  e[2].dims[0] = K(c, cout);
-  return 0;
-}
-
-/* col2im: self [N, C*KH*KW, L] (or without N) -> [N, C, output_size], L the number of sliding
- * blocks over the output */
-static int
-r_col2im(ictx *c)
-{
-  const coil_type *t;
-  if (float_input(c, "self", &t))
-    return -1;
-  if (t->rank != 2 && t->rank != 3)
-    return ierr(c, P(c, "self"), "input must be a 2-D or 3-D tensor ([N,] C*KH*KW, L), not of rank %d", t->rank);
-  int64_t os[2], ks[2], dl[2], pd[2], st[2], cols, len;
-  int n[5];
-  if (int_list(c, P(c, "output_size"), os, &n[0], 2) || int_list(c, P(c, "kernel_size"), ks, &n[1], 2) ||
-      int_list(c, P(c, "dilation"), dl, &n[2], 2) || int_list(c, P(c, "padding"), pd, &n[3], 2) ||
-      int_list(c, P(c, "stride"), st, &n[4], 2))
-    return -1;
-  for (int i = 0; i < 5; i++)
-    if (n[i] != 2)
-      return ierr(c, NULL, "output_size, kernel_size, dilation, padding and stride need 2 entries each");
-  if (os[0] <= 0 || os[1] <= 0)
-    return ierr(c, P(c, "output_size"), "output_size must be positive");
-  const coil_sym *blocks = K(c, 1), *nb;
-  for (int i = 0; i < 2; i++) {
-    if (window_out(c, K(c, os[i]), ks[i], st[i], pd[i], dl[i], false, &nb))
-      return -1;
-    blocks = coil_sym_mul(c->sc, blocks, nb);
-  }
-  int r = t->rank;
-  if (!coil_sym_is_const(t->dims[r - 2], &cols) || cols % (ks[0] * ks[1]))
-    return ierr(c, P(c, "self"), "the input's size %d must be a constant multiple of kernel_size's product (%lld)",
-                r - 2, (long long)(ks[0] * ks[1]));
-  if (!coil_sym_is_const(t->dims[r - 1], &len) || !sym_eq(t->dims[r - 1], blocks))
-    return ierr(c, P(c, "self"), "the input's last size (%s) must be the number of sliding blocks (%s)",
-                S(c, t->dims[r - 1]), S(c, blocks));
-  const coil_sym *dims[4];
-  if (r == 3)
-    dims[0] = t->dims[0];
-  dims[r - 2] = K(c, cols / (ks[0] * ks[1]));
-  dims[r - 1] = K(c, os[0]);
-  dims[r] = K(c, os[1]);
-  set_tensor(c, t->dtype, r + 1, dims);
-  return 0;
-}
-
-/* grid_sampler_2d: input [N, C, H, W], grid [N, Ho, Wo, 2] -> [N, C, Ho, Wo] */
-static int
-r_grid_sample(ictx *c)
-{
-  const coil_type *x, *g;
-  if (float_input(c, "input", &x) || float_input(c, "grid", &g))
-    return -1;
-  if (x->rank != 4)
-    return ierr(c, P(c, "input"), "input must be a 4-D tensor (N, C, H, W), not of rank %d", x->rank);
-  if (g->rank != 4 || !sym_is(g->dims[3], 2) || !sym_eq(g->dims[0], x->dims[0]))
-    return ierr(c, P(c, "grid"), "grid must be a tensor of size [%s, Ho, Wo, 2]", S(c, x->dims[0]));
-  if (g->dtype != x->dtype)
-    return ierr(c, P(c, "grid"), "grid must have the input's dtype (%s), not %s", coil_dtype_name(x->dtype),
-                coil_dtype_name(g->dtype));
-  coil_lit *im = P(c, "interpolation_mode"), *pm = P(c, "padding_mode");
-  if (im->i == 2)
-    return ierr(c, im, "bicubic interpolation (mode 2) is not supported; bilinear (0) and nearest (1) are");
-  if (im->i < 0 || im->i > 1)
-    return ierr(c, im, "interpolation_mode must be 0 (bilinear) or 1 (nearest)");
-  if (pm->i < 0 || pm->i > 2)
-    return ierr(c, pm, "padding_mode must be 0 (zeros), 1 (border) or 2 (reflection)");
-  const coil_sym *dims[4] = {x->dims[0], x->dims[1], g->dims[1], g->dims[2]};
-  set_tensor(c, x->dtype, 4, dims);
-  return 0;
-}
-
-/* _embedding_bag: (output [B, D], offset2bag, bag_size, max_indices) with B the bags; the
- * auxiliary outputs' sizes as PyTorch's CPU kernels give them: offset2bag is [0] for mode sum
- * in f32 or f16 without padding_idx (the fast path skips it), else [I]; max_indices is [B, D]
- * for mode max, else [B] */
-static int
-r_embedding_bag(ictx *c)
-{
-  const coil_type *w, *ix = tensor_of(P(c, "indices")), *off = tensor_of(P(c, "offsets"));
-  const coil_type *psw = tensor_of(P(c, "per_sample_weights"));
-  if (float_input(c, "weight", &w))
-    return -1;
-  if (w->rank != 2)
-    return ierr(c, P(c, "weight"), "weight must be a 2-D tensor (num_embeddings, dim), not of rank %d", w->rank);
-  if (!ix || ix->rank != 1 || (ix->dtype != COIL_I64 && ix->dtype != COIL_I32))
-    return ierr(c, P(c, "indices"), "indices must be a 1-D tensor of i64 or i32");
-  if (!off || off->rank != 1 || (off->dtype != COIL_I64 && off->dtype != COIL_I32))
-    return ierr(c, P(c, "offsets"), "offsets must be a 1-D tensor of i64 or i32");
-  int64_t mode = P(c, "mode")->i, nb;
-  if (mode < 0 || mode > 2)
-    return ierr(c, P(c, "mode"), "mode must be 0 (sum), 1 (mean) or 2 (max)");
-  if (psw && mode != 0)
-    return ierr(c, P(c, "per_sample_weights"), "per_sample_weights is only supported for mode 0 (sum)");
-  if (psw && (psw->rank != 1 || !sym_eq(psw->dims[0], ix->dims[0]) || psw->dtype != w->dtype))
-    return ierr(c, P(c, "per_sample_weights"), "per_sample_weights must be a 1-D tensor like indices, of weight's dtype");
-  bool last = P(c, "include_last_offset")->i;
-  const coil_sym *bags = last ? coil_sym_add(c->sc, off->dims[0], K(c, -1)) : off->dims[0];
-  if (coil_sym_is_const(bags, &nb) && nb < 0)
-    return ierr(c, P(c, "offsets"), "include_last_offset: offsets needs at least one element");
-  coil_dtype aux = ix->dtype == COIL_I64 || off->dtype == COIL_I64 ? COIL_I64 : COIL_I32;
-  bool fast_sum = mode == 0 && P(c, "padding_idx")->i < 0 && (w->dtype == COIL_F32 || w->dtype == COIL_F16);
-  coil_type *e = set_tuple(c, 4);
-  e[0].dtype = w->dtype;
-  e[0].rank = 2;
-  e[0].dims[0] = bags;
-  e[0].dims[1] = w->dims[1];
-  e[1].dtype = e[2].dtype = e[3].dtype = aux;
-  e[1].rank = e[2].rank = 1;
-  e[1].dims[0] = fast_sum ? K(c, 0) : ix->dims[0];
-  e[2].dims[0] = bags;
-  e[3].rank = mode == 2 ? 2 : 1;
-  e[3].dims[0] = bags;
-  e[3].dims[1] = w->dims[1];
-  return 0;
-}
-
-/* sort: (values, indices) shaped as self */
-static int
-r_sort(ictx *c)
-{
-  const coil_type *t = tensor_of(P(c, "self"));
-  if (!t)
-    return ierr(c, P(c, "self"), "argument 'self' must be a tensor");
-  int d;
-  if (wrap_dim(c, P(c, "dim"), P(c, "dim")->i, t->rank, &d))
-    return -1;
-  coil_type *e = set_tuple(c, 2);
-  for (int i = 0; i < 2; i++) {
-    e[i].dtype = i ? COIL_I64 : t->dtype;
-    e[i].rank = t->rank;
-    memcpy(e[i].dims, t->dims, sizeof t->dims);
-  }
-  return 0;
-}
-
-/* _cdist_forward: x1 [B.., P, M], x2 [B.., R, M] -> [B.., P, R]; _pdist_forward: [N, M] ->
- * [N*(N-1)/2] */
-static int
-r_cdist(ictx *c)
-{
-  coil_lit *pl = P(c, "p");
-  if (pl->f < 0 || isnan(pl->f))
-    return ierr(c, pl, "p must be non-negative, not %g", pl->f);
-  const coil_type *a;
-  if (c->n->op->sub == 1) {
-    if (float_input(c, "self", &a))
-      return -1;
-    if (a->rank != 2)
-      return ierr(c, P(c, "self"), "input must be a 2-D tensor (N, M), not of rank %d", a->rank);
-    const coil_sym *n = a->dims[0];
-    const coil_sym *pairs = coil_sym_floordiv(c->sc, coil_sym_mul(c->sc, n, coil_sym_add(c->sc, n, K(c, -1))), K(c, 2));
-    set_tensor(c, a->dtype, 1, &pairs);
-    return 0;
-  }
-  const coil_type *b;
-  if (float_input(c, "x1", &a) || float_input(c, "x2", &b))
-    return -1;
-  if (a->rank < 2 || b->rank < 2)
-    return ierr(c, NULL, "x1 and x2 must have rank 2 or more (.., rows, features)");
-  if (a->dtype != b->dtype)
-    return ierr(c, P(c, "x2"), "x1 and x2 must have the same dtype (%s and %s)", coil_dtype_name(a->dtype),
-                coil_dtype_name(b->dtype));
-  if (!sym_eq(a->dims[a->rank - 1], b->dims[b->rank - 1]))
-    return ierr(c, P(c, "x2"), "x1 and x2 must have the same number of features (last size: %s and %s)",
-                S(c, a->dims[a->rank - 1]), S(c, b->dims[b->rank - 1]));
-  coil_lit *cm = P(c, "compute_mode");
-  if (cm->kind == COIL_LIT_INT && (cm->i < 0 || cm->i > 2))
-    return ierr(c, cm, "compute_mode must be None, 0, 1 or 2");
-  int rank = a->rank - 2;
-  const coil_sym *dims[COIL_MAX_RANK];
-  memcpy(dims, a->dims, sizeof(*dims) * (size_t)rank);
-  coil_type bb = *b;
-  bb.rank = b->rank - 2;
-  if (broadcast(c, &rank, dims, &bb))
-    return -1;
-  if (rank + 2 > COIL_MAX_RANK - 1)
-    return ierr(c, NULL, "too many batch dimensions");
-  dims[rank] = a->dims[a->rank - 2];
-  dims[rank + 1] = b->dims[b->rank - 2];
-  set_tensor(c, a->dtype, rank + 2, dims);
-  return 0;
-}
-
-/* ---- shapes, padding, resampling, normalisation and pooling (the section of ops.def) ---- */
-
-static int
-r_flip(ictx *c)
-{
-  const coil_type *t = tensor_of(P(c, "self"));
-  coil_lit *l = P(c, "dims");
-  if (!t)
-    return ierr(c, P(c, "self"), "argument 'self' must be a tensor");
-  bool seen[COIL_MAX_RANK] = {0};
-  for (int i = 0; i < l->n; i++) {
-    int d;
-    if (wrap_dim(c, &l->items[i], l->items[i].i, t->rank, &d))
-      return -1;
-    if (seen[d])
-      return ierr(c, &l->items[i], "dimension %lld appears twice in dims", (long long)l->items[i].i);
-    seen[d] = true;
-  }
-  set_tensor(c, t->dtype, t->rank, t->dims);
-  return 0;
-}
-
-static int
-r_repeat(ictx *c)
-{
-  const coil_type *t = tensor_of(P(c, "self"));
-  coil_lit *l = P(c, "repeats");
-  if (!t)
-    return ierr(c, P(c, "self"), "argument 'self' must be a tensor");
-  int64_t rep[COIL_MAX_RANK];
-  int n;
-  if (int_list(c, l, rep, &n, COIL_MAX_RANK))
-    return -1;
-  if (n < t->rank)
-    return ierr(c, l, "%d repeats for a tensor of rank %d: there must be at least one per dimension", n, t->rank);
-  const coil_sym *dims[COIL_MAX_RANK];
-  for (int i = 0; i < n; i++) {
-    int j = i - (n - t->rank);
-    if (rep[i] < 0)
-      return ierr(c, l, "repeat count %lld is negative", (long long)rep[i]);
-    dims[i] = j < 0 ? K(c, rep[i]) : coil_sym_mul(c->sc, t->dims[j], K(c, rep[i]));
-  }
-  set_tensor(c, t->dtype, n, dims);
-  return 0;
-}
-
-static int
-r_index_select(ictx *c)
-{
-  const coil_type *t = tensor_of(P(c, "self")), *ix = tensor_of(P(c, "index"));
-  if (!t || !ix)
-    return ierr(c, NULL, "self and index must be tensors");
-  if (t->rank == 0)
-    return ierr(c, P(c, "self"), "a 0-d self is not supported (index_select needs a dimension to index)");
-  if (ix->dtype != COIL_I64 && ix->dtype != COIL_I32)
-    return ierr(c, P(c, "index"), "index must be an i64 or i32 tensor, not %s", coil_dtype_name(ix->dtype));
-  if (ix->rank > 1)
-    return ierr(c, P(c, "index"), "index must be a 1-D (or 0-d) tensor, not %d-D", ix->rank);
-  int d;
-  if (wrap_dim(c, P(c, "dim"), P(c, "dim")->i, t->rank, &d))
-    return -1;
-  const coil_sym *dims[COIL_MAX_RANK];
-  memcpy(dims, t->dims, sizeof dims);
-  dims[d] = ix->rank ? ix->dims[0] : K(c, 1);
-  set_tensor(c, t->dtype, t->rank, dims);
-  return 0;
-}
-
-static int
-r_diagonal(ictx *c)
-{
-  const coil_type *t = tensor_of(P(c, "self"));
-  if (!t)
-    return ierr(c, P(c, "self"), "argument 'self' must be a tensor");
-  if (t->rank < 2)
-    return ierr(c, P(c, "self"), "needs a tensor of at least 2 dimensions, not %d", t->rank);
-  int a, b;
-  if (wrap_dim(c, P(c, "dim1"), P(c, "dim1")->i, t->rank, &a) ||
-      wrap_dim(c, P(c, "dim2"), P(c, "dim2")->i, t->rank, &b))
-    return -1;
-  if (a == b)
-    return ierr(c, P(c, "dim2"), "dim1 and dim2 name the same dimension (%d)", a);
-  int64_t off = P(c, "offset")->i;
-  if (off > INT32_MAX || off < -INT32_MAX)
-    return ierr(c, P(c, "offset"), "offset %lld is out of range", (long long)off);
-  /* length: min(size1, size2 - offset) for offset >= 0, min(size1 + offset, size2) below, >= 0 */
-  const coil_sym *len = off >= 0 ? coil_sym_min(c->sc, t->dims[a], coil_sym_add(c->sc, t->dims[b], K(c, -off)))
-                                 : coil_sym_min(c->sc, coil_sym_add(c->sc, t->dims[a], K(c, off)), t->dims[b]);
-  len = coil_sym_max(c->sc, len, K(c, 0));
-  const coil_sym *dims[COIL_MAX_RANK];
-  int r = 0;
-  for (int i = 0; i < t->rank; i++)
-    if (i != a && i != b)
-      dims[r++] = t->dims[i];
-  dims[r++] = len;
-  set_tensor(c, t->dtype, r, dims);
-  return 0;
-}
-
-/* as_strided reads self's storage as PyTorch holds a contiguous tensor: its elements in
- * row-major order. The largest element read must lie inside it, as PyTorch checks. */
-static int
-r_as_strided(ictx *c)
-{
-  const coil_type *t = tensor_of(P(c, "self"));
-  coil_lit *ls = P(c, "size"), *lst = P(c, "stride"), *lo = P(c, "storage_offset");
-  if (!t)
-    return ierr(c, P(c, "self"), "argument 'self' must be a tensor");
-  int64_t sz[COIL_MAX_RANK], st[COIL_MAX_RANK];
-  int n, ns;
-  if (int_list(c, ls, sz, &n, COIL_MAX_RANK) || int_list(c, lst, st, &ns, COIL_MAX_RANK))
-    return -1;
-  if (n != ns)
-    return ierr(c, lst, "%d strides for %d sizes: the lengths must match", ns, n);
-  int64_t off = lo->kind == COIL_LIT_INT ? lo->i : 0, last = off;
-  if (off < 0)
-    return ierr(c, lo, "storage_offset %lld is negative", (long long)off);
-  bool empty = false;
-  const coil_sym *dims[COIL_MAX_RANK];
-  for (int i = 0; i < n; i++) {
-    if (sz[i] < 0)
-      return ierr(c, ls, "size %lld is negative", (long long)sz[i]);
-    if (st[i] < 0)
-      return ierr(c, lst, "stride %lld is negative (PyTorch does not support negative strides)", (long long)st[i]);
-    if (sz[i] > INT32_MAX || st[i] > INT32_MAX)
-      return ierr(c, ls, "sizes and strides must be below 2^31");
-    empty |= sz[i] == 0;
-    last += (sz[i] - 1) * st[i];
-    dims[i] = K(c, sz[i]);
-  }
-  int64_t have;
-  if (!coil_sym_is_const(numel(c, t), &have))
-    return ierr(c, P(c, "self"), "self has a symbolic number of elements: coil cannot check that the strides stay inside its storage");
-  if (!empty && last >= have)
-    return ierr(c, ls, "sizes, strides and storage_offset read element %lld of a storage of %lld elements",
-                (long long)last, (long long)have);
-  set_tensor(c, t->dtype, n, dims);
-  return 0;
-}
-
-/* empty and empty_strided: coil fills the result with zeros (PyTorch leaves it uninitialised).
- * empty_strided's strides only say how PyTorch lays the tensor out; coil's buffers are dense
- * row-major whatever they say, so they are checked (one per size, none negative) and dropped. */
-static int
-r_empty(ictx *c)
-{
-  coil_lit *ls = P(c, "size"), *dt = P(c, "dtype");
-  int64_t sz[COIL_MAX_RANK], st[COIL_MAX_RANK];
-  int n, ns;
-  if (int_list(c, ls, sz, &n, COIL_MAX_RANK))
-    return -1;
-  if (c->n->op->sub == 1) {
-    if (int_list(c, P(c, "stride"), st, &ns, COIL_MAX_RANK))
-      return -1;
-    if (ns != n)
-      return ierr(c, P(c, "stride"), "%d strides for %d sizes: the lengths must match", ns, n);
-    for (int i = 0; i < n; i++)
-      if (st[i] < 0)
-        return ierr(c, P(c, "stride"), "stride %lld is negative", (long long)st[i]);
-  }
-  const coil_sym *dims[COIL_MAX_RANK];
-  for (int i = 0; i < n; i++) {
-    if (sz[i] < 0)
-      return ierr(c, ls, "size %lld is negative", (long long)sz[i]);
-    dims[i] = K(c, sz[i]);
-  }
-  set_tensor(c, dt->kind == COIL_LIT_DTYPE ? dt->dtype : COIL_F32, n, dims);
-  return 0;
-}
-
-/* reflection_pad{1,2,3}d and replication_pad{2,3}d: padding names (left, right) of the last
- * dimension, then of the one before, ...; negative padding crops. */
-static int
-r_mode_pad(ictx *c)
-{
-  const coil_type *t = tensor_of(P(c, "self"));
-  coil_lit *l = P(c, "padding");
-  int nsp = c->s.params[1].fixed_len / 2;
-  bool reflect = c->n->op->sub == 0;
-  if (!t || (t->rank != nsp + 1 && t->rank != nsp + 2))
-    return ierr(c, P(c, "self"), "self must be a %d-D or %d-D tensor", nsp + 1, nsp + 2);
-  if (l->n != 2 * nsp)
-    return ierr(c, l, "padding needs %d entries, not %d", 2 * nsp, l->n);
-  const coil_sym *dims[COIL_MAX_RANK];
-  memcpy(dims, t->dims, sizeof dims);
-  for (int p = 0; p < nsp; p++) {
-    int d = t->rank - 1 - p;
-    int64_t lo = l->items[2 * p].i, hi = l->items[2 * p + 1].i, size;
-    if (!coil_sym_is_const(t->dims[d], &size))
-      return ierr(c, P(c, "self"), "dimension %d is padded and has the symbolic size %s: coil needs constant sizes there",
-                  d, S(c, t->dims[d]));
-    if (size == 0)
-      return ierr(c, P(c, "self"), "dimension %d is padded and is empty", d);
-    if (lo > INT32_MAX || hi > INT32_MAX || lo < -INT32_MAX || hi < -INT32_MAX)
-      return ierr(c, l, "padding must lie within +-2^31");
-    if (reflect && (lo >= size || hi >= size))
-      return ierr(c, l, "reflection padding (%lld, %lld) of dimension %d must be less than its size %lld",
-                  (long long)lo, (long long)hi, d, (long long)size);
-    if (size + lo + hi < 1)
-      return ierr(c, l, "dimension %d of size %lld padded by (%lld, %lld) would have size %lld: it must be at least 1",
-                  d, (long long)size, (long long)lo, (long long)hi, (long long)(size + lo + hi));
-    dims[d] = K(c, size + lo + hi);
-  }
-  set_tensor(c, t->dtype, t->rank, dims);
-  return 0;
-}
-
-/* upsample_nearest2d.vec and upsample_bilinear2d.vec: exactly one of output_size and
- * scale_factors; from a scale, the output size is floor(in * scale), as PyTorch computes it. */
-static int
-r_upsample(ictx *c)
-{
-  const coil_type *t = tensor_of(P(c, "input"));
-  coil_lit *os = P(c, "output_size"), *sf = P(c, "scale_factors");
-  bool bilinear = c->n->op->sub == 1;
-  if (!t || t->rank != 4)
-    return ierr(c, P(c, "input"), "input must be a 4-D tensor (N, C, H, W)");
-  if (bilinear ? !coil_dtype_is_float(t->dtype) : !coil_dtype_is_float(t->dtype) && t->dtype != COIL_U8)
-    return ierr(c, P(c, "input"), "not implemented for %s tensors (%s)", coil_dtype_name(t->dtype),
-                bilinear ? "floating point only" : "floating point and u8 only");
-  if ((os->kind == COIL_LIT_NONE) == (sf->kind == COIL_LIT_NONE))
-    return ierr(c, NULL, "exactly one of output_size and scale_factors must be given");
-  const coil_lit *l = os->kind == COIL_LIT_NONE ? sf : os;
-  if (l->n != 2)
-    return ierr(c, l, "%s needs 2 entries (H, W), not %d", l == os ? "output_size" : "scale_factors", l->n);
-  const coil_sym *dims[4] = {t->dims[0], t->dims[1]};
-  for (int i = 0; i < 2; i++) {
-    int64_t in, out;
-    if (!coil_sym_is_const(t->dims[2 + i], &in))
-      return ierr(c, P(c, "input"), "dimension %d has the symbolic size %s: coil needs constant spatial sizes", 2 + i,
-                  S(c, t->dims[2 + i]));
-    if (l == os) {
-      out = os->items[i].i;
-    } else {
-      double s = sf->items[i].f;
-      if (!(s > 0) || isinf(s))
-        return ierr(c, sf, "scale factors must be positive and finite");
-      double o = floor((double)in * s);
-      if (o > (double)INT32_MAX)
-        return ierr(c, sf, "the output would have more than 2^31 rows or columns");
-      out = (int64_t)o;
-    }
-    if (in <= 0 || out <= 0)
-      return ierr(c, l, "input and output sizes should be greater than 0, but got input (H: %s, W: %s) and output %s %lld",
-                  S(c, t->dims[2]), S(c, t->dims[3]), i ? "W:" : "H:", (long long)out);
-    if (out > INT32_MAX)
-      return ierr(c, l, "output sizes must be below 2^31");
-    dims[2 + i] = K(c, out);
-  }
-  set_tensor(c, t->dtype, 4, dims);
-  return 0;
-}
-
-static int
-r_group_norm(ictx *c)
-{
-  const coil_type *t = tensor_of(P(c, "input"));
-  if (!t || t->rank < 2)
-    return ierr(c, P(c, "input"), "input must be a tensor of rank >= 2 (N, C, ...)");
-  if (!coil_dtype_is_float(t->dtype))
-    return ierr(c, NULL, "needs a floating-point tensor, not %s", coil_dtype_name(t->dtype));
-  const coil_sym *hw = K(c, 1);
-  for (int i = 2; i < t->rank; i++)
-    hw = coil_sym_mul(c->sc, hw, t->dims[i]);
-  const char *names[3] = {"N", "C", "HxW"};
-  const coil_sym *want[3] = {t->dims[0], t->dims[1], hw};
-  for (int k = 0; k < 3; k++)
-    if (!sym_is(want[k], P(c, names[k])->i))
-      return ierr(c, P(c, names[k]), "%s = %lld does not match the input, whose %s is %s", names[k],
-                  (long long)P(c, names[k])->i, names[k], S(c, want[k]));
-  int64_t g = P(c, "group")->i, ch = P(c, "C")->i;
-  if (g <= 0 || ch % g != 0)
-    return ierr(c, P(c, "group"), "the %lld channels must divide into group = %lld groups", (long long)ch, (long long)g);
-  if (check_vec(c, "weight", t->dims[1]) || check_vec(c, "bias", t->dims[1]))
-    return -1;
-  coil_type *e = set_tuple(c, 3);
-  e[0].dtype = t->dtype;
-  e[0].rank = t->rank;
-  memcpy(e[0].dims, t->dims, sizeof(t->dims));
-  for (int k = 1; k < 3; k++) { /* mean, rstd: [N, group] in the input's dtype (CPU kernels) */
-    e[k].dtype = t->dtype;
-    e[k].rank = 2;
-    e[k].dims[0] = t->dims[0];
-    e[k].dims[1] = K(c, g);
-  }
-  return 0;
-}
-
-/* _native_batch_norm_legit (.default and .no_stats). Training: statistics of the batch, and
- * save_mean, save_invstd of size C (the input's dtype, as the CPU kernels). Evaluation (only
- * .default, which has running statistics): as _native_batch_norm_legit_no_training. */
-static int
-r_batch_norm_stats(ictx *c)
-{
-  const coil_type *t = tensor_of(P(c, "input"));
-  if (!t || t->rank < 2)
-    return ierr(c, P(c, "input"), "input must be a tensor of rank >= 2 (N, C, ...)");
-  if (!coil_dtype_is_float(t->dtype))
-    return ierr(c, NULL, "needs a floating-point tensor, not %s", coil_dtype_name(t->dtype));
-  const coil_sym *ch = t->dims[1];
-  bool stats = c->n->op->sub == 0, training = P(c, "training")->i;
-  if (check_vec(c, "weight", ch) || check_vec(c, "bias", ch) ||
-      (stats && (check_vec(c, "running_mean", ch) || check_vec(c, "running_var", ch))))
-    return -1;
-  if (!stats && !training)
-    return ierr(c, P(c, "training"), "training=False needs running statistics (running_mean must be defined in evaluation mode)");
-  coil_type *e = set_tuple(c, 3);
-  e[0].dtype = t->dtype;
-  e[0].rank = t->rank;
-  memcpy(e[0].dims, t->dims, sizeof(t->dims));
-  for (int k = 1; k < 3; k++) {
-    e[k].dtype = training ? t->dtype : t->dtype == COIL_F64 ? COIL_F64 : COIL_F32;
-    e[k].rank = 1;
-    e[k].dims[0] = training ? ch : K(c, 0);
-  }
-  return 0;
-}
-
-static int
-r_dropout(ictx *c)
-{
-  const coil_type *t = tensor_of(P(c, "input"));
-  if (!t)
-    return ierr(c, P(c, "input"), "argument 'input' must be a tensor");
-  coil_lit *tr = P(c, "train");
-  double p = P(c, "p")->f;
-  if (tr->kind == COIL_LIT_NONE || tr->i) { /* train=None means training, as in PyTorch */
-    if (!coil_dtype_is_float(t->dtype))
-      return ierr(c, P(c, "input"), "training dropout needs a floating-point tensor, not %s", coil_dtype_name(t->dtype));
-    if (!(p >= 0 && p <= 1))
-      return ierr(c, P(c, "p"), "dropout probability has to be between 0 and 1, but got %g", p);
-    if (p != 0 && p != 1)
-      return ierr(c, P(c, "p"), "training dropout with 0 < p < 1 (p = %g) draws random numbers, which coil does not "
-                                "support (its graphs are deterministic); export the model in eval mode", p);
-  }
-  coil_type *e = set_tuple(c, 2);
-  for (int k = 0; k < 2; k++) {
-    e[k].dtype = k ? COIL_BOOL : t->dtype;
-    e[k].rank = t->rank;
-    memcpy(e[k].dims, t->dims, sizeof(t->dims));
-  }
-  return 0;
-}
-
-static int
-r_adaptive_pool(ictx *c)
-{
-  const coil_type *x = tensor_of(P(c, "self"));
-  coil_lit *l = P(c, "output_size");
-  int nsp = c->n->op->sub;
-  if (!x || (x->rank != nsp + 1 && x->rank != nsp + 2))
-    return ierr(c, P(c, "self"), "self must be a %d-D or %d-D tensor", nsp + 1, nsp + 2);
-  if (!coil_dtype_is_float(x->dtype))
-    return ierr(c, P(c, "self"), "needs a floating-point tensor, not %s", coil_dtype_name(x->dtype));
-  if (l->n != nsp)
-    return ierr(c, l, "output_size needs %d entries, not %d", nsp, l->n);
-  const coil_sym *dims[COIL_MAX_RANK];
-  memcpy(dims, x->dims, sizeof dims);
-  for (int i = 0; i < nsp; i++) {
-    int d = x->rank - nsp + i;
-    int64_t in, out = l->items[i].i;
-    if (!coil_sym_is_const(x->dims[d], &in))
-      return ierr(c, P(c, "self"), "dimension %d has the symbolic size %s: coil needs constant spatial sizes", d,
-                  S(c, x->dims[d]));
-    if (in <= 0)
-      return ierr(c, P(c, "self"), "dimension %d is empty: pooling needs non-empty spatial dimensions", d);
-    if (out < 0 || out > INT32_MAX)
-      return ierr(c, l, "elements of output_size must be non-negative (and below 2^31), got %lld", (long long)out);
-    dims[d] = K(c, out);
-  }
-  set_tensor(c, x->dtype, x->rank, dims);
-  return 0;
-}
-
-/* sym_size.int and sym_numel: the size as a 0-d i64 tensor */
-static int
-r_sym_size(ictx *c)
-{
-  const coil_type *t = tensor_of(P(c, "self"));
-  if (!t)
-    return ierr(c, P(c, "self"), "argument 'self' must be a tensor");
-  if (c->n->op->sub == 0) {
-    int d;
-    if (t->rank == 0)
-      return ierr(c, P(c, "dim"), "a 0-d tensor has no dimension %lld", (long long)P(c, "dim")->i);
-    if (wrap_dim(c, P(c, "dim"), P(c, "dim")->i, t->rank, &d))
-      return -1;
-  }
-  set_tensor(c, COIL_I64, 0, NULL);
-  return 0;
-}
-
-
-/* ---- scatters ---- */
-
-/* a <= b, provably: equal expressions, or both constants in order */
-static bool
-sym_le(const coil_sym *a, const coil_sym *b)
-{
-  int64_t x, y;
-  return sym_eq(a, b) || (coil_sym_is_const(a, &x) && coil_sym_is_const(b, &y) && x <= y);
-}
-
-/* scatter.src, scatter.value, scatter_add, scatter_reduce.two: PyTorch's scatter_gather_dtype_check
- * and scatter_shape_check. index is i64 with the rank of self (and of src); along every dimension
- * index is no larger than src, and no larger than self except along dim. */
-static int
-r_scatter(ictx *c)
-{
-  const coil_type *t = tensor_of(P(c, "self")), *ix = tensor_of(P(c, "index"));
-  int sub = c->n->op->sub;
-  const coil_type *src = sub == 1 ? NULL : tensor_of(P(c, "src"));
-  if (!t)
-    return ierr(c, P(c, "self"), "argument 'self' must be a tensor");
-  if (!ix || ix->dtype != COIL_I64)
-    return ierr(c, P(c, "index"), "index must be an i64 tensor, got %s",
-                ix ? coil_dtype_name(ix->dtype) : "a number");
-  if (sub != 1 && !src)
-    return ierr(c, P(c, "src"), "argument 'src' must be a tensor");
-  if (t->rank == 0)
-    return ierr(c, P(c, "self"), "a 0-d self is not supported");
-  int d;
-  if (wrap_dim(c, P(c, "dim"), P(c, "dim")->i, t->rank, &d))
-    return -1;
-  if (ix->rank != t->rank)
-    return ierr(c, P(c, "index"), "index has rank %d, expected the rank of self (%d)", ix->rank, t->rank);
-  if (src && src->rank != t->rank)
-    return ierr(c, P(c, "src"), "src has rank %d, expected the rank of self (%d)", src->rank, t->rank);
-  if (src && src->dtype != t->dtype)
-    return ierr(c, P(c, "src"), "src is %s, expected the dtype of self (%s)", coil_dtype_name(src->dtype),
-                coil_dtype_name(t->dtype));
-  for (int i = 0; i < t->rank; i++) {
-    if (src && !sym_le(ix->dims[i], src->dims[i]))
-      return ierr(c, P(c, "index"), "index has size %s in dimension %d, larger than src's %s",
-                  S(c, ix->dims[i]), i, S(c, src->dims[i]));
-    if (i != d && !sym_le(ix->dims[i], t->dims[i]))
-      return ierr(c, P(c, "index"), "index has size %s in dimension %d, larger than self's %s (only "
-                  "dimension %d, the one scattered along, may be larger)", S(c, ix->dims[i]), i,
-                  S(c, t->dims[i]), d);
-  }
-  if (sub == 3) {
-    static const char *const reduces[] = {"sum", "prod", "mean", "amax", "amin", NULL};
-    const coil_lit *r = P(c, "reduce");
-    bool ok = false;
-    for (int i = 0; reduces[i]; i++)
-      ok = ok || strcmp(r->s, reduces[i]) == 0;
-    if (!ok)
-      return ierr(c, r, "reduce must be one of sum, prod, mean, amax, amin; got '%s'", r->s);
-  }
-  if (t->dtype == COIL_BOOL && (sub == 2 || sub == 3))
-    return ierr(c, P(c, "self"), "bool tensors are not supported by a combining scatter");
-  set_tensor(c, t->dtype, t->rank, t->dims);
-  return 0;
-}
-
-/* index_put: i64/i32 index tensors (no masks) for the first dimensions of self that broadcast
- * together; values (self's dtype) broadcast to the shape self[indices] has. */
-static int
-r_index_put(ictx *c)
-{
-  const coil_type *t = tensor_of(P(c, "self")), *v = tensor_of(P(c, "values"));
-  if (!t)
-    return ierr(c, P(c, "self"), "argument 'self' must be a tensor");
-  if (!v)
-    return ierr(c, P(c, "values"), "argument 'values' must be a tensor");
-  if (v->dtype != t->dtype)
-    return ierr(c, P(c, "values"), "values are %s, expected the dtype of self (%s)", coil_dtype_name(v->dtype),
-                coil_dtype_name(t->dtype));
-  if (t->dtype == COIL_BOOL && P(c, "accumulate")->i)
-    return ierr(c, P(c, "accumulate"), "accumulate=True is not supported for bool tensors");
-  /* the indexed shape: what index.Tensor gives with these indices */
-  if (r_index(c))
-    return -1;
-  coil_type want = c->n->out->type;
-  int rank = want.rank;
-  const coil_sym *dims[COIL_MAX_RANK];
-  memcpy(dims, want.dims, sizeof dims);
-  if (v->rank > rank)
-    return ierr(c, P(c, "values"), "values of rank %d do not broadcast to the indexed shape (rank %d)", v->rank,
-                rank);
-  for (int i = 0; i < v->rank; i++) {
-    const coil_sym *a = v->dims[i], *b = dims[rank - v->rank + i];
-    if (!sym_is(a, 1) && !sym_eq(a, b))
-      return ierr(c, P(c, "values"), "values have size %s in dimension %d, which does not broadcast to size %s "
-                  "of the indexed shape", S(c, a), i, S(c, b));
-  }
-  set_tensor(c, t->dtype, t->rank, t->dims);
-  return 0;
-}
-
-/* embedding_dense_backward: grad_output [*indices.shape, D] -> [num_weights, D] */
-static int
-r_embedding_bwd(ictx *c)
-{
-  const coil_type *gt = tensor_of(P(c, "grad_output")), *ix = tensor_of(P(c, "indices"));
-  if (!gt || !coil_dtype_is_float(gt->dtype) || gt->rank < 1)
-    return ierr(c, P(c, "grad_output"), "grad_output must be a floating tensor of rank >= 1");
-  if (!ix || (ix->dtype != COIL_I64 && ix->dtype != COIL_I32))
-    return ierr(c, P(c, "indices"), "indices must be an i64 or i32 tensor");
-  if (gt->rank != ix->rank + 1)
-    return ierr(c, P(c, "grad_output"), "grad_output has rank %d, expected the rank of indices plus one (%d)",
-                gt->rank, ix->rank + 1);
-  for (int i = 0; i < ix->rank; i++)
-    if (!sym_eq(gt->dims[i], ix->dims[i]))
-      return ierr(c, P(c, "grad_output"), "grad_output has size %s in dimension %d, indices %s", S(c, gt->dims[i]),
-                  i, S(c, ix->dims[i]));
-  int64_t nw = P(c, "num_weights")->i;
-  if (nw < 0)
-    return ierr(c, P(c, "num_weights"), "num_weights must not be negative");
-  const coil_sym *dims[2] = {K(c, nw), gt->dims[gt->rank - 1]};
-  set_tensor(c, gt->dtype, 2, dims);
-  return 0;
-}
-
-/* select_scatter and slice_scatter: src has the shape of self.select / self.slice with the same
- * arguments (any dtype: it is copied as copy_ would); the result is self's type */
-static int
-r_view_scatter(ictx *c)
-{
-  const coil_type *t = tensor_of(P(c, "self")), *src = tensor_of(P(c, "src"));
-  if (!t)
-    return ierr(c, P(c, "self"), "argument 'self' must be a tensor");
-  if (!src)
-    return ierr(c, P(c, "src"), "argument 'src' must be a tensor");
-  if (c->n->op->rule == COIL_RULE_SELECT_SCATTER ? r_select(c) : r_slice(c))
-    return -1;
-  const coil_type *want = &c->n->out->type;
-  bool ok = want->rank == src->rank;
-  for (int i = 0; ok && i < src->rank; i++)
-    ok = sym_eq(want->dims[i], src->dims[i]);
-  if (!ok) {
-    char w[256] = "", g[256] = "";
-    for (int i = 0; i < want->rank; i++)
-      snprintf(w + strlen(w), sizeof w - strlen(w), "%s%s", i ? ", " : "", S(c, want->dims[i]));
-    for (int i = 0; i < src->rank; i++)
-      snprintf(g + strlen(g), sizeof g - strlen(g), "%s%s", i ? ", " : "", S(c, src->dims[i]));
-    return ierr(c, P(c, "src"), "src has shape [%s], expected the shape of the %s [%s]", g,
-                c->n->op->rule == COIL_RULE_SELECT_SCATTER ? "selected slice" : "slice", w);
-  }
-  set_tensor(c, t->dtype, t->rank, t->dims);
-  return 0;
-}
-
-/* masked_scatter: a bool mask broadcast with self; source of self's dtype (its size is checked
- * when the number of true elements is known, at run time) */
-static int
-r_masked_scatter(ictx *c)
-{
-  const coil_type *t = tensor_of(P(c, "self")), *m = tensor_of(P(c, "mask")), *src = tensor_of(P(c, "source"));
-  if (!t)
-    return ierr(c, P(c, "self"), "argument 'self' must be a tensor");
-  if (!m || m->dtype != COIL_BOOL)
-    return ierr(c, P(c, "mask"), "mask must be a bool tensor%s%s", m ? ", got " : "", m ? coil_dtype_name(m->dtype) : "");
-  if (!src || src->dtype != t->dtype)
-    return ierr(c, P(c, "source"), "source must be a tensor of self's dtype (%s)", coil_dtype_name(t->dtype));
-  int rank = t->rank;
-  const coil_sym *dims[COIL_MAX_RANK];
-  memcpy(dims, t->dims, sizeof dims);
-  if (broadcast(c, &rank, dims, m))
-    return -1;
-  set_tensor(c, t->dtype, rank, dims);
   return 0;
 }
 
