@@ -369,6 +369,17 @@ static const op_template op_templates[] = {
      DT_FL | DT_I64, 0},
     {"aten.topk.default", "long", "T[3, 1500]",
      "%tk = aten.topk.default(%a, 5)\n%out = getitem(%tk, 0)\n%out1 = getitem(%tk, 1)\nreturn (%out, %out1)", DT_F32, 0},
+    /* longer than a chunk of the generated sort (1024): chunks' top k, then the candidates' (once
+     * more for 5000 with k = 300: 1500 candidates) */
+    {"aten.topk.default", "long_smallest", "T[2, 3000]",
+     "%tk = aten.topk.default(%a, 40, -1, False)\n%out = getitem(%tk, 0)\n%out1 = getitem(%tk, 1)\nreturn (%out, %out1)",
+     DT_F32 | DT_I64, 0},
+    {"aten.topk.default", "long_dim0", "T[2100, 3]",
+     "%tk = aten.topk.default(%a, 7, 0)\n%out = getitem(%tk, 0)\n%out1 = getitem(%tk, 1)\nreturn (%out, %out1)",
+     DT_F32 | DT_F16, 0},
+    {"aten.topk.default", "long_many", "T[2, 5000]",
+     "%tk = aten.topk.default(%a, 300)\n%out = getitem(%tk, 0)\n%out1 = getitem(%tk, 1)\nreturn (%out, %out1)",
+     DT_F32 | DT_I64, 0},
     {"aten.gather.default", "", "T[A, B] i64[A, C]<B", "%out = aten.gather.default(%a, 1, %b)", DT_NUM, S},
     {"aten.cumsum.default", "", "T[A, B]", "%out = aten.cumsum.default(%a, 1)", DT_ALL, S},
     {"aten.cumsum.default", "dim0", "T[A, B]", "%out = aten.cumsum.default(%a, 0)", DT_FL, 0},

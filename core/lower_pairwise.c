@@ -8,7 +8,8 @@
  * with < ordering NaN above every number (> and NaN first for descending): the stable order,
  * which is what PyTorch's CPU sort gives. Ranks are a permutation, so exactly one i has rank k.
  * topk (for a plugin that does not claim it) is the same with largest as descending and only
- * the first k positions computed; a line longer than SORT_MAX stays a library call.
+ * the first k positions computed; a longer line with k <= SORT_MAX/2 goes by chunks of SORT_MAX
+ * (each chunk's top k, then the top k of the candidates), else it stays a library call.
  *
  * cdist: out[.., i, j] reduces |x1[.., i, m] - x2[.., j, m]| over m (batch dims broadcast):
  * a count of non-zeros (p = 0), a sum (p = 1), a sum of squares then sqrt (p = 2, exact
@@ -75,32 +76,13 @@ with_pair_dim(lowering *L, const lazy *x, const coil_sym *len, coil_dtype dt)
   return lz_new(L, dt, x->rank + 1, sizes);
 }
 
-/* sort, or topk (its first k positions): 1 when a topk is better left to a library call */
-static int
-lower_sort(lowering *L, const coil_node *n)
+/* The first positions of x's order along dim (len elements, a constant >= 2) into the lazies vo
+ * (values, x's dtype) and io (indices, i64), which have x's dims with dim of size k <= len. */
+static void
+sort_along(lowering *L, lazy *x, int dim, bool descending, lazy *vo, lazy *io)
 {
-  bool topk = n->op->rule == COIL_RULE_TOPK;
-  lazy *x = op_arg(L, n, 0);
-  lazy *outs[2] = {op_result(L, n, 0), op_result(L, n, 1)};
-  int r = x->rank, dim = r ? (int)op_lit(n, "dim")->i : 0;
-  dim += dim < 0 ? r : 0;
-  int64_t len = 1;
-  if (topk && ((r && !coil_sym_is_const(x->sizes[dim], &len)) || len > SORT_MAX || r + 1 > COIL_MAX_RANK))
-    return 1;
-  if (r && !coil_sym_is_const(x->sizes[dim], &len))
-    return node_err(L, n, "sorting along a dimension of symbolic size is not supported");
-  if (len > SORT_MAX)
-    return node_err(L, n, "sorting more than 1024 elements along a dimension is not supported (generated as an "
-                          "O(n^2) rank computation)");
-  if (r + 1 > COIL_MAX_RANK)
-    return node_err(L, n, "sort supports tensors of rank up to 7");
-  if (len <= 1) { /* nothing moves (topk's k is then 0 or 1) */
-    outs[0]->expr = lz_at(L, x, outs[0]->dvars);
-    outs[1]->expr = lx_const(L, COIL_I64, 0, 0);
-    op_set_tuple(L, n, outs);
-    return 0;
-  }
-  bool descending = op_lit(n, topk ? "largest" : "descending")->i, is_float = coil_dtype_is_float(x->dtype);
+  int r = x->rank;
+  bool is_float = coil_dtype_is_float(x->dtype);
   coil_dtype cmp = is_float ? opmath_dtype(x->dtype) : COIL_I64;
   bool red[COIL_MAX_RANK] = {0};
   red[r] = true;
@@ -118,20 +100,124 @@ lower_sort(lowering *L, const coil_node *n)
   lazy *rank = lz_reduce(L, e, red, false, COIL_REDUCE_SUM, COIL_I64);
 
   /* indices[k] = Σ_i (rank[i] == k) · i, i the extra dim; k over the output's positions */
-  lazy *f = with_pair_dim(L, outs[1], x->sizes[dim], COIL_I64);
+  lazy *f = with_pair_dim(L, io, x->sizes[dim], COIL_I64);
   for (int i = 0; i < r; i++)
     at[i] = i == dim ? f->dvars[r] : f->dvars[i];
   const lexpr *hit = op2(L, COIL_KOP_EQ, COIL_BOOL, lz_at(L, rank, at), lx_index(L, f->dvars[dim]));
   f->expr = lx_op(L, COIL_KOP_WHERE, COIL_I64, hit, lx_index(L, f->dvars[r]), lx_const(L, COIL_I64, 0, 0));
   lazy *idx = lz_reduce(L, f, red, false, COIL_REDUCE_SUM, COIL_I64);
-  outs[1]->expr = lz_at(L, idx, outs[1]->dvars);
+  io->expr = lz_at(L, idx, io->dvars);
 
   /* values[k] = x[indices[k]] */
   int b = coil_lower_buffer_of(L, x);
-  const lexpr *q = lx_indirect(L, lz_at(L, idx, outs[0]->dvars), x->sizes[dim]);
+  const lexpr *q = lx_indirect(L, lz_at(L, idx, vo->dvars), x->sizes[dim]);
   for (int i = 0; i < r; i++)
-    at[i] = i == dim ? q->index : outs[0]->dvars[i];
-  outs[0]->expr = lx_load_at(L, b, coil_lower_row_major(L, r, x->sizes, at), 1, &q);
+    at[i] = i == dim ? q->index : vo->dvars[i];
+  vo->expr = lx_load_at(L, b, coil_lower_row_major(L, r, x->sizes, at), 1, &q);
+}
+
+/* x's dims with dim of size n */
+static lazy *
+resized(lowering *L, const lazy *x, int dim, int64_t n, coil_dtype dt)
+{
+  const coil_sym *sizes[COIL_MAX_RANK];
+  for (int i = 0; i < x->rank; i++)
+    sizes[i] = i == dim ? K(L, n) : x->sizes[i];
+  return lz_new(L, dt, x->rank, sizes);
+}
+
+/* topk of a line longer than SORT_MAX: the line in chunks of SORT_MAX (the last padded with the
+ * order's last value: -inf for largest, NaN for smallest, which loses every tie, being later), each chunk's top k
+ * by sort_along, the C*k candidates (chunk by chunk: their order keeps ties by lower index) again
+ * until they fit one chunk. vo, io: the op's results; x's line has len elements. */
+static void
+topk_chunked(lowering *L, lazy *x, int dim, int64_t len, int64_t k, bool largest, lazy *vo, lazy *io)
+{
+  int r = x->rank;
+  int64_t chunks = (len + SORT_MAX - 1) / SORT_MAX;
+  bool is_float = coil_dtype_is_float(x->dtype);
+  coil_dtype cmp = is_float ? opmath_dtype(x->dtype) : COIL_I64;
+  /* y[.., c, .., t] (t a last dim of SORT_MAX) = x[.., c*SORT_MAX + t, ..], or the sentinel */
+  const coil_sym *sizes[COIL_MAX_RANK], *at[COIL_MAX_RANK];
+  for (int i = 0; i < r; i++)
+    sizes[i] = i == dim ? K(L, chunks) : x->sizes[i];
+  sizes[r] = K(L, SORT_MAX);
+  lazy *y = lz_new(L, cmp, r + 1, sizes);
+  const coil_sym *pos = coil_sym_add(L->sym, coil_sym_mul(L->sym, y->dvars[dim], K(L, SORT_MAX)), y->dvars[r]);
+  for (int i = 0; i < r; i++)
+    at[i] = i == dim ? coil_sym_min(L->sym, pos, K(L, len - 1)) : y->dvars[i];
+  /* the order's last value (NaN is the largest): padding then loses every tie, being later */
+  const lexpr *sentinel = is_float ? lx_const(L, cmp, largest ? -INFINITY : NAN, 0)
+                                   : lx_const(L, cmp, 0, largest ? INT64_MIN : INT64_MAX);
+  y->expr = lx_op(L, COIL_KOP_WHERE, cmp, op2(L, COIL_KOP_LT, COIL_BOOL, lx_index(L, pos), lx_index(L, K(L, len))),
+                  lx_cast(L, lz_at(L, x, at), cmp), sentinel);
+  for (int i = 0; i < r; i++)
+    sizes[i] = y->sizes[i];
+  sizes[r] = K(L, k);
+  lazy *cv = lz_new(L, cmp, r + 1, sizes), *ci = lz_new(L, COIL_I64, r + 1, sizes);
+  sort_along(L, y, r, largest, cv, ci);
+  /* the candidates along dim: m = c*k + j, value cv[.., c, .., j], index c*SORT_MAX + ci[..] */
+  int64_t m = chunks * k;
+  lazy *zv = resized(L, x, dim, m, cmp), *zi = resized(L, x, dim, m, COIL_I64);
+  for (int i = 0; i < r; i++)
+    at[i] = i == dim ? coil_sym_floordiv(L->sym, zv->dvars[dim], K(L, k)) : zv->dvars[i];
+  at[r] = coil_sym_mod(L->sym, zv->dvars[dim], K(L, k));
+  zv->expr = lz_at(L, cv, at);
+  lz_realize(L, zv);
+  for (int i = 0; i < r; i++)
+    at[i] = i == dim ? coil_sym_floordiv(L->sym, zi->dvars[dim], K(L, k)) : zi->dvars[i];
+  at[r] = coil_sym_mod(L->sym, zi->dvars[dim], K(L, k));
+  zi->expr = op2(L, COIL_KOP_ADD, COIL_I64, lz_at(L, ci, at),
+                 lx_index(L, coil_sym_mul(L->sym, coil_sym_floordiv(L->sym, zi->dvars[dim], K(L, k)), K(L, SORT_MAX))));
+  lz_realize(L, zi);
+  /* the top k of the candidates: their positions p, then the index and value at p */
+  lazy *pv = resized(L, x, dim, k, cmp), *pi = resized(L, x, dim, k, COIL_I64);
+  if (m > SORT_MAX)
+    topk_chunked(L, zv, dim, m, k, largest, pv, pi);
+  else
+    sort_along(L, zv, dim, largest, pv, pi);
+  lz_realize(L, pi);
+  int b = coil_lower_buffer_of(L, zi);
+  const lexpr *q = lx_indirect(L, lz_at(L, pi, io->dvars), K(L, m));
+  for (int i = 0; i < r; i++)
+    at[i] = i == dim ? q->index : io->dvars[i];
+  io->expr = lx_load_at(L, b, coil_lower_row_major(L, r, zi->sizes, at), 1, &q);
+  vo->expr = lx_cast(L, lz_at(L, pv, vo->dvars), vo->dtype);
+}
+
+/* sort, or topk (its first k positions): 1 when a topk is better left to a library call */
+static int
+lower_sort(lowering *L, const coil_node *n)
+{
+  bool topk = n->op->rule == COIL_RULE_TOPK;
+  lazy *x = op_arg(L, n, 0);
+  lazy *outs[2] = {op_result(L, n, 0), op_result(L, n, 1)};
+  int r = x->rank, dim = r ? (int)op_lit(n, "dim")->i : 0;
+  dim += dim < 0 ? r : 0;
+  int64_t len = 1, k = topk ? op_lit(n, "k")->i : 0;
+  /* a long topk of few positions goes by chunks (two more dims: the chunk's and the pairs') */
+  bool chunked = topk && r && coil_sym_is_const(x->sizes[dim], &len) && len > SORT_MAX && k >= 1 &&
+                 k <= SORT_MAX / 2 && r + 2 <= COIL_MAX_RANK;
+  if (topk && !chunked && ((r && !coil_sym_is_const(x->sizes[dim], &len)) || len > SORT_MAX || r + 1 > COIL_MAX_RANK))
+    return 1;
+  if (r && !coil_sym_is_const(x->sizes[dim], &len))
+    return node_err(L, n, "sorting along a dimension of symbolic size is not supported");
+  if (len > SORT_MAX && !chunked)
+    return node_err(L, n, "sorting more than 1024 elements along a dimension is not supported (generated as an "
+                          "O(n^2) rank computation)");
+  if (r + 1 > COIL_MAX_RANK)
+    return node_err(L, n, "sort supports tensors of rank up to 7");
+  if (len <= 1) { /* nothing moves (topk's k is then 0 or 1) */
+    outs[0]->expr = lz_at(L, x, outs[0]->dvars);
+    outs[1]->expr = lx_const(L, COIL_I64, 0, 0);
+    op_set_tuple(L, n, outs);
+    return 0;
+  }
+  bool descending = op_lit(n, topk ? "largest" : "descending")->i;
+  if (chunked)
+    topk_chunked(L, x, dim, len, k, descending, outs[0], outs[1]);
+  else
+    sort_along(L, x, dim, descending, outs[0], outs[1]);
   op_set_tuple(L, n, outs);
   return 0;
 }

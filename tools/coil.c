@@ -276,7 +276,8 @@ lowers_to(const coil_op *op)
   case COIL_RULE_SELECT_SCATTER: case COIL_RULE_SLICE_SCATTER: return "pointwise (a select between src and self)";
   case COIL_RULE_MASKED_SCATTER: return "prefix count of the mask (a reduction), then pointwise with an indirect load";
   case COIL_RULE_TOPK:
-    return "as sort, first k positions (rows up to 1024), or a library call the plugin claims";
+    return "as sort, first k positions (rows up to 1024; longer rows with k <= 512 by chunks of 1024), or a library call "
+           "the plugin claims";
   case COIL_RULE_CUMSUM:
     return op->sub == 1 ? "scan prod kernel (any length)" : "scan sum kernel (any length), or a library call the plugin claims";
   case COIL_RULE_POOL_BWD: return "reduction over the windows covering each input element (a gather)";

@@ -427,3 +427,29 @@ Test(backend, scan_kinds_from_a_program, .timeout = 120)
     coil_tensor_free(&t[i]);
   coil_wir_free(p);
 }
+
+/* topk longer than a chunk of the generated sort, with NaN (the largest) in most places: the
+ * padding of the last chunk must lose to every real element, NaN included, for both orders. */
+Test(backend, long_topk_with_nans_matches_ref, .timeout = 300)
+{
+  static const char text[] = "coil 1\n"
+                             "graph t(%x: f32[2, 2000]) {\n"
+                             "  %s = aten.topk.default(%x, 60, -1, False)\n"
+                             "  %l = aten.topk.default(%x, 60, -1, True)\n"
+                             "  %sv = getitem(%s, 0)\n  %si = getitem(%s, 1)\n"
+                             "  %lv = getitem(%l, 0)\n  %li = getitem(%l, 1)\n"
+                             "  return (%sv, %si, %lv, %li)\n"
+                             "}\n";
+  coil_diag d = {0};
+  coil_graph *g = coil_graph_parse("t.coil", text, sizeof text - 1, &d);
+  cr_assert_not_null(g, "%s", d.msg);
+  coil_tensor x;
+  cr_assert_eq(coil_tensor_init(&x, COIL_F32, 2, (int64_t[]){2, 2000}, NULL), 0);
+  for (int64_t e = 0; e < 4000; e++) /* 30 numbers (some -inf) a row, NaN elsewhere */
+    coil_tensor_set_f64(&x, e, e % 67 == 3 ? (e % 5 == 0 ? -INFINITY : (double)(e % 13) - 6) : NAN);
+  coil_tensor_list in = {0};
+  coil_tensor_list_add(&in, "x", &x);
+  cr_expect_eq(agree_on("interp", "long_topk_nans", g, &in), 0);
+  coil_tensor_list_free(&in);
+  coil_graph_free(g);
+}
