@@ -1,7 +1,8 @@
 /* lower_scan.c — cumsum and cumprod for a target that does not claim them as a library call: a
  * scan node (Wrapper IR 1.4 `scan sum` / `scan prod`) along the dimension, any length, the x
- * space being every other dimension. Sums and products accumulate in f32 for f16/bf16 (as PyTorch's CUDA kernel and Inductor) and in
- * i64 for integers and bool (wrapping, as PyTorch), rounded to the result dtype once per element. */
+ * space being every other dimension. Sums and products accumulate in f32 for f16/bf16 (as
+ * PyTorch's CUDA kernel and Inductor do) and in i64 for integers and bool (wrapping, as PyTorch),
+ * rounded to the result dtype once per element. */
 #include "lower.h"
 
 /* 1: not generated (a library call instead) */
