@@ -185,24 +185,53 @@ typedef struct {
   coil_kernel k;
   int ninsts, capinsts;
   coil_kinst *insts;
+  int *cse;                  /* open-addressing table of shareable insts (index + 1; 0 = empty) */
+  size_t capcse;             /* a power of two, or 0 */
   int nparams;
-  coil_kparam params[64];
-  int param_buf[64];         /* lbuf per param */
+  coil_kparam params[2 * COIL_KERNEL_MAX_BUFFERS];
+  int param_buf[2 * COIL_KERNEL_MAX_BUFFERS]; /* lbuf per param */
   int ninternal;
   internal internals[2 * 64];
   const coil_sym *loopvar[COIL_MAX_RANK]; /* per space dim */
 } kbuild;
 
+/* The hash of what makes two instructions the same value (an index only by identity: equal
+ * indices that are different nodes meet in the same chain through the other fields). */
+static size_t
+inst_hash(const coil_kinst *in)
+{
+  uint64_t fb;
+  memcpy(&fb, &in->f, sizeof fb);
+  uint64_t h = (uint64_t)in->op * 0x9e3779b97f4a7c15ull ^ (uint64_t)in->dtype << 8 ^ (uint64_t)in->param << 16;
+  const uint64_t parts[6] = {(uint64_t)in->args[0], (uint64_t)in->args[1], (uint64_t)in->args[2],
+                             (uint64_t)in->red, fb, (uint64_t)in->i};
+  for (int k = 0; k < 6; k++)
+    h = (h ^ parts[k]) * 0x100000001b3ull;
+  return (size_t)(h ^ h >> 29);
+}
+
+static bool
+same_inst(const coil_kinst *o, const coil_kinst *in)
+{
+  return o->op == in->op && o->dtype == in->dtype && o->args[0] == in->args[0] &&
+         o->args[1] == in->args[1] && o->args[2] == in->args[2] && o->param == in->param &&
+         o->red == in->red && memcmp(&o->f, &in->f, sizeof o->f) == 0 && o->i == in->i &&
+         ((!o->index && !in->index) || (o->index && in->index && coil_sym_cmp(o->index, in->index) == 0));
+}
+
+/* Appends an instruction, or returns the one already computing the same value (common
+ * subexpressions: the same op on the same values; stores and reductions are never shared). A
+ * hash table of the instructions keeps this constant time, so a kernel of N instructions is
+ * built in O(N). */
 static int
 add_inst(kbuild *kb, coil_kinst in)
 {
-  for (int i = 0; i < kb->ninsts; i++) { /* common subexpressions: the same op on the same values */
-    const coil_kinst *o = &kb->insts[i];
-    if (o->op == in.op && o->op != COIL_KOP_STORE && o->dtype == in.dtype && o->args[0] == in.args[0] &&
-        o->args[1] == in.args[1] && o->args[2] == in.args[2] && o->param == in.param && o->red == in.red &&
-        o->f == in.f && o->i == in.i && ((!o->index && !in.index) || (o->index && in.index && coil_sym_cmp(o->index, in.index) == 0)) &&
-        o->op != COIL_KOP_REDUCE)
-      return i;
+  bool shareable = in.op != COIL_KOP_STORE && in.op != COIL_KOP_REDUCE;
+  size_t mask = kb->capcse - 1, at = 0;
+  if (shareable && kb->capcse) {
+    for (at = inst_hash(&in) & mask; kb->cse[at]; at = (at + 1) & mask)
+      if (same_inst(&kb->insts[kb->cse[at] - 1], &in))
+        return kb->cse[at] - 1;
   }
   if (kb->ninsts == kb->capinsts) {
     kb->capinsts = kb->capinsts ? 2 * kb->capinsts : 64;
@@ -211,7 +240,30 @@ add_inst(kbuild *kb, coil_kinst in)
       abort();
   }
   kb->insts[kb->ninsts] = in;
-  return kb->ninsts++;
+  int id = kb->ninsts++;
+  if (!shareable)
+    return id;
+  if (2 * (size_t)kb->ninsts > kb->capcse) { /* grow and rehash every shareable instruction */
+    free(kb->cse);
+    kb->capcse = kb->capcse ? 2 * kb->capcse : 256;
+    while (2 * (size_t)kb->ninsts > kb->capcse)
+      kb->capcse *= 2;
+    kb->cse = calloc(kb->capcse, sizeof *kb->cse);
+    if (!kb->cse)
+      abort();
+    mask = kb->capcse - 1;
+    for (int i = 0; i < kb->ninsts; i++) {
+      if (kb->insts[i].op == COIL_KOP_STORE || kb->insts[i].op == COIL_KOP_REDUCE)
+        continue;
+      size_t j = inst_hash(&kb->insts[i]) & mask;
+      while (kb->cse[j])
+        j = (j + 1) & mask;
+      kb->cse[j] = i + 1;
+    }
+    return id;
+  }
+  kb->cse[at] = id + 1;
+  return id;
 }
 
 static int
@@ -223,6 +275,8 @@ param_for(kbuild *kb, int b, bool out)
   int n = 0;
   for (int i = 0; i < kb->nparams; i++)
     n += kb->params[i].is_output == out;
+  if (kb->nparams == 2 * COIL_KERNEL_MAX_BUFFERS)
+    abort(); /* cannot happen: fusion keeps a kernel's buffers within COIL_KERNEL_MAX_BUFFERS */
   char name[16];
   snprintf(name, sizeof name, "%s%d", out ? "out" : "in", n);
   kb->params[kb->nparams] = (coil_kparam){coil_arena_strdup(kb->E->p->arena, name), kb->E->L->bufs[b].dtype, out};
@@ -485,7 +539,7 @@ build_kernel(emitter *E, int gi, int pos, int *stored, int *nstored)
   coil_strbuf_free(&names);
   coil_strbuf_free(&origins);
   /* the call: params in order, inputs by their buffers, outputs allocated now */
-  int args[64];
+  int args[2 * COIL_KERNEL_MAX_BUFFERS];
   for (int i = 0; i < kb.nparams; i++)
     args[i] = kb.param_buf[i];
   for (int i = 0; i < kb.nparams; i++) {
@@ -510,12 +564,13 @@ build_kernel(emitter *E, int gi, int pos, int *stored, int *nstored)
       allocate(E, args[i]);
     }
   }
-  int wargs[64];
+  int wargs[2 * COIL_KERNEL_MAX_BUFFERS];
   for (int i = 0; i < kb.nparams; i++)
     wargs[i] = L->bufs[args[i]].wir;
   line(E, (coil_line){.kind = COIL_LINE_COMMENT, .text = E->p->kernels[id].source_ops ? E->p->kernels[id].source_ops : "copy"});
   line(E, (coil_line){.kind = COIL_LINE_KERNEL_CALL, .kernel = id, .nargs = kb.nparams, .args = wargs});
   free(kb.insts);
+  free(kb.cse);
   return 0;
 }
 
@@ -542,7 +597,7 @@ view_buffer(emitter *E, int ref)
 static void
 build_extern(emitter *E, const lnode *n)
 {
-  int ins[64];
+  int *ins = COIL_ARENA_ARRAY(E->p->arena, int, n->nins + 1); /* cat takes any number */
   for (int i = 0; i < n->nins; i++)
     ins[i] = view_buffer(E, n->ins[i]);
   for (int i = 0; i < n->nouts; i++)

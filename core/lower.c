@@ -17,6 +17,10 @@
 
 /* A value read by more than one statement is realized when its expression has more nodes. */
 #define REALIZE_SIZE 12
+/* Any value whose expression has more nodes is realized: a kernel's expression, and the depth of
+ * every pass that walks it (here and in the plugins), stay bounded however long a chain of
+ * pointwise statements is; one more store and load per this many ops costs nothing measurable. */
+#define REALIZE_MAX_SIZE 1000
 
 /* Growable arrays in the arena (old copies stay until the compile's arena goes). */
 static void *
@@ -314,8 +318,13 @@ const lexpr *
 lz_at(lowering *L, const lazy *z, const coil_sym *const *idx)
 {
   int vars[COIL_MAX_RANK];
-  for (int i = 0; i < z->rank; i++)
+  bool same = true;
+  for (int i = 0; i < z->rank; i++) {
     vars[i] = z->dvars[i]->var;
+    same = same && idx[i] == z->dvars[i];
+  }
+  if (same) /* z at its own index: its expression (no copy; expressions are never changed) */
+    return z->expr;
   return lx_subst(L, z->expr, z->rank, vars, idx);
 }
 
@@ -708,7 +717,8 @@ coil_lower(lowering *L, const coil_graph *g, const coil_compile_options *o, coil
     if (coil_op_is_inplace(g->nodes[i].op))
       coil_lower_mutation(L, &g->nodes[i]);
     lazy *z = L->values[g->ninputs + i];
-    if (z && z->realized < 0 && readers[g->ninputs + i] > 1 && z->expr->size > REALIZE_SIZE)
+    if (z && z->realized < 0 && z->expr &&
+        (z->expr->size > REALIZE_MAX_SIZE || (readers[g->ninputs + i] > 1 && z->expr->size > REALIZE_SIZE)))
       lz_realize(L, z);
   }
   L->cur_origin = "output";

@@ -60,6 +60,31 @@ op_result(lowering *L, const coil_node *n, int k)
   return lz_new(L, t->dtype, t->rank, sizes);
 }
 
+/* The result of a pointwise op: op_result, taking the dimension variables of its first tensor
+ * operand when that operand has the same sizes. Reading the operand at the result's index is then
+ * the operand's own expression (lz_at's identity case), so a chain of N pointwise statements
+ * builds each expression from the last in constant time instead of copying it: compile time and
+ * memory stay linear in N. */
+static lazy *
+pointwise_result(lowering *L, const coil_node *n)
+{
+  lazy *out = op_result(L, n, 0);
+  for (int k = 0; k < n->nargs && k < 3; k++) {
+    const lazy *x = op_arg(L, n, k);
+    if (!x)
+      continue;
+    if (x->rank == out->rank) {
+      bool same = true;
+      for (int i = 0; i < x->rank && same; i++)
+        same = coil_sym_cmp(x->sizes[i], out->sizes[i]) == 0;
+      if (same)
+        memcpy(out->dvars, x->dvars, sizeof out->dvars);
+    }
+    break;
+  }
+  return out;
+}
+
 void
 op_set_value(lowering *L, const coil_node *n, lazy *z)
 {
@@ -174,7 +199,7 @@ unary(lowering *L, int ew, const lexpr *x, coil_dtype dt, const coil_node *n)
 static int
 lower_unary(lowering *L, const coil_node *n)
 {
-  lazy *out = op_result(L, n, 0), *x = op_arg(L, n, 0);
+  lazy *out = pointwise_result(L, n), *x = op_arg(L, n, 0);
   int ew = n->op->sub;
   bool of_input = ew == EW_LOGICAL_NOT || ew == EW_ISNAN || ew == EW_ISINF; /* bool results */
   coil_dtype dt = of_input ? opmath_dtype(x->dtype) : opmath_dtype(out->dtype);
@@ -199,7 +224,7 @@ static const coil_kop binary_kops[] = {
 static int
 lower_binary(lowering *L, const coil_node *n)
 {
-  lazy *out = op_result(L, n, 0);
+  lazy *out = pointwise_result(L, n);
   const coil_lit *la = &n->bound[0], *lb = &n->bound[1];
   int ew = n->op->sub;
   const coil_lit *lits[2] = {la, lb};
@@ -251,7 +276,7 @@ lower_binary(lowering *L, const coil_node *n)
 static int
 lower_where(lowering *L, const coil_node *n)
 {
-  lazy *out = op_result(L, n, 0);
+  lazy *out = pointwise_result(L, n);
   coil_dtype dt = out->dtype;
   const lexpr *c = operand(L, &n->bound[0], op_arg(L, n, 0), out, COIL_BOOL);
   const lexpr *a = operand(L, &n->bound[1], op_arg(L, n, 1), out, dt);
@@ -265,7 +290,7 @@ lower_where(lowering *L, const coil_node *n)
 static int
 lower_clamp(lowering *L, const coil_node *n)
 {
-  lazy *out = op_result(L, n, 0);
+  lazy *out = pointwise_result(L, n);
   coil_dtype dt = opmath_dtype(out->dtype);
   const lexpr *v = operand(L, &n->bound[0], op_arg(L, n, 0), out, dt);
   if (n->bound[1].kind != COIL_LIT_NONE)
@@ -280,7 +305,7 @@ lower_clamp(lowering *L, const coil_node *n)
 static int
 lower_to_copy(lowering *L, const coil_node *n)
 {
-  lazy *out = op_result(L, n, 0);
+  lazy *out = pointwise_result(L, n);
   out->expr = operand(L, &n->bound[0], op_arg(L, n, 0), out, out->dtype);
   op_set_value(L, n, out);
   return 0;
