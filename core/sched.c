@@ -341,6 +341,18 @@ coil_sched_can_fuse(schedule *S, int a, int b)
   sgroup space;
   if (!merged_space(ga, gb, &space))
     return false;
+  ints bufs = {0}; /* the merged kernel's parameters: at most every buffer read or written */
+  for (int side = 0; side < 2; side++) {
+    const sgroup *g = side ? gb : ga;
+    for (int i = 0; i < g->nmembers; i++) {
+      node_reads(S->L, &S->L->nodes[g->members[i]], &bufs);
+      node_writes(&S->L->nodes[g->members[i]], &bufs);
+    }
+  }
+  bool too_many = bufs.n > COIL_KERNEL_MAX_BUFFERS;
+  free(bufs.v);
+  if (too_many)
+    return false;
   /* every member maps onto the merged space */
   const coil_sym *maps[2 * MAX_GROUP][COIL_MAX_RANK], *cv[COIL_MAX_RANK];
   const lnode *mem[2 * MAX_GROUP];

@@ -5,6 +5,10 @@
 #include "lower.h"
 
 /* A fused group: the nodes of one kernel (or one extern call), over one iteration space. */
+/* Buffers one kernel may read or write; fusion stops there (a kernel's parameters: each buffer
+ * once as an input, once as an output at most). */
+#define COIL_KERNEL_MAX_BUFFERS 64
+
 typedef struct sgroup {
   int nmembers;
   int *members;              /* node indices, ascending (a topological order) */
