@@ -405,6 +405,51 @@ define(parser *p, coil_value *v)
 
 /* ---- grammar ---- */
 
+/* A size expression that divides by zero (s0 // 0, s0 % 0) has no value for any s0. */
+static bool
+divides_by_zero(const coil_sym *s)
+{
+  if ((s->kind == COIL_SYM_FLOORDIV || s->kind == COIL_SYM_MOD) && s->args[1]->kind == COIL_SYM_CONST &&
+      s->args[1]->value == 0)
+    return true;
+  for (int i = 0; i < s->nargs; i++)
+    if (divides_by_zero(s->args[i]))
+      return true;
+  return false;
+}
+
+/* The most bytes one tensor may hold: 2^62. Offsets and byte counts computed from sizes then
+ * stay within int64 everywhere (a tensor this large fits in no machine either). */
+#define MAX_TENSOR_BYTES ((int64_t)1 << 62)
+
+/* Refuses a type whose constant sizes make a tensor no machine can hold, so that no later stage
+ * computes with an element or byte count that overflows. */
+static int
+check_extent(parser *p, int line, int col, const coil_type *t)
+{
+  if (t->kind == COIL_TYPE_TUPLE) {
+    for (int i = 0; i < t->nelems; i++)
+      if (check_extent(p, line, col, &t->elems[i]))
+        return -1;
+    return 0;
+  }
+  int64_t bytes = (int64_t)coil_dtype_size(t->dtype), v;
+  bool over = false, zero = false;
+  for (int i = 0; i < t->rank; i++) {
+    if (!coil_sym_is_const(t->dims[i], &v))
+      continue;
+    zero = zero || v == 0;
+    over = over || __builtin_mul_overflow(bytes, v, &bytes) || bytes > MAX_TENSOR_BYTES;
+  }
+  if (!over || zero)
+    return 0;
+  coil_strbuf b = {0};
+  coil_type_print(p->g, t, &b);
+  err_at(p, line, col, "%s is larger than a tensor may be (2^62 bytes)%s", b.s, "");
+  coil_strbuf_free(&b);
+  return -1;
+}
+
 /* dim := INT | SYMBOL | EXPR
  * EXPR is a size expression as coil_sym_print writes it (6*s0, (s0 + 1) // 2, min(s0, 5)), so
  * that the printed types of computed sizes parse back. It runs on one line up to the next ',' or
@@ -433,6 +478,8 @@ parse_dim(parser *p, const coil_sym **out)
       return err_at(p, p->t.line, p->t.col, "bad size expression '%.100s': %.200s", text, sd.msg);
     if (coil_sym_is_const(*out, &v) && v < 0)
       return err(p, "%s", "a size must not be negative");
+    if (divides_by_zero(*out))
+      return err_at(p, p->t.line, p->t.col, "bad size expression '%.100s': %s", text, "division by zero");
     if (is_punct(p, '('))
       p->depth--; /* the lexer counted it; the expression's parentheses are skipped below */
     advance(p, end - p->pos);
@@ -460,11 +507,17 @@ parse_type(parser *p, coil_type *t, bool allow_tuple)
   if (allow_tuple && is_punct(p, '(')) {
     if (next(p))
       return -1;
-    coil_type elems[64];
-    int n = 0;
+    coil_type *elems = NULL; /* any number: split and chunk make one element per piece */
+    int n = 0, cap = 0;
     for (;;) {
-      if (n == 64)
-        return err(p, "%s", "a tuple type has at most 64 elements");
+      if (n == cap) {
+        int ncap = cap ? 2 * cap : 16;
+        coil_type *grown = COIL_ARENA_ARRAY(p->g->arena, coil_type, ncap);
+        if (n)
+          memcpy(grown, elems, sizeof(coil_type) * (size_t)n);
+        elems = grown;
+        cap = ncap;
+      }
       if (parse_type(p, &elems[n++], false))
         return -1;
       if (is_punct(p, ')'))
@@ -474,8 +527,7 @@ parse_type(parser *p, coil_type *t, bool allow_tuple)
     }
     t->kind = COIL_TYPE_TUPLE;
     t->nelems = n;
-    t->elems = COIL_ARENA_ARRAY(p->g->arena, coil_type, n);
-    memcpy(t->elems, elems, sizeof(coil_type) * (size_t)n);
+    t->elems = elems;
     return next(p);
   }
   int dt = p->t.kind == T_NAME ? coil_dtype_from_name(p->t.s, p->t.n) : -1;
@@ -631,7 +683,8 @@ parse_input(parser *p, coil_value *v)
 {
   if (new_name(p, &v->name) || expect_punct(p, ':'))
     return -1;
-  if (parse_type(p, &v->type, false))
+  int tline = p->t.line, tcol = p->t.col;
+  if (parse_type(p, &v->type, false) || check_extent(p, tline, tcol, &v->type))
     return -1;
   v->kind = COIL_VAL_INPUT;
   if (is_word(p, "param") || is_word(p, "buffer")) {
@@ -697,7 +750,8 @@ parse_stmt(parser *p, coil_node *n, int index)
   memcpy(n->args, args, sizeof(coil_arg) * (size_t)nargs);
   if (next(p))
     return -1;
-  if (coil_infer_node(p->g, n, p->d) || coil_graph_note_mutation(p->g, n, (int)(n - p->g->nodes), p->d))
+  if (coil_infer_node(p->g, n, p->d) || coil_graph_note_mutation(p->g, n, (int)(n - p->g->nodes), p->d) ||
+      check_extent(p, n->line, n->col, &v->type))
     return -1;
   if (n->annotated && !coil_type_equal(&annot, &v->type)) {
     coil_strbuf want = {0}, got = {0};
