@@ -10,23 +10,14 @@
 
 #include "sched.h"
 
-/* Writes text to DIR/NAME through a temporary file and a rename. */
+/* Writes text to DIR/NAME (through a temporary file and a rename). */
 static int
 dump(const char *dir, const char *name, const char *text, coil_diag *d)
 {
-  char path[4096], tmp[4200];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f)
-    return coil_diag_set(d, "%s: cannot write: %s", tmp, strerror(errno));
-  bool ok = fputs(text, f) >= 0;
-  ok = fclose(f) == 0 && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    remove(tmp);
-    return coil_diag_set(d, "%s: cannot write: %s", path, strerror(errno));
-  }
-  return 0;
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+    return coil_diag_set(d, "%s: the dump directory's name is too long", dir);
+  return coil_write_text_file(path, text, d);
 }
 
 coil_wir_program *

@@ -525,23 +525,6 @@ build_header(const coil_tensor_list *l)
   return s;
 }
 
-/* write(2) until done; -1 with errno set on failure. */
-static int
-write_all(int fd, const void *p, size_t n)
-{
-  const uint8_t *b = p;
-  while (n > 0) {
-    ssize_t w = write(fd, b, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w < 0)
-      return -1;
-    b += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
 /* Header length, padded header, then each tensor's bytes. -1 with errno set on failure. */
 static int
 write_file(int fd, const char *json, const coil_tensor_list *l)
@@ -552,27 +535,27 @@ write_file(int fd, const char *json, const coil_tensor_list *l)
     head[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
   memcpy(head + 8, json, jlen);
   memset(head + 8 + jlen, ' ', hlen - jlen);
-  int rc = write_all(fd, head, 8 + hlen);
+  int rc = coil_write_all(fd, head, 8 + hlen);
   int e = errno;
   free(head);
   for (int i = 0; i < l->n && rc == 0; i++) {
-    rc = write_all(fd, l->tensors[i].data, coil_tensor_nbytes(&l->tensors[i]));
+    rc = coil_write_all(fd, l->tensors[i].data, coil_tensor_nbytes(&l->tensors[i]));
     e = errno;
   }
   errno = e;
   return rc;
 }
 
-/* The permission bits for the new file. mkstemp creates it 0600; keep the mode of a file being
- * replaced, else use 0644. (Honouring the umask would need umask(2), which sets the mask for
- * the whole process and so races with other threads creating files.) */
-static mode_t
-target_mode(const char *path)
+typedef struct {
+  const char *json;
+  const coil_tensor_list *l;
+} st_writer;
+
+static int
+write_cb(int fd, void *ctx)
 {
-  struct stat st;
-  if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
-    return st.st_mode & 07777;
-  return 0644;
+  const st_writer *w = ctx;
+  return write_file(fd, w->json, w->l);
 }
 
 int
@@ -583,43 +566,8 @@ coil_safetensors_write(const char *path, const coil_tensor_list *l, coil_diag *d
   char *json = build_header(l);
   if (!json)
     return coil_diag_set(d, "%s: out of memory building the header", path);
-
-  size_t plen = strlen(path);
-  char *tmp = coil_xmalloc(plen + sizeof ".tmp.XXXXXX");
-  memcpy(tmp, path, plen);
-  memcpy(tmp + plen, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    int e = errno;
-    coil_diag_set(d, "%s: cannot create temporary file %s: %s", path, tmp, strerror(e));
-    free(tmp);
-    cJSON_free(json);
-    return -1;
-  }
-
-  /* fsync before rename: otherwise a crash can leave the new name pointing at an empty file. */
-  const char *fail = NULL;
-  if (write_file(fd, json, l) != 0)
-    fail = "write";
-  else if (fchmod(fd, target_mode(path)) != 0)
-    fail = "set the mode of";
-  else if (fsync(fd) != 0)
-    fail = "sync";
-  int e = errno;
-  if (close(fd) != 0 && !fail) {
-    e = errno;
-    fail = "close";
-  }
-  if (!fail && rename(tmp, path) != 0) {
-    e = errno;
-    fail = "rename";
-  }
-  int rc = 0;
-  if (fail) {
-    unlink(tmp);
-    rc = coil_diag_set(d, "%s: cannot %s temporary file %s: %s", path, fail, tmp, strerror(e));
-  }
-  free(tmp);
+  st_writer w = {json, l};
+  int rc = coil_write_file(path, write_cb, &w, d);
   cJSON_free(json);
   return rc;
 }

@@ -59,11 +59,22 @@ void coil_tensor_list_free(coil_tensor_list *l);
 void coil_tensor_list_add(coil_tensor_list *l, const char *name, coil_tensor *t);
 coil_tensor *coil_tensor_list_find(const coil_tensor_list *l, const char *name);
 
+/* ---- files the user names (outfile.c) ---- */
+/* Writes everything to fd: 0, or -1 with errno set. */
+typedef int (*coil_write_fn)(int fd, void *ctx);
+/* Writes path through fn: a regular file (or none) through a temporary file, synced and renamed
+ * over it, so a failed write leaves no partial file; a symbolic link's target the same way; a
+ * character device or FIFO in place, every error reported; anything else refused. */
+int coil_write_file(const char *path, coil_write_fn fn, void *ctx, coil_diag *d);
+int coil_write_text_file(const char *path, const char *text, coil_diag *d);
+/* write(2) until all n bytes are written: 0, or -1 with errno set. */
+int coil_write_all(int fd, const void *buf, size_t n);
+
 /* ---- safetensors (https://github.com/huggingface/safetensors format) ---- */
 int coil_safetensors_read(const char *path, coil_tensor_list *out, coil_diag *d);
 int coil_safetensors_read_mem(const char *what, const uint8_t *buf, size_t n,
                               coil_tensor_list *out, coil_diag *d);
-/* Writes to a temporary name then renames, so a failed write never leaves a partial file. */
+/* Writes through coil_write_file: a failed write never leaves a partial file. */
 int coil_safetensors_write(const char *path, const coil_tensor_list *l, coil_diag *d);
 
 /* ---- graphs ---- */
