@@ -190,6 +190,8 @@ cmd_compile(int argc, char **argv)
   coil_graph *g = coil_graph_load(graph, &d);
   double t1 = now_seconds();
   coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS];
+  if (!dump_dir)
+    dump_dir = bs.env.dump_dir; /* [coil] debug_dump, COIL_DEBUG_DUMP */
   coil_compile_options o = {.fuse = fuse, .verify = true, .dump_dir = dump_dir};
   coil_backend_compile_options(lp, inst, bs.env.convolution, claims, &o);
   coil_wir_program *p = g ? coil_compile_graph(g, &o, &d) : NULL;
@@ -213,9 +215,9 @@ cmd_compile(int argc, char **argv)
     if (strcmp(out, "-") == 0) {
       fputs(text, stdout);
     } else {
-      FILE *f = fopen(out, "w");
-      if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-        fprintf(stderr, "coil: %s: cannot write: %s\n", out, strerror(errno));
+      coil_diag wd = {0};
+      if (coil_write_text_file(out, text, &wd) != 0) {
+        fprintf(stderr, "coil: %s\n", wd.msg);
         rc = 1;
       }
     }
@@ -799,6 +801,8 @@ setup_backend(backend_setup *b, const char *flag_backend, const char *config_fil
   b->env.option_values = b->values;
   b->env.cache_dir = coil_config_get(b->config, "cache_dir"); /* "" turns the cache off */
   b->env.convolution = coil_config_get(b->config, "convolution");
+  const char *dump = coil_config_get(b->config, "debug_dump"); /* --dump overrides it */
+  b->env.dump_dir = dump && *dump ? dump : NULL;
   return 0;
 }
 
@@ -1006,7 +1010,8 @@ cmd_run(int argc, char **argv)
     coil_artifact_close(art);
     return fail(&d);
   }
-  bs.env.dump_dir = dump_dir;
+  if (dump_dir || art) /* --dump over [coil] debug_dump; an artifact is not compiled */
+    bs.env.dump_dir = dump_dir;
   if (no_cache)
     bs.env.cache_dir = NULL;
   if (!art && bs.env.cache_dir && *bs.env.cache_dir && strcmp(bs.name, "ref") != 0 &&
@@ -1122,8 +1127,8 @@ cmd_config(int argc, char **argv)
   return rc;
 }
 
-int
-main(int argc, char **argv)
+static int
+dispatch(int argc, char **argv)
 {
   if (argc < 2)
     return usage_error("no command given%s", "");
@@ -1167,4 +1172,19 @@ main(int argc, char **argv)
   if (strcmp(cmd, "config") == 0)
     return cmd_config(argc - 2, argv + 2);
   return usage_error("unknown command '%s'", cmd);
+}
+
+/* Runs the command, then makes sure its standard output reached its destination: output lost
+ * to a full disk or a closed pipe is an error, not exit status 0. */
+int
+main(int argc, char **argv)
+{
+  int rc = dispatch(argc, argv);
+  errno = 0;
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "coil: cannot write the standard output: %s\n",
+            errno ? strerror(errno) : "an earlier write failed");
+    return rc ? rc : 1;
+  }
+  return rc;
 }
