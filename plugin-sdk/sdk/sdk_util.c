@@ -81,11 +81,42 @@ coil_sdk_read_file(const char *path, size_t max, size_t *len)
   FILE *f = fopen(path, "rb");
   if (!f)
     return NULL;
-  char *buf = malloc(max + 1);
-  size_t n = buf ? fread(buf, 1, max, f) : 0;
+  /* the buffer grows with what is read, so a small file costs a small allocation whatever max
+   * is (a memory limit must not fail the read of a 2 KB program) */
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap + 1);
+  bool fail = !buf;
+  while (!fail) {
+    if (n == cap) {
+      if (cap > max) { /* more than max bytes: refused, never truncated */
+        fail = true;
+        errno = EFBIG;
+        break;
+      }
+      size_t ncap = cap > max / 2 ? max + 1 : 2 * cap;
+      char *grown = realloc(buf, ncap + 1);
+      if (!grown) {
+        fail = true;
+        break;
+      }
+      buf = grown;
+      cap = ncap;
+    }
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0) {
+      fail = ferror(f) != 0;
+      break;
+    }
+  }
   fclose(f);
-  if (buf)
-    buf[n] = 0;
+  if (fail || n > max) {
+    free(buf);
+    if (n > max)
+      errno = EFBIG;
+    return NULL;
+  }
+  buf[n] = 0;
   if (len)
     *len = n;
   return buf;

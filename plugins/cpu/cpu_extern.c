@@ -11,7 +11,11 @@
  * Errors inside parallel loops are not reported from the loop: each loop finds the first failing
  * element (a min reduction) and the message is written after it, so it is deterministic. */
 #include <cblas.h>
+#include <dlfcn.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/resource.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -278,7 +282,69 @@ prep_mat(xcall *x, const cpu_tensor *t, coil_dtype ct, mat *m)
   return 0;
 }
 
-/* C[M, N] (row stride ldc) = alpha * A B + beta * C, in dtype ct (f32 or f64). */
+/* ---- OpenBLAS, loaded on first use ----
+ * The plugin does not link OpenBLAS: loading it starts a pool of threads that each map a large
+ * buffer, and under a memory limit (ulimit -v) a worker retries that mapping for ever while
+ * OpenBLAS's exit handler waits for it, so the process never exits. Loading it when the first
+ * matmul or convolution runs keeps compiling (and graphs without them) free of it; under a
+ * finite address-space limit it gets one thread unless the user set OPENBLAS_NUM_THREADS. */
+typedef void (*sgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, int, int, int,
+                         float, const float *, int, const float *, int, float, float *, int);
+typedef void (*dgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, int, int, int,
+                         double, const double *, int, const double *, int, double, double *, int);
+static struct {
+  pthread_once_t once;
+  sgemm_fn sgemm;
+  dgemm_fn dgemm;
+  char error[512];
+  atomic_bool ran;           /* a gemm has returned */
+} blas = {PTHREAD_ONCE_INIT, NULL, NULL, {0}, false};
+
+static void
+load_blas(void)
+{
+  struct rlimit lim;
+  if (!getenv("OPENBLAS_NUM_THREADS") && getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
+    setenv("OPENBLAS_NUM_THREADS", "1", 0);
+  static const char *const names[] = {"libopenblas.so.0", "libopenblas.so"};
+  void *h = NULL;
+  for (size_t i = 0; i < sizeof names / sizeof *names && !h; i++)
+    h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    snprintf(blas.error, sizeof blas.error, "cannot load OpenBLAS (libopenblas.so.0): %s", e ? e : "not found");
+    return;
+  }
+  blas.sgemm = (sgemm_fn)dlsym(h, "cblas_sgemm");
+  blas.dgemm = (dgemm_fn)dlsym(h, "cblas_dgemm");
+  if (!blas.sgemm || !blas.dgemm)
+    snprintf(blas.error, sizeof blas.error, "%s", "OpenBLAS has no cblas_sgemm or cblas_dgemm");
+}
+
+/* OpenBLAS maps a work buffer of up to 128 MiB per thread and, when that fails, retries for
+ * ever; under a finite address-space limit, room for it is checked first. */
+#define BLAS_BUFFER_BYTES ((size_t)129 << 20)
+
+/* Loads OpenBLAS once; an error names what is missing or why it cannot run. */
+static int
+need_blas(xcall *x)
+{
+  pthread_once(&blas.once, load_blas);
+  if (blas.error[0])
+    return cpux_err(x, "%s", blas.error);
+  struct rlimit lim; /* once a gemm has run, its one buffer is mapped and kept */
+  if (!atomic_load(&blas.ran) && getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+    void *probe = malloc(BLAS_BUFFER_BYTES);
+    if (!probe)
+      return cpux_err(x, "not enough memory for OpenBLAS's work buffer (%zu MiB) under the address-space "
+                         "limit of %llu MiB (ulimit -v)",
+                      BLAS_BUFFER_BYTES >> 20, (unsigned long long)(lim.rlim_cur >> 20));
+    free(probe);
+  }
+  return 0;
+}
+
+/* C[M, N] (row stride ldc) = alpha * A B + beta * C, in dtype ct (f32 or f64). need_blas first. */
 static void
 gemm(coil_dtype ct, const void *a, enum CBLAS_TRANSPOSE ta, int64_t lda, const void *b,
      enum CBLAS_TRANSPOSE tb, int64_t ldb, void *c, int64_t ldc, int64_t M, int64_t N, int64_t K,
@@ -293,11 +359,12 @@ gemm(coil_dtype ct, const void *a, enum CBLAS_TRANSPOSE ta, int64_t lda, const v
     return;
   }
   if (ct == COIL_F64)
-    cblas_dgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, alpha, a, (int)lda, b, (int)ldb,
-                beta, c, (int)ldc);
+    blas.dgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, alpha, a, (int)lda, b, (int)ldb,
+               beta, c, (int)ldc);
   else
-    cblas_sgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, (float)alpha, a, (int)lda, b,
-                (int)ldb, (float)beta, c, (int)ldc);
+    blas.sgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, (float)alpha, a, (int)lda, b,
+               (int)ldb, (float)beta, c, (int)ldc);
+  atomic_store(&blas.ran, true);
 }
 
 static int
@@ -347,7 +414,7 @@ matmul_int(xcall *x, const cpu_tensor *a, const cpu_tensor *b, const cpu_tensor 
 static int
 run_matmul(xcall *x, int kind)
 {
-  if (cpux_want_nin(x, kind == ADDMM ? 3 : 2, kind == ADDMM ? 3 : 2))
+  if (cpux_want_nin(x, kind == ADDMM ? 3 : 2, kind == ADDMM ? 3 : 2) || need_blas(x))
     return -1;
   const cpu_tensor *a = &x->in[kind == ADDMM], *b = &x->in[kind == ADDMM ? 2 : 1];
   const cpu_tensor *bias = kind == ADDMM ? &x->in[0] : NULL, *out = &x->out[0];
@@ -517,7 +584,7 @@ col2im(const void *col, int64_t ch, const geo *g, void *og, bool dbl)
 static int
 run_conv(xcall *x)
 {
-  if (cpux_want_nin(x, 2, 3))
+  if (cpux_want_nin(x, 2, 3) || need_blas(x))
     return -1;
   const cpu_tensor *in = &x->in[0], *w = &x->in[1], *bias = x->nin == 3 ? &x->in[2] : NULL;
   const cpu_tensor *out = &x->out[0];

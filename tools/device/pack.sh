@@ -16,6 +16,17 @@ for f in $(ldd .deps/coil .deps/coil-conformance .deps/plugins/* | awk '/=>/ {pr
   *) cp -L "$f" .deps/lib/ ;;
   esac
 done
+# the cpu plugin dlopens OpenBLAS on first use (ldd does not list it): carry it and what it needs
+blas=$(ldconfig -p | awk '/libopenblas\.so\.0 .*x86-64/ {print $NF; exit}')
+if [ -n "$blas" ]; then
+  cp -L "$blas" .deps/lib/libopenblas.so.0
+  for f in $(ldd "$blas" | awk '/=>/ {print $3}'); do
+    case "$(basename "$f")" in
+    libc.so.*|libm.so.*|libgcc_s.so.*|libpthread.so.*|libdl.so.*) ;;
+    *) cp -L "$f" .deps/lib/ ;;
+    esac
+  done
+fi
 strip --strip-unneeded .deps/coil .deps/coil-conformance .deps/plugins/* .deps/lib/* 2>/dev/null || true
 cp ../shared/anchors/*.py .deps/ 2>/dev/null || true
 du -sh .deps

@@ -99,7 +99,8 @@ const char *coil_sdk_error_message(const coil_error *err);
 void coil_sdk_error_free(coil_error *err);
 /* Writes DIR/NAME through a temporary name and a rename (no half-written file). */
 coil_error *coil_sdk_write_file(const char *dir, const char *name, const char *text);
-/* Reads at most max bytes of path, NUL-terminated (malloc'd; free it); NULL if it cannot. */
+/* Reads the whole of path, NUL-terminated (malloc'd; free it); NULL if it cannot be read, memory
+ * runs out, or it holds more than max bytes (errno EFBIG). Allocates as it reads. */
 char *coil_sdk_read_file(const char *path, size_t max, size_t *len);
 
 #endif
