@@ -10,15 +10,17 @@
  * ([coil] convolution = library / generated), alternating for a few rounds; median times,
  * GFLOP/s and the ratio generated / library.
  *
- * `coil bench --core-only`: how the compiler core scales. It generates graphs of up to N
- * statements (blocks of mm, bias add, relu, a row sum, a division and a residual add, as in a
- * deep MLP), times parsing and compiling each to a verified Wrapper IR program, and reports time
- * per statement and the process's peak memory. */
+ * `coil bench --core-only`: how the compiler core scales. It generates graphs of 1k to N
+ * statements in four shapes (a deep MLP, a long pointwise chain, a wide fan-out, a deep residual
+ * stack), times parsing and compiling each to a verified Wrapper IR program in a process of its
+ * own, and reports time and peak memory per statement. */
 #define _XOPEN_SOURCE 700 /* nftw */
+#define _DEFAULT_SOURCE   /* wait4 */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include <ftw.h>
@@ -40,37 +42,138 @@ now(void)
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* A graph of about n statements, 6 a block. */
+/* The graph families of --core-only, each about n statements long:
+ *   mlp:   blocks of mm, bias add, relu, a row sum, a division, a residual add (a deep MLP);
+ *   chain: one pointwise statement after another, each reading only the last (one kernel);
+ *   fanout: one value read by n/2 statements, their results summed in a chain;
+ *   resid: h = h + relu(h) * 0.5 repeated (every h read twice, so each is realized). */
+typedef enum { FAMILY_MLP, FAMILY_CHAIN, FAMILY_FANOUT, FAMILY_RESID, NFAMILIES } family;
+static const char *const family_names[NFAMILIES] = {"mlp", "chain", "fanout", "resid"};
+
 static char *
-generate(int n)
+generate(family f, int n)
 {
   coil_strbuf b = {0};
-  coil_strbuf_puts(&b, "coil 1\ngraph bench(%x0: f32[s0, 64], %w: f32[64, 64] param, %b: f32[64] param) {\n");
-  int blocks = n / 6 > 0 ? n / 6 : 1;
-  for (int i = 0; i < blocks; i++) {
-    coil_strbuf_printf(&b, "  %%h%d = aten.mm.default(%%x%d, %%w)\n", i, i);
-    coil_strbuf_printf(&b, "  %%a%d = aten.add.Tensor(%%h%d, %%b)\n", i, i);
-    coil_strbuf_printf(&b, "  %%r%d = aten.relu.default(%%a%d)\n", i, i);
-    coil_strbuf_printf(&b, "  %%s%d = aten.sum.dim_IntList(%%r%d, [1], True)\n", i, i);
-    coil_strbuf_printf(&b, "  %%d%d = aten.div.Tensor(%%r%d, %%s%d)\n", i, i, i);
-    coil_strbuf_printf(&b, "  %%x%d = aten.add.Tensor(%%d%d, %%x%d)\n", i + 1, i, i);
+  if (f == FAMILY_MLP) {
+    coil_strbuf_puts(&b, "coil 1\ngraph bench(%x0: f32[s0, 64], %w: f32[64, 64] param, %b: f32[64] param) {\n");
+    int blocks = n / 6 > 0 ? n / 6 : 1;
+    for (int i = 0; i < blocks; i++) {
+      coil_strbuf_printf(&b, "  %%h%d = aten.mm.default(%%x%d, %%w)\n", i, i);
+      coil_strbuf_printf(&b, "  %%a%d = aten.add.Tensor(%%h%d, %%b)\n", i, i);
+      coil_strbuf_printf(&b, "  %%r%d = aten.relu.default(%%a%d)\n", i, i);
+      coil_strbuf_printf(&b, "  %%s%d = aten.sum.dim_IntList(%%r%d, [1], True)\n", i, i);
+      coil_strbuf_printf(&b, "  %%d%d = aten.div.Tensor(%%r%d, %%s%d)\n", i, i, i);
+      coil_strbuf_printf(&b, "  %%x%d = aten.add.Tensor(%%d%d, %%x%d)\n", i + 1, i, i);
+    }
+    coil_strbuf_printf(&b, "  return (%%x%d)\n}\n", blocks);
+    return coil_strbuf_take(&b);
   }
-  coil_strbuf_printf(&b, "  return (%%x%d)\n}\n", blocks);
+  coil_strbuf_puts(&b, "coil 1\ngraph bench(%x: f32[s0, 128]) {\n");
+  static const char *const unary[] = {"relu", "neg", "sigmoid", "abs"};
+  const char *last = "x";
+  char name[32];
+  if (f == FAMILY_CHAIN) {
+    for (int i = 0; i < n; i++) {
+      if (i % 5 == 4)
+        coil_strbuf_printf(&b, "  %%v%d = aten.add.Tensor(%%%s, %%x)\n", i, last);
+      else
+        coil_strbuf_printf(&b, "  %%v%d = aten.%s.default(%%%s)\n", i, unary[i % 5], last);
+      snprintf(name, sizeof name, "v%d", i);
+      last = name;
+    }
+  } else if (f == FAMILY_FANOUT) {
+    coil_strbuf_puts(&b, "  %a = aten.sigmoid.default(%x)\n");
+    for (int i = 0; i < n / 2; i++) {
+      coil_strbuf_printf(&b, "  %%m%d = aten.mul.Scalar(%%a, %d.0)\n", i, i % 7 + 1);
+      coil_strbuf_printf(&b, "  %%s%d = aten.add.Tensor(%%%s, %%m%d)\n", i, last, i);
+      snprintf(name, sizeof name, "s%d", i);
+      last = name;
+    }
+  } else {
+    for (int i = 0; i < n / 3; i++) {
+      coil_strbuf_printf(&b, "  %%r%d = aten.relu.default(%%%s)\n", i, last);
+      coil_strbuf_printf(&b, "  %%c%d = aten.mul.Scalar(%%r%d, 0.5)\n", i, i);
+      coil_strbuf_printf(&b, "  %%h%d = aten.add.Tensor(%%%s, %%c%d)\n", i, last, i);
+      snprintf(name, sizeof name, "h%d", i);
+      last = name;
+    }
+  }
+  coil_strbuf_printf(&b, "  return (%%%s)\n}\n", last);
   return coil_strbuf_take(&b);
 }
 
-static long
-peak_rss_kib(void)
+typedef struct {
+  int ok, stmts, kernels, externs;
+  double parse_s, compile_s;
+} core_row;
+
+/* Parses and compiles one generated graph (in a child process: its peak memory is its own). */
+static core_row
+core_measure(family f, int n)
 {
+  core_row r = {0};
+  char *text = generate(f, n);
+  coil_diag d = {0};
+  double t0 = now();
+  coil_graph *g = coil_graph_parse("bench.coil", text, strlen(text), &d);
+  double t1 = now();
+  coil_wir_program *p = g ? coil_compile_graph(g, NULL, &d) : NULL;
+  double t2 = now();
+  if (!p) {
+    fprintf(stderr, "coil: bench %s %d: %s\n", family_names[f], n, d.msg);
+  } else {
+    r.ok = 1;
+    r.stmts = g->nnodes;
+    r.parse_s = t1 - t0;
+    r.compile_s = t2 - t1;
+    for (int i = 0; i < p->nlines; i++) {
+      r.kernels += p->lines[i].kind == COIL_LINE_KERNEL_CALL;
+      r.externs += p->lines[i].kind == COIL_LINE_EXTERN_CALL;
+    }
+  }
+  coil_wir_free(p);
+  coil_graph_free(g);
+  free(text);
+  return r;
+}
+
+/* Runs core_measure(f, n) in a child; *peak_kib gets the child's peak resident memory (n = 0:
+ * a child that only starts, the baseline subtracted from the others). */
+static core_row
+core_child(family f, int n, long *peak_kib)
+{
+  core_row r = {0};
+  int fd[2];
+  if (pipe(fd) != 0)
+    return r;
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    core_row c = n ? core_measure(f, n) : (core_row){.ok = 1};
+    ssize_t w = write(fd[1], &c, sizeof c);
+    _exit(w == (ssize_t)sizeof c ? 0 : 1);
+  }
+  close(fd[1]);
+  if (pid < 0) {
+    close(fd[0]);
+    return r;
+  }
+  ssize_t got = read(fd[0], &r, sizeof r);
+  close(fd[0]);
   struct rusage u;
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_maxrss;
+  int status = 0;
+  if (wait4(pid, &status, 0, &u) < 0 || got != (ssize_t)sizeof r || !WIFEXITED(status) ||
+      WEXITSTATUS(status) != 0)
+    r.ok = 0;
+  *peak_kib = u.ru_maxrss;
+  return r;
 }
 
 int
 coil_bench_core(int argc, char **argv)
 {
-  int max_nodes = 10000;
+  int max_nodes = 65536;
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--nodes") == 0 && i + 1 < argc)
       max_nodes = atoi(argv[++i]);
@@ -83,40 +186,31 @@ coil_bench_core(int argc, char **argv)
     fprintf(stderr, "coil: --nodes must be between 6 and 1000000\n");
     return 2;
   }
-  printf("coil bench --core-only: parse + compile to verified Wrapper IR (no plugin)\n");
-  printf("%10s %10s %10s %12s %12s %10s %12s\n", "statements", "kernels", "externs", "parse_ms",
-         "compile_ms", "us/stmt", "peak_rss_MiB");
-  for (int n = max_nodes / 8; n <= max_nodes; n *= 2) {
-    if (n < 6)
-      continue;
-    char *text = generate(n);
-    coil_diag d = {0};
-    double t0 = now();
-    coil_graph *g = coil_graph_parse("bench.coil", text, strlen(text), &d);
-    double t1 = now();
-    if (!g) {
-      fprintf(stderr, "%s\n", d.msg);
-      free(text);
-      return 1;
+  long base_kib = 0;
+  if (!core_child(FAMILY_MLP, 0, &base_kib).ok) {
+    fprintf(stderr, "coil: bench --core-only: cannot start a child process\n");
+    return 1;
+  }
+  printf("coil bench --core-only: parse + compile to verified Wrapper IR (no plugin), one process per\n"
+         "graph; bytes/stmt = (peak resident memory - %.1f MiB of a process that only starts) / statements\n",
+         (double)base_kib / 1024.0);
+  printf("%-7s %10s %8s %8s %10s %11s %8s %9s %11s\n", "graph", "statements", "kernels", "externs",
+         "parse_ms", "compile_ms", "us/stmt", "peak_MiB", "bytes/stmt");
+  int start = max_nodes < 1024 ? max_nodes : 1024;
+  for (int f = 0; f < NFAMILIES; f++) {
+    for (int n = start; n <= max_nodes; n = n * 2 > max_nodes && n < max_nodes ? max_nodes : n * 2) {
+      long kib = 0;
+      core_row r = core_child((family)f, n, &kib);
+      if (!r.ok) {
+        fprintf(stderr, "coil: bench --core-only: %s with %d statements failed\n", family_names[f], n);
+        return 1;
+      }
+      double bytes = kib > base_kib ? 1024.0 * (double)(kib - base_kib) / r.stmts : 0;
+      printf("%-7s %10d %8d %8d %10.2f %11.2f %8.2f %9.1f %11.0f\n", family_names[f], r.stmts,
+             r.kernels, r.externs, 1e3 * r.parse_s, 1e3 * r.compile_s,
+             1e6 * (r.parse_s + r.compile_s) / r.stmts, (double)kib / 1024.0, bytes);
+      fflush(stdout);
     }
-    coil_wir_program *p = coil_compile_graph(g, NULL, &d);
-    double t2 = now();
-    if (!p) {
-      fprintf(stderr, "%s\n", d.msg);
-      return 1;
-    }
-    int kernels = 0, externs = 0;
-    for (int i = 0; i < p->nlines; i++) {
-      kernels += p->lines[i].kind == COIL_LINE_KERNEL_CALL;
-      externs += p->lines[i].kind == COIL_LINE_EXTERN_CALL;
-    }
-    int stmts = g->nnodes;
-    printf("%10d %10d %10d %12.2f %12.2f %10.2f %12.1f\n", stmts, kernels, externs, 1e3 * (t1 - t0),
-           1e3 * (t2 - t1), 1e6 * (t2 - t0) / stmts, (double)peak_rss_kib() / 1024.0);
-    fflush(stdout);
-    coil_wir_free(p);
-    coil_graph_free(g);
-    free(text);
   }
   return 0;
 }
