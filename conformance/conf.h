@@ -49,6 +49,7 @@ typedef struct conf_ctx {
   const char *convolution;     /* [coil] convolution of the ini file: auto, generated, library */
   uint64_t random_seed;        /* the random tier: graph i comes from seed random_seed + i */
   long random_count;           /* graphs to run */
+  int random_batch;            /* graphs compiled together as one program */
   double random_time_s;        /* > 0: run graphs until this much time has passed instead */
   conf_result *results;        /* every finished case, in the order given */
   int nresults, cap;

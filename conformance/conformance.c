@@ -29,6 +29,8 @@ static const char usage[] =
     "  --seed S            random tier: graph i of the run is generated from seed S + i (default 1)\n"
     "  --count N           random tier: run N graphs (default 1000)\n"
     "  --time SECONDS      random tier: run graphs until SECONDS have passed (overrides --count)\n"
+    "  --batch K           random tier: compile K graphs together as one program (1 to 16,\n"
+    "                      default 1): fewer compiles for a plugin whose compile is slow\n"
     "  --filter RE         only cases whose id TIER/NAME/DTYPE/SHAPE matches the POSIX extended\n"
     "                      regular expression RE, e.g. 'op/aten\\.add\\..*/f32/'\n"
     "  --junit FILE        write a JUnit XML report\n"
@@ -65,7 +67,8 @@ beside_exe(const char *rel, char *buf, size_t n)
 int
 main(int argc, char **argv)
 {
-  conf_ctx c = {.jobs = (int)sysconf(_SC_NPROCESSORS_ONLN), .timeout_s = 300, .random_seed = 1, .random_count = 1000};
+  conf_ctx c = {.jobs = (int)sysconf(_SC_NPROCESSORS_ONLN), .timeout_s = 300, .random_seed = 1, .random_count = 1000,
+                .random_batch = 1};
   const char *config_file = NULL, *tiers = "op,model,abi,emit", *junit = NULL, *csv = NULL, *filter = NULL;
   bool list = false, print_case = false;
   for (int i = 1; i < argc; i++) {
@@ -93,6 +96,8 @@ main(int argc, char **argv)
       c.random_seed = strtoull(argv[++i], NULL, 10);
     else if (strcmp(a, "--count") == 0 && more)
       c.random_count = atol(argv[++i]);
+    else if (strcmp(a, "--batch") == 0 && more)
+      c.random_batch = atoi(argv[++i]);
     else if (strcmp(a, "--time") == 0 && more)
       c.random_time_s = atof(argv[++i]);
     else if (strcmp(a, "--source-dir") == 0 && more)
@@ -115,8 +120,8 @@ main(int argc, char **argv)
     fprintf(stderr, "coil-conformance: --plugin is required\n\n%s", usage);
     return 2;
   }
-  if (c.jobs < 1 || c.timeout_s < 1 || c.random_count < 0 || c.random_time_s < 0) {
-    fprintf(stderr, "coil-conformance: -j and --timeout take a positive number, --count and --time one >= 0\n");
+  if (c.jobs < 1 || c.timeout_s < 1 || c.random_batch < 1 || c.random_batch > 16 || c.random_count < 0 || c.random_time_s < 0) {
+    fprintf(stderr, "coil-conformance: -j and --timeout take a positive number, --batch 1 to 16, --count and --time one >= 0\n");
     return 2;
   }
   for (const char *t = tiers; *t;) {

@@ -18,6 +18,7 @@
 #include "coil/strbuf.h"
 
 #define RG_MAX_RANK 4
+#define RG_MAX_OUTS 64
 
 typedef struct rg_dim {
   int64_t c;       /* the size when m == 0 */
@@ -34,6 +35,8 @@ typedef struct rg_val {
   bool contig;     /* dense row-major: aten.view may take it */
   int stmt;        /* the statement defining it, -1 for a graph input */
   uint64_t seed;   /* an input: where its values come from */
+  bool anchor;     /* an input of size s0 printed even when unused, so that s0 is bound by an
+                      input that has it alone (sizes like 5*s0 do not bind it) */
 } rg_val;
 
 typedef struct rg_stmt {
@@ -47,7 +50,7 @@ typedef struct rg_graph {
   int nv, capv;
   rg_stmt *s;
   int ns, caps;
-  int outs[8];
+  int outs[RG_MAX_OUTS];
   int nouts;
   bool sym;        /* some size is a multiple of s0 */
   int64_t s0[2];   /* s0 at the two runs */
@@ -57,6 +60,9 @@ typedef struct rg_graph {
 /* Generates graph `seed` with about `nstmts` statements. */
 void rg_generate(rg_graph *g, uint64_t seed, int nstmts);
 void rg_free(rg_graph *g);
+/* Adds h's values, statements and outputs to g (a batch: independent graphs in one program;
+ * s0 as in the first symbolic one). */
+void rg_append(rg_graph *g, const rg_graph *h);
 /* The .coil text (inputs used, live statements, outputs); with_ranges adds a comment per
  * input saying which values it takes. */
 void rg_print(const rg_graph *g, coil_strbuf *b, bool with_ranges);

@@ -26,7 +26,8 @@
 #define SHRINK_MAX 3   /* failing graphs shrunk per run (each costs a compile per attempt) */
 
 typedef struct {
-  uint64_t seed0;      /* graph i is seed0 + i */
+  uint64_t seed0;      /* case i is graphs seed0 + i*per .. + per - 1 */
+  int per;             /* graphs per case (--batch) */
   const rg_graph *fixed; /* the shrinker's candidate, instead of a generated graph */
 } batch;
 
@@ -173,6 +174,19 @@ done:
   coil_strbuf_free(&text);
 }
 
+/* Graphs seed .. seed + per - 1 as one program. */
+static void
+make(uint64_t seed, int per, rg_graph *g)
+{
+  rg_generate(g, seed, STMTS);
+  for (int k = 1; k < per; k++) {
+    rg_graph h;
+    rg_generate(&h, seed + (uint64_t)k, STMTS);
+    rg_append(g, &h);
+    rg_free(&h);
+  }
+}
+
 static void
 run_case(const conf_ctx *c, int i, void *user, conf_result *r)
 {
@@ -182,7 +196,7 @@ run_case(const conf_ctx *c, int i, void *user, conf_result *r)
     return;
   }
   rg_graph g;
-  rg_generate(&g, b->seed0 + (uint64_t)i, STMTS);
+  make(b->seed0 + (uint64_t)i * (uint64_t)b->per, b->per, &g);
   run_graph(c, &g, r);
   rg_free(&g);
 }
@@ -211,7 +225,7 @@ try_graph(const conf_ctx *c, const rg_graph *g)
 {
   conf_ctx one = *c;
   one.results = NULL, one.nresults = one.cap = 0, one.verbose = false, one.jobs = 1, one.list_only = false;
-  batch b = {0, g};
+  batch b = {0, 1, g};
   conf_result r = {.tier = "random"};
   conf_run_cases(&one, 1, run_case, &b, &r);
   free(one.results);
@@ -252,7 +266,7 @@ shrink(const conf_ctx *c, uint64_t seed, const conf_result *first, FILE *out)
 {
   const char *cls = failure_class(first);
   rg_graph g;
-  rg_generate(&g, seed, STMTS);
+  make(seed, c->random_batch, &g);
   int before = rg_live_stmts(&g), tries = 0;
   conf_result last = *first;
   /* the earliest value that fails alone as the output */
@@ -307,9 +321,10 @@ shrink(const conf_ctx *c, uint64_t seed, const conf_result *first, FILE *out)
   rg_print(&g, &b, true);
   fprintf(out,
           "\nrandom: graph seed %llu fails (%s): %s\n"
-          "  replay: coil-conformance --plugin %s --tier random --seed %llu --count 1\n"
+          "  replay: coil-conformance --plugin %s --tier random --seed %llu --count %d --batch %d\n"
           "  shrunk from %d to %d statements in %d attempts; the smallest graph that fails the same way:\n%s\n",
-          (unsigned long long)seed, cls, last.msg, c->plugin, (unsigned long long)seed, before, rg_live_stmts(&g),
+          (unsigned long long)seed, cls, last.msg, c->plugin, (unsigned long long)seed, c->random_batch,
+          c->random_batch, before, rg_live_stmts(&g),
           tries, b.s);
   fflush(out);
   coil_strbuf_free(&b);
@@ -329,14 +344,14 @@ conf_tier_random(conf_ctx *c)
     abort();
   char first_reject[480] = "";
   while (c->random_time_s > 0 ? now() - t0 < c->random_time_s : done < c->random_count) {
-    int n = BATCH;
-    if (c->random_time_s <= 0 && c->random_count - done < n)
-      n = (int)(c->random_count - done);
-    batch b = {c->random_seed + (uint64_t)done, NULL};
+    int per = c->random_batch, n = BATCH;
+    if (c->random_time_s <= 0 && (c->random_count - done + per - 1) / per < n)
+      n = (int)((c->random_count - done + per - 1) / per);
+    batch b = {c->random_seed + (uint64_t)done, per, NULL};
     for (int i = 0; i < n; i++) {
       memset(&res[i], 0, sizeof res[i]);
       snprintf(res[i].tier, sizeof res[i].tier, "random");
-      snprintf(res[i].name, sizeof res[i].name, "seed %llu", (unsigned long long)(b.seed0 + (uint64_t)i));
+      snprintf(res[i].name, sizeof res[i].name, "seed %llu", (unsigned long long)(b.seed0 + (uint64_t)(i * per)));
       snprintf(res[i].dtype, sizeof res[i].dtype, "-");
       snprintf(res[i].shape, sizeof res[i].shape, "-");
     }
@@ -344,7 +359,7 @@ conf_tier_random(conf_ctx *c)
     batch_ctx.results = NULL, batch_ctx.nresults = batch_ctx.cap = 0;
     if (c->list_only) {
       conf_run_cases(&batch_ctx, n, run_case, &b, res);
-      done += n;
+      done += (long)n * per;
       continue;
     }
     conf_run_cases(&batch_ctx, n, run_case, &b, res);
@@ -368,11 +383,11 @@ conf_tier_random(conf_ctx *c)
         conf_record(c, r);
         if (shrunk < SHRINK_MAX) {
           shrunk++;
-          shrink(c, b.seed0 + (uint64_t)i, r, stdout);
+          shrink(c, b.seed0 + (uint64_t)(i * per), r, stdout);
         }
       }
     }
-    done += n;
+    done += (long)n * per;
     if (c->random_time_s > 0)
       fprintf(stderr, "coil-conformance: random tier: %ld graphs, %ld failed, %.0f s\n", done, fail, now() - t0);
   }
@@ -398,7 +413,7 @@ void
 conf_print_random(const conf_ctx *c, FILE *f)
 {
   rg_graph g;
-  rg_generate(&g, c->random_seed, STMTS);
+  make(c->random_seed, c->random_batch, &g);
   coil_strbuf b = {0};
   rg_print(&g, &b, true);
   fputs(b.s, f);
