@@ -154,7 +154,10 @@ run_graph(const conf_ctx *c, const rg_graph *rg, conf_result *r)
       bool same = conf_compare(&got.tensors[k], &want.tensors[k], &nmse, m, sizeof m);
       worst = nmse > worst ? nmse : worst;
       if (!same) {
-        snprintf(r->msg, sizeof r->msg, "out%d at s0=%lld: %s", k, (long long)s0, m);
+        if (rg->sym)
+          snprintf(r->msg, sizeof r->msg, "out%d at s0=%lld: %s", k, (long long)s0, m);
+        else
+          snprintf(r->msg, sizeof r->msg, "out%d: %s", k, m);
         ok = false;
       }
     }
