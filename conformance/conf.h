@@ -23,7 +23,7 @@ typedef enum conf_status {
 const char *conf_status_name(conf_status s); /* "pass", "FAIL", "not supported", "skipped" */
 
 typedef struct conf_result {
-  char tier[8];      /* op, model, abi, emit */
+  char tier[8];      /* op, model, abi, emit, random */
   char name[96];     /* the op (aten.add.Tensor), model or check */
   char dtype[8];     /* f32 ... or "-" */
   char shape[24];    /* the shape class (odd1d, permuted, ...) or "-" */
@@ -47,6 +47,10 @@ typedef struct conf_ctx {
   bool list_only;              /* print the ids of the cases instead of running them */
   const char *source_dir;      /* where conformance/models lives */
   const char *convolution;     /* [coil] convolution of the ini file: auto, generated, library */
+  uint64_t random_seed;        /* the random tier: graph i comes from seed random_seed + i */
+  long random_count;           /* graphs to run */
+  int random_batch;            /* graphs compiled together as one program */
+  double random_time_s;        /* > 0: run graphs until this much time has passed instead */
   conf_result *results;        /* every finished case, in the order given */
   int nresults, cap;
 } conf_ctx;
@@ -110,6 +114,8 @@ void conf_tier_op(conf_ctx *c);
 void conf_tier_model(conf_ctx *c);
 void conf_tier_abi(conf_ctx *c);
 void conf_tier_emit(conf_ctx *c);
+void conf_tier_random(conf_ctx *c); /* tier_random.c */
+void conf_print_random(const conf_ctx *c, FILE *f); /* --print-case --tier random */
 
 /* Reports. */
 void conf_report_console(const conf_ctx *c, FILE *f);

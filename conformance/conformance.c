@@ -2,7 +2,8 @@
  * passes. Tiers: op (every op the plugin claims, over dtypes and shape classes, against the
  * reference interpreter), model (PyTorch's outputs for real exported graphs), abi (the plugin
  * contract itself), emit (generated code checked by the real toolchain, for plugins that only
- * emit). Exit status: 0 when nothing failed, 1 when a case failed, 2 on a usage error.
+ * emit), random (generated graphs against the reference interpreter, failures shrunk and
+ * printed with their seed). Exit status: 0 when nothing failed, 1 when a case failed, 2 on a usage error.
  * docs/plugin-guide.md walks through a first run. */
 #include <limits.h>
 #include <stdio.h>
@@ -23,7 +24,13 @@ static const char usage[] =
     "                      in the ini file), or the path of the .so\n"
     "  --config INI        the ini file: plugin_path and the plugin's [plugin.NAME] options\n"
     "                      (default: $COIL_CONFIG, else ./coil.ini if present)\n"
-    "  --tier LIST         tiers to run, comma-separated: op,model,abi,emit (default: all)\n"
+    "  --tier LIST         tiers to run, comma-separated: op,model,abi,emit,random (default:\n"
+    "                      op,model,abi,emit; random runs when named)\n"
+    "  --seed S            random tier: graph i of the run is generated from seed S + i (default 1)\n"
+    "  --count N           random tier: run N graphs (default 1000)\n"
+    "  --time SECONDS      random tier: run graphs until SECONDS have passed (overrides --count)\n"
+    "  --batch K           random tier: compile K graphs together as one program (1 to 16,\n"
+    "                      default 1): fewer compiles for a plugin whose compile is slow\n"
     "  --filter RE         only cases whose id TIER/NAME/DTYPE/SHAPE matches the POSIX extended\n"
     "                      regular expression RE, e.g. 'op/aten\\.add\\..*/f32/'\n"
     "  --junit FILE        write a JUnit XML report\n"
@@ -31,7 +38,8 @@ static const char usage[] =
     "  -j N                run N cases at a time (default: the number of CPUs)\n"
     "  --timeout S         fail a case that runs longer than S seconds (default 300)\n"
     "  --list              print the ids of the selected cases and exit\n"
-    "  --print-case        print the graph of the first selected op case and exit\n"
+    "  --print-case        print the graph of the first selected op case and exit (with --tier\n"
+    "                      random: the graph of --seed)\n"
     "  -v                  a line per case as it finishes\n"
     "  --source-dir DIR    where conformance/models lives (default: this build's source)\n"
     "\n"
@@ -59,7 +67,8 @@ beside_exe(const char *rel, char *buf, size_t n)
 int
 main(int argc, char **argv)
 {
-  conf_ctx c = {.jobs = (int)sysconf(_SC_NPROCESSORS_ONLN), .timeout_s = 300};
+  conf_ctx c = {.jobs = (int)sysconf(_SC_NPROCESSORS_ONLN), .timeout_s = 300, .random_seed = 1, .random_count = 1000,
+                .random_batch = 1};
   const char *config_file = NULL, *tiers = "op,model,abi,emit", *junit = NULL, *csv = NULL, *filter = NULL;
   bool list = false, print_case = false;
   for (int i = 1; i < argc; i++) {
@@ -83,6 +92,14 @@ main(int argc, char **argv)
       c.jobs = atoi(a + 2);
     else if (strcmp(a, "--timeout") == 0 && more)
       c.timeout_s = atoi(argv[++i]);
+    else if (strcmp(a, "--seed") == 0 && more)
+      c.random_seed = strtoull(argv[++i], NULL, 10);
+    else if (strcmp(a, "--count") == 0 && more)
+      c.random_count = atol(argv[++i]);
+    else if (strcmp(a, "--batch") == 0 && more)
+      c.random_batch = atoi(argv[++i]);
+    else if (strcmp(a, "--time") == 0 && more)
+      c.random_time_s = atof(argv[++i]);
     else if (strcmp(a, "--source-dir") == 0 && more)
       c.source_dir = argv[++i];
     else if (strcmp(a, "--list") == 0)
@@ -103,18 +120,18 @@ main(int argc, char **argv)
     fprintf(stderr, "coil-conformance: --plugin is required\n\n%s", usage);
     return 2;
   }
-  if (c.jobs < 1 || c.timeout_s < 1) {
-    fprintf(stderr, "coil-conformance: -j and --timeout take a positive number\n");
+  if (c.jobs < 1 || c.timeout_s < 1 || c.random_batch < 1 || c.random_batch > 16 || c.random_count < 0 || c.random_time_s < 0) {
+    fprintf(stderr, "coil-conformance: -j and --timeout take a positive number, --batch 1 to 16, --count and --time one >= 0\n");
     return 2;
   }
   for (const char *t = tiers; *t;) {
     size_t n = strcspn(t, ",");
-    static const char *const known[] = {"op", "model", "abi", "emit"};
+    static const char *const known[] = {"op", "model", "abi", "emit", "random"};
     bool ok = false;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 5; k++)
       ok = ok || (strlen(known[k]) == n && strncmp(t, known[k], n) == 0);
     if (!ok) {
-      fprintf(stderr, "coil-conformance: --tier: unknown tier '%.*s' (expected op, model, abi, emit)\n", (int)n, t);
+      fprintf(stderr, "coil-conformance: --tier: unknown tier '%.*s' (expected op, model, abi, emit, random)\n", (int)n, t);
       return 2;
     }
     t += n + (t[n] == ',');
@@ -170,6 +187,10 @@ main(int argc, char **argv)
   c.option_values = v2;
   c.convolution = coil_config_get(cfg, "convolution");
 
+  if (print_case && strcmp(tiers, "random") == 0) {
+    conf_print_random(&c, stdout);
+    return 0;
+  }
   if (print_case)
     return conf_print_case(&c, stdout) == 0 ? 0 : 1;
 
@@ -202,6 +223,8 @@ main(int argc, char **argv)
         conf_tier_abi(&c);
       else if (len == 4 && strncmp(t, "emit", 4) == 0)
         conf_tier_emit(&c);
+      else if (len == 6 && strncmp(t, "random", 6) == 0)
+        conf_tier_random(&c);
       t += len + (t[len] == ',');
     }
   }

@@ -203,6 +203,13 @@ static const op_template op_templates[] = {
     {"aten.sum.dim_IntList", "", "T[A, B]", "%out = aten.sum.dim_IntList(%a, [1])", DT_NUM, Z | L | S},
     {"aten.sum.dim_IntList", "dim0keep", "T[A, B, C]", "%out = aten.sum.dim_IntList(%a, [0], True)", DT_NUM, Z | S},
     {"aten.mean.default", "", "T[A, B]", "%out = aten.mean.default(%a)", DT_FL, L | S},
+    /* reductions of a 0-dim tensor (found by the random tier: the kernel had no r range and
+     * the Wrapper IR verifier refused it) */
+    {"aten.sum.default", "0d", "T[]", "%out = aten.sum.default(%a)", DT_NUM, 0},
+    {"aten.mean.default", "0d", "T[]",
+     "%out = aten.mean.default(%a)\n%out1 = aten.var.correction(%a, None, correction=0)\n"
+     "%out2 = aten.argmax.default(%a)\n%out3 = aten.amax.default(%a, [], True)\nreturn (%out, %out1, %out2, %out3)",
+     DT_FL, 0},
     {"aten.mean.dim", "", "T[A, B, C]", "%out = aten.mean.dim(%a, [-1, 0])", DT_FL, S},
     {"aten.prod.default", "", "T[A]", "%out = aten.prod.default(%a)", DT_FL | DT_I64, S},
     {"aten.prod.dim_int", "", "T[A, C]", "%out = aten.prod.dim_int(%a, 1)", DT_FL | DT_I64, S},

@@ -458,8 +458,16 @@ lazy *
 lz_reduce(lowering *L, const lazy *z, const bool *red, bool keepdim, coil_reduction r,
           coil_dtype out_dtype)
 {
-  const coil_sym *osizes[COIL_MAX_RANK], *oidx[COIL_MAX_RANK];
+  const coil_sym *osizes[COIL_MAX_RANK] = {0}, *oidx[COIL_MAX_RANK] = {0};
   int orank = 0;
+  if (z->rank == 0) { /* a 0-dim tensor: reduced over an added dim of size 1, since a reduction
+                         kernel needs an r range (the Wrapper IR verifier refuses one without) */
+    const coil_sym *one = K(L, 1);
+    lazy *z1 = lz_new(L, z->dtype, 1, &one);
+    z1->expr = z->expr;
+    bool all[COIL_MAX_RANK] = {true};
+    return reduction_node(L, z1, all, r, out_dtype, 0, osizes, oidx, false);
+  }
   for (int i = 0; i < z->rank; i++) {
     if (!red[i]) {
       oidx[orank] = z->dvars[i];
