@@ -294,6 +294,18 @@ check "... nor an artifact" test ! -e "$tmp/ccart"
 COIL_CACHE_DIR="$tmp/tc" run "$coil" run "${mlp[@]}" --backend cpu
 check "... so the next run with a real compiler succeeds" cmp -s "$tmp/out" "$tmp/tc.out"
 
+# a write into the cache that fails (over the file size limit, as on a full disk) says why and
+# where, and leaves nothing
+(
+  trap '' XFSZ
+  ulimit -f 1
+  COIL_CACHE_DIR="$tmp/fc" "$coil" run "${mlp[@]}" --backend interp >"$tmp/out" 2>"$tmp/err"
+  echo $? >"$tmp/rc"
+)
+check "a failed cache write fails the run" rc_is 1
+check "... naming the file and why" err_has "/program.wir: File too large"
+check "... leaving no entry or temporary" test -z "$(ls -A -I .key "$tmp/fc")"
+
 # artifacts: eight writers of one directory at once all succeed, the last one's stays
 pids=()
 for i in 1 2 3 4 5 6 7 8; do
