@@ -573,11 +573,12 @@ gather_weights(const coil_wir_program *p, const char *path, coil_tensor_list *ou
   return rc;
 }
 
-/* Takes every permission of group and others from rel beneath dfd and what it holds, whatever
- * the umask the plugin's files (the compiler's output) were made under: a cache entry's files
- * are private (artifact.h, coil_artifact_trust.owned). */
+/* Keeps only the permission bits `keep` of rel beneath dfd and what it holds, whatever the
+ * umask the plugin's files (the compiler's output) were made under: 0700 makes a cache entry
+ * private (artifact.h, coil_artifact_trust.owned); 0775 takes other-write from an artifact
+ * made under umask 0, which its reader would refuse. */
 static int
-make_private(int dfd, const char *root, const char *rel, coil_diag *d)
+restrict_modes(int dfd, const char *root, const char *rel, mode_t keep, coil_diag *d)
 {
   int fd = *rel ? open_beneath(dfd, rel, O_RDONLY | O_DIRECTORY) : dup(dfd);
   DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
@@ -595,10 +596,10 @@ make_private(int dfd, const char *root, const char *rel, coil_diag *d)
     struct stat st;
     char *sub = *rel ? join(rel, e->d_name) : xstrdup(e->d_name);
     if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
-      rc = make_private(dfd, root, sub, d);
+      rc = restrict_modes(dfd, root, sub, keep, d);
     if (rc == 0 && fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(st.st_mode) &&
-        fchmodat(fd, e->d_name, st.st_mode & 0700, 0) != 0)
-      rc = coil_diag_set(d, "%s/%s: cannot make it private: %s", root, sub, strerror(errno));
+        (st.st_mode & 0777 & ~keep) && fchmodat(fd, e->d_name, st.st_mode & keep, 0) != 0)
+      rc = coil_diag_set(d, "%s/%s: cannot set its mode: %s", root, sub, strerror(errno));
     free(sub);
   }
   closedir(dp);
@@ -641,8 +642,12 @@ fill(const coil_loaded_plugin *lp, coil_plugin *inst, const coil_wir_program *p,
   int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (rc == 0 && dfd < 0)
     rc = coil_diag_set(d, "%s: cannot open: %s", tmp, strerror(errno));
-  if (rc == 0 && o->private_dir)
-    rc = make_private(dfd, tmp, "", d);
+  struct stat top;
+  if (rc == 0)
+    rc = restrict_modes(dfd, tmp, "", o->private_dir ? 0700 : 0775, d);
+  if (rc == 0 && !o->private_dir && fstat(dfd, &top) == 0 && (top.st_mode & 002) &&
+      fchmod(dfd, top.st_mode & 0775) != 0)
+    rc = coil_diag_set(d, "%s: cannot set its mode: %s", tmp, strerror(errno));
   file_list files = {0};
   if (rc == 0)
     rc = list_files(dfd, tmp, "", NULL, &files, d);
