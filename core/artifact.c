@@ -4,7 +4,13 @@
  * its size and XXH3-128 hash (xxHash, libxxhash), and a content hash over that list. Opening
  * rehashes every file, so a changed, truncated, missing or added file is reported by name
  * before any of it is read for real. coil.json itself is not hashed: it is the record, and its
- * fields are checked one by one as they are read.
+ * fields are checked one by one as they are read. XXH3 is not a cryptographic hash and needs
+ * no key: it finds damage, not forgery. Cache entries add coil.mac, a keyed BLAKE2b (libsodium)
+ * over every file and coil.json, which only the holder of the cache's key can compute.
+ *
+ * Trust (artifact.h, coil_artifact_trust): every file and directory is opened relative to the
+ * artifact's directory descriptor without following symlinks, and checked by fstat on the
+ * descriptor that is then read.
  *
  * Crash safety: a writer builds the directory under a hidden temporary sibling name, fsyncs
  * each file as it hashes it, writes coil.json last, and renames the directory into place
@@ -13,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <sodium.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -89,32 +96,48 @@ dir_is_empty(const char *path)
 }
 
 void
-coil_artifact_remove(const char *dir)
+coil_artifact_remove_at(int dirfd, const char *name)
 {
   struct stat st;
-  if (lstat(dir, &st) != 0)
+  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
     return;
   if (!S_ISDIR(st.st_mode)) {
-    unlink(dir);
+    unlinkat(dirfd, name, 0);
     return;
   }
-  DIR *dp = opendir(dir);
+  int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
   if (dp) {
     struct dirent *e;
     while ((e = readdir(dp))) {
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-        continue;
-      char *p = join(dir, e->d_name);
-      coil_artifact_remove(p);
-      free(p);
+      if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+        coil_artifact_remove_at(fd, e->d_name);
     }
     closedir(dp);
+  } else if (fd >= 0) {
+    close(fd);
   }
-  rmdir(dir);
+  unlinkat(dirfd, name, AT_REMOVEDIR);
 }
 
-/* Makes a new directory named `base` + a random suffix; mode as for mkdir. Returns the
- * malloc'd name, or NULL with errno set. */
+void
+coil_artifact_remove(const char *dir)
+{
+  coil_artifact_remove_at(AT_FDCWD, dir);
+}
+
+void
+coil_fd_path(int fd, const char *fallback, char *out, size_t size)
+{
+  snprintf(out, size, "/proc/self/fd/%d", fd);
+  struct stat a, b;
+  if (stat(out, &a) != 0 || fstat(fd, &b) != 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+    snprintf(out, size, "%s", fallback); /* no /proc: the name, checked as a name */
+}
+
+/* Makes a new directory named `base` + this process's id + a random suffix (the id lets a
+ * later run see that the writer died: cache.c removes such leftovers); mode as for mkdir.
+ * Returns the malloc'd name, or NULL with errno set. */
 static char *
 make_unique_dir(const char *base, mode_t mode)
 {
@@ -122,11 +145,12 @@ make_unique_dir(const char *base, mode_t mode)
   clock_gettime(CLOCK_REALTIME, &ts);
   uint64_t seed[4] = {(uint64_t)ts.tv_sec, (uint64_t)ts.tv_nsec, (uint64_t)getpid(),
                       (uint64_t)(uintptr_t)&ts}; /* the stack address tells threads apart */
-  size_t n = strlen(base) + 17;
+  size_t n = strlen(base) + 40;
   char *p = coil_xmalloc(n);
   for (int attempt = 0; attempt < 100; attempt++) {
     seed[0] += (uint64_t)attempt;
-    snprintf(p, n, "%s%016llx", base, (unsigned long long)XXH3_64bits(seed, sizeof seed));
+    snprintf(p, n, "%s%ld-%016llx", base, (long)getpid(),
+             (unsigned long long)XXH3_64bits(seed, sizeof seed));
     if (mkdir(p, mode) == 0)
       return p;
     if (errno != EEXIST)
@@ -162,33 +186,10 @@ sync_dir(const char *dir)
   }
 }
 
-/* Reads a whole (small) file; NULL with errno set when it cannot. */
-static char *
-read_text(const char *path, size_t limit, size_t *len)
-{
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  coil_strbuf b = {0};
-  char chunk[65536];
-  size_t got;
-  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0 && b.len <= limit)
-    coil_strbuf_putn(&b, chunk, got);
-  int bad = ferror(f);
-  fclose(f);
-  if (bad || b.len > limit) {
-    coil_strbuf_free(&b);
-    errno = bad ? EIO : EFBIG;
-    return NULL;
-  }
-  *len = b.len;
-  return coil_strbuf_take(&b);
-}
-
 static int
-write_text(const char *path, const char *text, coil_diag *d)
+write_text(const char *path, const char *text, mode_t mode, coil_diag *d)
 {
-  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0)
     return coil_diag_set(d, "%s: cannot create: %s", path, strerror(errno));
   size_t n = strlen(text), off = 0;
@@ -203,9 +204,74 @@ write_text(const char *path, const char *text, coil_diag *d)
     }
     off += (size_t)w;
   }
-  if (fsync(fd) != 0 || close(fd) != 0)
+  if (fsync(fd) != 0) {
+    int e = errno;
+    close(fd);
+    return coil_diag_set(d, "%s: cannot write: %s", path, strerror(e));
+  }
+  if (close(fd) != 0)
     return coil_diag_set(d, "%s: cannot write: %s", path, strerror(errno));
   return 0;
+}
+
+/* ---- opening without following symlinks, and checking what was opened ---- */
+
+/* Whether st (of path, for the message) may be part of an artifact under trust t (NULL: no
+ * check, the writer's own temporary directory). */
+static int
+check_mode(const struct stat *st, const char *path, const coil_artifact_trust *t, coil_diag *d)
+{
+  if (!t)
+    return 0;
+  unsigned mode = (unsigned)(st->st_mode & 0777);
+  if (t->owned && st->st_uid != geteuid())
+    return coil_diag_set(d, "%s: owned by another user (uid %ld): a cache entry is code that "
+                            "coil loads, so every part of it must be this user's",
+                         path, (long)st->st_uid);
+  if (t->owned && (mode & 022))
+    return coil_diag_set(d, "%s: others may write to it (mode %03o): a cache entry is code that "
+                            "coil loads, so nobody else may write any part of it", path, mode);
+  if (mode & 002)
+    return coil_diag_set(d, "%s: anyone may write to it (mode %03o): an artifact is code that "
+                            "coil runs; chmod o-w it (and check that it is what you compiled)",
+                         path, mode);
+  return 0;
+}
+
+/* Opens rel ('/'-separated, relative) beneath the directory dfd one component at a time with
+ * O_NOFOLLOW (list_files has checked the directories on the way); the last component is opened
+ * with `flags` (plus O_NOFOLLOW). Returns the descriptor, or -1 with errno set (ELOOP: a symlink). */
+static int
+open_beneath(int dfd, const char *rel, int flags)
+{
+  char *copy = xstrdup(rel);
+  int at = dfd, fd = -1;
+  char *s = copy;
+  for (;;) {
+    char *slash = strchr(s, '/');
+    if (slash)
+      *slash = 0;
+    fd = openat(at, s, (slash ? O_RDONLY | O_DIRECTORY : flags) | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    if (at != dfd)
+      close(at);
+    if (fd < 0 || !slash) {
+      errno = e;
+      break;
+    }
+    at = fd;
+    s = slash + 1;
+  }
+  free(copy);
+  return fd;
+}
+
+/* The reason an open with O_NOFOLLOW failed, in words. */
+static const char *
+open_error(int e)
+{
+  return e == ELOOP || e == ENOTDIR ? "a symlink or another kind of file where a directory or "
+                                      "regular file should be (not followed)" : strerror(e);
 }
 
 /* ---- the files of a directory, and their hashes ---- */
@@ -236,35 +302,42 @@ by_path(const void *a, const void *b)
   return strcmp(((const file_entry *)a)->path, ((const file_entry *)b)->path);
 }
 
-/* Adds every regular file under root/rel (rel "" for root itself) except the top-level
- * coil.json; anything neither a file nor a directory (a symlink, a socket) is an error. */
+/* Adds every regular file under rel (rel "" for the artifact directory dfd itself, named root
+ * in messages) except the top-level coil.json and coil.mac; anything neither a file nor a
+ * directory (a symlink, a socket) is an error, and each directory and file must pass t. */
 static int
-list_files(const char *root, const char *rel, file_list *out, coil_diag *d)
+list_files(int dfd, const char *root, const char *rel, const coil_artifact_trust *t,
+           file_list *out, coil_diag *d)
 {
-  char *here = *rel ? join(root, rel) : xstrdup(root);
-  DIR *dp = opendir(here);
+  int fd = *rel ? open_beneath(dfd, rel, O_RDONLY | O_DIRECTORY) : dup(dfd);
+  DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
   if (!dp) {
     int e = errno;
-    free(here);
-    return coil_diag_set(d, "%s/%s: cannot read the directory: %s", root, rel, strerror(e));
+    if (fd >= 0)
+      close(fd);
+    return coil_diag_set(d, "%s/%s: cannot read the directory: %s", root, rel, open_error(e));
   }
+  rewinddir(dp); /* a dup shares its offset with dfd, which another listing may have moved */
   int rc = 0;
   struct dirent *e;
   while (rc == 0 && (e = readdir(dp))) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
       continue;
-    if (!*rel && strcmp(e->d_name, COIL_ARTIFACT_HOST_MANIFEST) == 0)
+    if (!*rel && (strcmp(e->d_name, COIL_ARTIFACT_HOST_MANIFEST) == 0 ||
+                  strcmp(e->d_name, COIL_ARTIFACT_MAC) == 0))
       continue;
     char *sub = *rel ? join(rel, e->d_name) : xstrdup(e->d_name);
     char *full = join(root, sub);
     struct stat st;
-    if (lstat(full, &st) != 0) {
+    if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
       rc = coil_diag_set(d, "%s: cannot stat: %s", full, strerror(errno));
     } else if (S_ISDIR(st.st_mode)) {
-      rc = list_files(root, sub, out, d);
+      rc = check_mode(&st, full, t, d) ? -1 : list_files(dfd, root, sub, t, out, d);
     } else if (!S_ISREG(st.st_mode)) {
       rc = coil_diag_set(d, "%s: not a regular file (an artifact holds only files and "
-                            "directories)", full);
+                            "directories; a symlink is never followed)", full);
+    } else if (check_mode(&st, full, t, d)) {
+      rc = -1;
     } else {
       if (out->n == out->cap) {
         out->cap = out->cap ? 2 * out->cap : 16;
@@ -279,22 +352,49 @@ list_files(const char *root, const char *rel, file_list *out, coil_diag *d)
     free(full);
   }
   closedir(dp);
-  free(here);
   return rc;
 }
 
-/* Hashes one file (and fsyncs it when sync: the writer's durability step). */
-static int
-hash_file(const char *path, bool sync, file_entry *f, coil_diag *d)
+/* Feeds n as 8 little-endian bytes to the keyed hash. */
+static void
+mac_length(crypto_generichash_state *mac, uint64_t n)
 {
-  int fd = open(path, O_RDONLY);
+  unsigned char b[8];
+  for (int k = 0; k < 8; k++)
+    b[k] = (unsigned char)(n >> (8 * k));
+  crypto_generichash_update(mac, b, sizeof b);
+}
+
+/* Hashes the file rel beneath dfd (root/rel in messages), opened without following symlinks
+ * and checked against t; fsyncs it when sync (the writer's durability step); feeds its path,
+ * bytes and length to mac when not NULL. */
+static int
+hash_file(int dfd, const char *root, const char *rel, bool sync, const coil_artifact_trust *t,
+          crypto_generichash_state *mac, file_entry *f, coil_diag *d)
+{
+  char *full = join(root, rel);
+  int fd = open_beneath(dfd, rel, O_RDONLY);
+  struct stat st;
+  int rc = 0;
   if (fd < 0)
-    return coil_diag_set(d, "%s: cannot open: %s", path, strerror(errno));
-  XXH3_state_t *st = XXH3_createState();
+    rc = coil_diag_set(d, "%s: cannot open: %s", full, open_error(errno));
+  else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    rc = coil_diag_set(d, "%s: not a regular file", full);
+  else if (check_mode(&st, full, t, d))
+    rc = -1;
+  if (rc) {
+    if (fd >= 0)
+      close(fd);
+    free(full);
+    return rc;
+  }
+  XXH3_state_t *xs = XXH3_createState();
   unsigned char *buf = malloc(1 << 18);
-  if (!st || !buf)
+  if (!xs || !buf)
     abort();
-  XXH3_128bits_reset(st);
+  XXH3_128bits_reset(xs);
+  if (mac)
+    crypto_generichash_update(mac, (const unsigned char *)rel, strlen(rel) + 1);
   uint64_t total = 0;
   ssize_t n;
   for (;;) {
@@ -303,20 +403,47 @@ hash_file(const char *path, bool sync, file_entry *f, coil_diag *d)
       continue;
     if (n <= 0)
       break;
-    XXH3_128bits_update(st, buf, (size_t)n);
+    XXH3_128bits_update(xs, buf, (size_t)n);
+    if (mac)
+      crypto_generichash_update(mac, buf, (size_t)n);
     total += (uint64_t)n;
   }
   int e = errno;
   if (n == 0 && sync && fsync(fd) != 0)
     n = -1, e = errno;
   close(fd);
-  hex128(XXH3_128bits_digest(st), f->hash);
-  XXH3_freeState(st);
+  if (mac)
+    mac_length(mac, total);
+  hex128(XXH3_128bits_digest(xs), f->hash);
+  XXH3_freeState(xs);
   free(buf);
   f->bytes = total;
   if (n < 0)
-    return coil_diag_set(d, "%s: cannot read: %s", path, strerror(e));
-  return 0;
+    rc = coil_diag_set(d, "%s: cannot read: %s", full, strerror(e));
+  free(full);
+  return rc;
+}
+
+/* Starts the keyed hash of an artifact (coil.mac) under key. */
+static void
+mac_begin(crypto_generichash_state *mac, const unsigned char *key)
+{
+  static const char tag[] = "coil artifact mac 1";
+  if (sodium_init() < 0)
+    abort(); /* libsodium could not start (no entropy source): nothing here can go on */
+  crypto_generichash_init(mac, key, COIL_ARTIFACT_MAC_KEY_BYTES, crypto_generichash_BYTES);
+  crypto_generichash_update(mac, (const unsigned char *)tag, sizeof tag);
+}
+
+/* Ends it with coil.json's text; out: 64 hex digits. */
+static void
+mac_end(crypto_generichash_state *mac, const char *manifest, size_t len, char out[65])
+{
+  crypto_generichash_update(mac, (const unsigned char *)manifest, len);
+  mac_length(mac, len);
+  unsigned char h[crypto_generichash_BYTES];
+  crypto_generichash_final(mac, h, sizeof h);
+  sodium_bin2hex(out, 65, h, sizeof h);
 }
 
 /* The content hash: XXH3-128 over each file's path, size and hash, in path order. */
@@ -446,7 +573,41 @@ gather_weights(const coil_wir_program *p, const char *path, coil_tensor_list *ou
   return rc;
 }
 
-/* Fills the temporary directory: the plugin's files, then ours, coil.json last. */
+/* Keeps only the permission bits `keep` of rel beneath dfd and what it holds, whatever the
+ * umask the plugin's files (the compiler's output) were made under: 0700 makes a cache entry
+ * private (artifact.h, coil_artifact_trust.owned); 0775 takes other-write from an artifact
+ * made under umask 0, which its reader would refuse. */
+static int
+restrict_modes(int dfd, const char *root, const char *rel, mode_t keep, coil_diag *d)
+{
+  int fd = *rel ? open_beneath(dfd, rel, O_RDONLY | O_DIRECTORY) : dup(dfd);
+  DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!dp) {
+    if (fd >= 0)
+      close(fd);
+    return coil_diag_set(d, "%s/%s: cannot read the directory: %s", root, rel, strerror(errno));
+  }
+  rewinddir(dp);
+  int rc = 0;
+  struct dirent *e;
+  while (rc == 0 && (e = readdir(dp))) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    struct stat st;
+    char *sub = *rel ? join(rel, e->d_name) : xstrdup(e->d_name);
+    if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+      rc = restrict_modes(dfd, root, sub, keep, d);
+    if (rc == 0 && fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(st.st_mode) &&
+        (st.st_mode & 0777 & ~keep) && fchmodat(fd, e->d_name, st.st_mode & keep, 0) != 0)
+      rc = coil_diag_set(d, "%s/%s: cannot set its mode: %s", root, sub, strerror(errno));
+    free(sub);
+  }
+  closedir(dp);
+  return rc;
+}
+
+/* Fills the temporary directory: the plugin's files, then ours, coil.json last (and coil.mac
+ * after it when o->mac_key). */
 static int
 fill(const coil_loaded_plugin *lp, coil_plugin *inst, const coil_wir_program *p,
      const coil_plugin_options *opts, const coil_artifact_write_opts *o, const char *tmp,
@@ -455,7 +616,7 @@ fill(const coil_loaded_plugin *lp, coil_plugin *inst, const coil_wir_program *p,
   if (coil_plugin_compile(lp, inst, p, tmp, opts, d))
     return -1;
   static const char *const reserved[] = {COIL_ARTIFACT_HOST_MANIFEST, COIL_ARTIFACT_PROGRAM,
-                                         COIL_ARTIFACT_WEIGHTS};
+                                         COIL_ARTIFACT_WEIGHTS, COIL_ARTIFACT_MAC};
   for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++) {
     char *f = join(tmp, reserved[i]);
     struct stat st;
@@ -463,12 +624,13 @@ fill(const coil_loaded_plugin *lp, coil_plugin *inst, const coil_wir_program *p,
     free(f);
     if (taken)
       return coil_diag_set(d, "plugin '%s' wrote %s into its artifact: that name is the host's "
-                              "(coil.json, coil.wir and weights.safetensors are reserved)",
+                              "(coil.json, coil.wir, weights.safetensors and coil.mac are reserved)",
                            lp->api.name, reserved[i]);
   }
+  mode_t fmode = o->private_dir ? 0600 : 0644;
   char *text = coil_wir_print(p);
   char *f = join(tmp, COIL_ARTIFACT_PROGRAM);
-  int rc = write_text(f, text, d);
+  int rc = write_text(f, text, fmode, d);
   free(f);
   free(text);
   coil_tensor_list embedded = {0};
@@ -477,16 +639,28 @@ fill(const coil_loaded_plugin *lp, coil_plugin *inst, const coil_wir_program *p,
     rc = gather_weights(p, o->embed_weights, &embedded, d) || coil_safetensors_write(f, &embedded, d) ? -1 : 0;
     free(f);
   }
+  int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (rc == 0 && dfd < 0)
+    rc = coil_diag_set(d, "%s: cannot open: %s", tmp, strerror(errno));
+  struct stat top;
+  if (rc == 0)
+    rc = restrict_modes(dfd, tmp, "", o->private_dir ? 0700 : 0775, d);
+  if (rc == 0 && !o->private_dir && fstat(dfd, &top) == 0 && (top.st_mode & 002) &&
+      fchmod(dfd, top.st_mode & 0775) != 0)
+    rc = coil_diag_set(d, "%s: cannot set its mode: %s", tmp, strerror(errno));
   file_list files = {0};
   if (rc == 0)
-    rc = list_files(tmp, "", &files, d);
+    rc = list_files(dfd, tmp, "", NULL, &files, d);
   if (rc == 0)
     qsort(files.files, (size_t)files.n, sizeof *files.files, by_path);
-  for (int i = 0; rc == 0 && i < files.n; i++) {
-    f = join(tmp, files.files[i].path);
-    rc = hash_file(f, true, &files.files[i], d);
-    free(f);
-  }
+  crypto_generichash_state mac;
+  if (o->mac_key)
+    mac_begin(&mac, o->mac_key);
+  for (int i = 0; rc == 0 && i < files.n; i++)
+    rc = hash_file(dfd, tmp, files.files[i].path, true, NULL, o->mac_key ? &mac : NULL,
+                   &files.files[i], d);
+  if (dfd >= 0)
+    close(dfd);
   if (rc == 0) {
     cJSON *m = manifest_json(lp, p, opts, o, &embedded);
     cJSON *arr = cJSON_AddArrayToObject(m, "files");
@@ -508,8 +682,16 @@ fill(const coil_loaded_plugin *lp, coil_plugin *inst, const coil_wir_program *p,
     coil_strbuf_printf(&b, "%s\n", json);
     cJSON_free(json);
     f = join(tmp, COIL_ARTIFACT_HOST_MANIFEST);
-    rc = write_text(f, b.s, d);
+    rc = write_text(f, b.s, fmode, d);
     free(f);
+    if (rc == 0 && o->mac_key) {
+      char hex[65], line[80];
+      mac_end(&mac, b.s, b.len, hex);
+      snprintf(line, sizeof line, "%s\n", hex);
+      f = join(tmp, COIL_ARTIFACT_MAC);
+      rc = write_text(f, line, fmode, d);
+      free(f);
+    }
     coil_strbuf_free(&b);
   }
   files_free(&files);
@@ -519,38 +701,51 @@ fill(const coil_loaded_plugin *lp, coil_plugin *inst, const coil_wir_program *p,
   return rc;
 }
 
-/* Renames tmp to dir; an artifact at dir is replaced (moved aside, then removed) or kept. */
+/* Renames tmp to dir; an artifact at dir is replaced (moved aside, then removed) or kept.
+ * Writers racing to replace one directory each move aside whatever is there and try again
+ * until theirs is in place: the last one wins, and none fails for finding the directory
+ * refilled between its two renames. */
 static int
 install(const char *tmp, const char *dir, const char *parent, const char *name, bool replace,
         coil_diag *d)
 {
-  if (rename(tmp, dir) == 0) {
-    sync_dir(parent);
-    return 0;
+  char *old = NULL; /* the artifact this writer moved aside, until its own is in place */
+  int rc = 1;
+  for (int attempt = 0; rc == 1 && attempt < 64; attempt++) {
+    if (rename(tmp, dir) == 0) {
+      sync_dir(parent);
+      rc = 0;
+      break;
+    }
+    int e = errno;
+    if (e != EEXIST && e != ENOTEMPTY) {
+      rc = coil_diag_set(d, "%s: cannot rename %s to it: %s", dir, tmp, strerror(e));
+    } else if (!coil_artifact_is(dir)) {
+      if (is_dir(dir))
+        rc = coil_diag_set(d, "%s: exists and is not a coil artifact (no %s): not replacing it",
+                           dir, COIL_ARTIFACT_HOST_MANIFEST);
+      /* else another writer moved it aside just now: try again */
+    } else if (!replace) {
+      break; /* rc 1: keep the one there */
+    } else {
+      if (old) { /* a racing writer's artifact came in between: ours replaces it too */
+        coil_artifact_remove(old);
+        free(old);
+      }
+      char *base = coil_xmalloc(strlen(parent) + strlen(name) + 16);
+      sprintf(base, "%s/.%s.old-", parent, name);
+      old = make_unique_dir(base, 0700); /* an empty directory: rename may replace it */
+      free(base);
+      if (!old)
+        rc = coil_diag_set(d, "%s: cannot make room to replace it: %s", dir, strerror(errno));
+      else if (rename(dir, old) != 0 && errno != ENOENT) /* ENOENT: another writer was first */
+        rc = coil_diag_set(d, "%s: cannot move the old artifact aside: %s", dir, strerror(errno));
+    }
   }
-  int e = errno;
-  if (e != EEXIST && e != ENOTEMPTY)
-    return coil_diag_set(d, "%s: cannot rename %s to it: %s", dir, tmp, strerror(e));
-  if (!coil_artifact_is(dir))
-    return coil_diag_set(d, "%s: exists and is not a coil artifact (no %s): not replacing it",
-                         dir, COIL_ARTIFACT_HOST_MANIFEST);
-  if (!replace)
-    return 1;
-  char *base = coil_xmalloc(strlen(parent) + strlen(name) + 16);
-  sprintf(base, "%s/.%s.old-", parent, name);
-  char *old = make_unique_dir(base, 0700); /* an empty directory: rename may replace it */
-  free(base);
-  int rc = 0;
-  if (!old)
-    rc = coil_diag_set(d, "%s: cannot make room to replace it: %s", dir, strerror(errno));
-  else if (rename(dir, old) != 0)
-    rc = coil_diag_set(d, "%s: cannot move the old artifact aside: %s", dir, strerror(errno));
-  else if (rename(tmp, dir) != 0) {
-    rc = coil_diag_set(d, "%s: cannot rename %s to it: %s", dir, tmp, strerror(errno));
-    rename(old, dir); /* put the old one back */
-  } else {
-    sync_dir(parent);
-  }
+  if (rc == 1 && replace)
+    rc = coil_diag_set(d, "%s: other writers kept replacing it; gave up after 64 tries", dir);
+  if (old && rc < 0 && coil_artifact_is(old))
+    rename(old, dir); /* put the old one back where nothing took its place */
   if (old)
     coil_artifact_remove(old);
   free(old);
@@ -619,7 +814,8 @@ str_field(const cJSON *m, const char *key)
 static bool
 safe_path(const char *p)
 {
-  if (!*p || p[0] == '/' || strcmp(p, COIL_ARTIFACT_HOST_MANIFEST) == 0)
+  if (!*p || p[0] == '/' || strcmp(p, COIL_ARTIFACT_HOST_MANIFEST) == 0 ||
+      strcmp(p, COIL_ARTIFACT_MAC) == 0)
     return false;
   for (const char *s = p; *s;) {
     const char *e = strchr(s, '/');
@@ -631,23 +827,69 @@ safe_path(const char *p)
   return true;
 }
 
-/* Reads and checks coil.json's envelope: *out is the parsed object (cJSON_Delete it). */
+/* Reads the (small) file rel beneath dfd without following symlinks, checked against t; NULL
+ * with errno set when it cannot (EPERM: t refused it, message in d). */
+static char *
+read_text_at(int dfd, const char *root, const char *rel, const coil_artifact_trust *t,
+             size_t limit, size_t *len, coil_diag *d)
+{
+  int fd = open_beneath(dfd, rel, O_RDONLY);
+  struct stat st;
+  if (fd < 0)
+    return NULL;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    errno = EINVAL;
+    return NULL;
+  }
+  char *full = join(root, rel);
+  int bad = check_mode(&st, full, t, d);
+  free(full);
+  FILE *f = bad ? NULL : fdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    errno = EPERM;
+    return NULL;
+  }
+  coil_strbuf b = {0};
+  char chunk[65536];
+  size_t got;
+  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0 && b.len <= limit)
+    coil_strbuf_putn(&b, chunk, got);
+  bad = ferror(f);
+  fclose(f);
+  if (bad || b.len > limit) {
+    coil_strbuf_free(&b);
+    errno = bad ? EIO : EFBIG;
+    return NULL;
+  }
+  *len = b.len;
+  char *text = coil_strbuf_take(&b);
+  return text ? text : xstrdup("");
+}
+
+/* Reads and checks coil.json's envelope: *out is the parsed object (cJSON_Delete it), *text
+ * the bytes it was parsed from (free it; the keyed hash covers them). */
 static int
-read_manifest(const char *dir, cJSON **out, coil_diag *d)
+read_manifest(int dfd, const char *dir, const coil_artifact_trust *t, cJSON **out, char **text,
+              size_t *len, coil_diag *d)
 {
   *out = NULL;
+  *text = NULL;
   char *path = join(dir, COIL_ARTIFACT_HOST_MANIFEST);
-  size_t len = 0;
-  char *text = read_text(path, MANIFEST_MAX_BYTES, &len);
-  if (!text) {
+  coil_diag why = {{0}};
+  char *body = read_text_at(dfd, dir, COIL_ARTIFACT_HOST_MANIFEST, t, MANIFEST_MAX_BYTES, len, &why);
+  if (!body) {
     int e = errno;
-    coil_diag_set(d, "%s: not a coil artifact: cannot read %s: %s", dir,
-                  COIL_ARTIFACT_HOST_MANIFEST, strerror(e));
+    if (why.msg[0])
+      coil_diag_set(d, "%s", why.msg);
+    else
+      coil_diag_set(d, "%s: not a coil artifact: cannot read %s: %s", dir,
+                    COIL_ARTIFACT_HOST_MANIFEST, open_error(e));
     free(path);
     return -1;
   }
-  cJSON *m = cJSON_ParseWithLength(text, len);
-  free(text);
+  cJSON *m = cJSON_ParseWithLength(body, *len);
   int rc = 0;
   const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(m, "format");
   if (!cJSON_IsObject(m))
@@ -658,18 +900,29 @@ read_manifest(const char *dir, cJSON **out, coil_diag *d)
     rc = coil_diag_set(d, "%s: artifact format %d is newer than this coil %s reads (%d): recompile "
                           "the graph with this coil", path, (int)fmt->valuedouble,
                        COIL_VERSION_STRING, COIL_ARTIFACT_FORMAT);
-  if (rc)
+  if (rc) {
     cJSON_Delete(m);
-  else
+    free(body);
+  } else {
     *out = m;
+    *text = body;
+  }
   free(path);
   return rc;
 }
 
-/* Checks the files recorded in m against dir. */
+/* Checks the artifact directory dfd (dir in messages) against coil.json (m, parsed from
+ * manifest): the directory itself and every file under t, every file's size and XXH3 hash,
+ * none missing or added, and under t->mac_key coil.mac. */
 static int
-check_files(const char *dir, const cJSON *m, coil_diag *d)
+check_files(int dfd, const char *dir, const cJSON *m, const char *manifest, size_t manifest_len,
+            const coil_artifact_trust *t, coil_diag *d)
 {
+  struct stat top;
+  if (fstat(dfd, &top) != 0 || !S_ISDIR(top.st_mode))
+    return coil_diag_set(d, "%s: not a directory", dir);
+  if (check_mode(&top, dir, t, d))
+    return -1;
   const cJSON *arr = cJSON_GetObjectItemCaseSensitive(m, "files");
   const char *want_hash = str_field(m, "content_hash");
   if (!cJSON_IsArray(arr) || !want_hash)
@@ -704,25 +957,11 @@ check_files(const char *dir, const cJSON *m, coil_diag *d)
       rc = coil_diag_set(d, "%s/%s: its content_hash does not match its own file list "
                             "(edited or damaged): recompile", dir, COIL_ARTIFACT_HOST_MANIFEST);
   }
-  for (int i = 0; rc == 0 && i < rec.n; i++) {
-    const file_entry *f = &rec.files[i];
-    char *full = join(dir, f->path);
-    file_entry now = {0};
-    struct stat st;
-    if (lstat(full, &st) != 0 || !S_ISREG(st.st_mode))
-      rc = coil_diag_set(d, "%s: missing from the artifact (coil.json records it): recompile", full);
-    else if (hash_file(full, false, &now, d))
-      rc = -1;
-    else if (now.bytes != f->bytes || strcmp(now.hash, f->hash) != 0)
-      rc = coil_diag_set(d, "%s: changed or corrupted since the artifact was written (%llu bytes, "
-                            "XXH3-128 %s; coil.json records %llu bytes, %s): recompile", full,
-                         (unsigned long long)now.bytes, now.hash, (unsigned long long)f->bytes,
-                         f->hash);
-    free(full);
-  }
+  /* The listing first: it checks every directory and file under t, and finds symlinks and
+   * files coil.json does not record before any file is opened. */
   file_list present = {0};
   if (rc == 0)
-    rc = list_files(dir, "", &present, d);
+    rc = list_files(dfd, dir, "", t, &present, d);
   for (int i = 0; rc == 0 && i < present.n; i++) {
     bool known = false;
     for (int k = 0; k < rec.n && !known; k++)
@@ -732,6 +971,41 @@ check_files(const char *dir, const cJSON *m, coil_diag *d)
                          present.files[i].path);
   }
   files_free(&present);
+  const unsigned char *key = t ? t->mac_key : NULL;
+  crypto_generichash_state mac;
+  if (key)
+    mac_begin(&mac, key);
+  for (int i = 0; rc == 0 && i < rec.n; i++) {
+    const file_entry *f = &rec.files[i];
+    file_entry now = {0};
+    struct stat st;
+    if (fstatat(dfd, f->path, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+      rc = coil_diag_set(d, "%s/%s: missing from the artifact (coil.json records it): recompile",
+                         dir, f->path);
+    else if (hash_file(dfd, dir, f->path, false, t, key ? &mac : NULL, &now, d))
+      rc = -1;
+    else if (now.bytes != f->bytes || strcmp(now.hash, f->hash) != 0)
+      rc = coil_diag_set(d, "%s/%s: changed or corrupted since the artifact was written (%llu bytes, "
+                            "XXH3-128 %s; coil.json records %llu bytes, %s): recompile", dir,
+                         f->path, (unsigned long long)now.bytes, now.hash,
+                         (unsigned long long)f->bytes, f->hash);
+  }
+  if (rc == 0 && key) {
+    char want[65], got[65];
+    size_t len = 0;
+    coil_diag why = {{0}};
+    char *stored = read_text_at(dfd, dir, COIL_ARTIFACT_MAC, t, 128, &len, &why);
+    mac_end(&mac, manifest, manifest_len, got);
+    snprintf(want, sizeof want, "%s", stored ? stored : "");
+    if (!stored)
+      rc = coil_diag_set(d, "%s/%s: missing (%s): an entry this user's coil wrote has one", dir,
+                         COIL_ARTIFACT_MAC, why.msg[0] ? why.msg : open_error(errno));
+    else if (len != 65 || stored[64] != '\n' || sodium_memcmp(want, got, 64) != 0)
+      rc = coil_diag_set(d, "%s/%s: the keyed hash of the entry does not match: it was not "
+                            "written by this user's coil as it is now (planted or edited)", dir,
+                         COIL_ARTIFACT_MAC);
+    free(stored);
+  }
   files_free(&rec);
   return rc;
 }
@@ -739,11 +1013,20 @@ check_files(const char *dir, const cJSON *m, coil_diag *d)
 int
 coil_artifact_verify(const char *dir, coil_diag *d)
 {
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return coil_diag_set(d, "%s: not a coil artifact: cannot open the directory: %s", dir,
+                         strerror(errno));
+  coil_artifact_trust aot = {0};
   cJSON *m;
-  if (read_manifest(dir, &m, d))
-    return -1;
-  int rc = check_files(dir, m, d);
+  char *text;
+  size_t len;
+  int rc = read_manifest(dfd, dir, &aot, &m, &text, &len, d);
+  if (rc == 0)
+    rc = check_files(dfd, dir, m, text, len, &aot, d);
   cJSON_Delete(m);
+  free(text);
+  close(dfd);
   return rc;
 }
 
@@ -754,6 +1037,8 @@ coil_artifact_close(coil_stored_artifact *a)
 {
   if (!a)
     return;
+  if (a->fd >= 0)
+    close(a->fd);
   free(a->dir), free(a->coil_version), free(a->graph), free(a->plugin);
   free(a->plugin_version), free(a->cache_key);
   coil_wir_free(a->program);
@@ -764,20 +1049,48 @@ coil_artifact_close(coil_stored_artifact *a)
   free(a);
 }
 
+/* Reads and verifies a program file of the artifact (rel beneath it). */
+static coil_wir_program *
+read_wir(const coil_stored_artifact *a, const char *rel, coil_diag *d)
+{
+  char *path = join(a->dir, rel);
+  size_t len = 0;
+  char *text = read_text_at(a->fd, a->dir, rel, NULL, SIZE_MAX / 2, &len, d);
+  coil_wir_program *p = NULL;
+  if (!text)
+    coil_diag_set(d, "%s: cannot read: %s", path, open_error(errno));
+  else if ((p = coil_wir_parse(path, text, len, d)) && coil_wir_verify(p, d) != 0) {
+    coil_wir_free(p);
+    p = NULL;
+  }
+  free(text);
+  free(path);
+  return p;
+}
+
+/* coil.wir, and the cross-check with the plugin's program.wir where there is one: the host
+ * sizes inputs and outputs from coil.wir while the code was compiled from the plugin's copy,
+ * so the two must be one program (an edited coil.wir re-hashed into coil.json is caught here). */
 static int
 read_program(coil_stored_artifact *a, coil_diag *d)
 {
-  char *path = join(a->dir, COIL_ARTIFACT_PROGRAM);
-  size_t len = 0;
-  char *text = read_text(path, SIZE_MAX / 2, &len);
+  if (!(a->program = read_wir(a, COIL_ARTIFACT_PROGRAM, d)))
+    return -1;
+  struct stat st;
+  if (fstatat(a->fd, "program.wir", &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return 0;
+  coil_wir_program *theirs = read_wir(a, "program.wir", d);
+  if (!theirs)
+    return -1;
+  char *mine = coil_wir_print(a->program), *other = coil_wir_print(theirs);
   int rc = 0;
-  if (!text)
-    rc = coil_diag_set(d, "%s: cannot read: %s", path, strerror(errno));
-  if (rc == 0 && (!(a->program = coil_wir_parse(path, text, len, d)) ||
-                  coil_wir_verify(a->program, d) != 0))
-    rc = -1;
-  free(text);
-  free(path);
+  if (strcmp(mine, other) != 0)
+    rc = coil_diag_set(d, "%s/%s: is not the program that plugin '%s' compiled (its program.wir "
+                          "differs): the artifact was edited after it was written; recompile",
+                       a->dir, COIL_ARTIFACT_PROGRAM, a->plugin);
+  free(mine);
+  free(other);
+  coil_wir_free(theirs);
   return rc;
 }
 
@@ -806,7 +1119,9 @@ read_signature(coil_stored_artifact *a, const cJSON *m, coil_diag *d)
   if (nw == 0)
     return 0;
   char *path = join(a->dir, COIL_ARTIFACT_WEIGHTS);
-  int rc = coil_safetensors_read(path, &a->weights, d);
+  char *checked = join(a->load_path, COIL_ARTIFACT_WEIGHTS); /* the file checked, by its fd */
+  int rc = coil_safetensors_read(checked, &a->weights, d);
+  free(checked);
   const cJSON *e;
   cJSON_ArrayForEach(e, ew) {
     if (rc == 0 && (!cJSON_IsString(e) || !coil_tensor_list_find(&a->weights, e->valuestring)))
@@ -818,17 +1133,27 @@ read_signature(coil_stored_artifact *a, const cJSON *m, coil_diag *d)
 }
 
 int
-coil_artifact_open(const char *dir, coil_stored_artifact **out, coil_diag *d)
+coil_artifact_open_at(int dirfd, const char *dir, const coil_artifact_trust *t,
+                      coil_stored_artifact **out, coil_diag *d)
 {
   *out = NULL;
-  cJSON *m;
-  if (read_manifest(dir, &m, d))
-    return -1;
   coil_stored_artifact *a = calloc(1, sizeof *a);
   if (!a)
     abort();
   a->dir = xstrdup(dir);
-  int rc = check_files(dir, m, d);
+  a->fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+  if (a->fd < 0) {
+    coil_diag_set(d, "%s: cannot open: %s", dir, strerror(errno));
+    coil_artifact_close(a);
+    return -1;
+  }
+  coil_fd_path(a->fd, dir, a->load_path, sizeof a->load_path);
+  cJSON *m = NULL;
+  char *text = NULL;
+  size_t len = 0;
+  int rc = read_manifest(a->fd, dir, t, &m, &text, &len, d);
+  if (rc == 0)
+    rc = check_files(a->fd, dir, m, text, len, t, d);
   const char *fields[] = {"coil_version", "graph", "plugin", "plugin_version"};
   char **slots[] = {&a->coil_version, &a->graph, &a->plugin, &a->plugin_version};
   for (int i = 0; rc == 0 && i < 4; i++) {
@@ -845,12 +1170,27 @@ coil_artifact_open(const char *dir, coil_stored_artifact **out, coil_diag *d)
   if (rc == 0)
     rc = read_signature(a, m, d);
   cJSON_Delete(m);
+  free(text);
   if (rc) {
     coil_artifact_close(a);
     return -1;
   }
   *out = a;
   return 0;
+}
+
+int
+coil_artifact_open(const char *dir, coil_stored_artifact **out, coil_diag *d)
+{
+  *out = NULL;
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return coil_diag_set(d, "%s: not a coil artifact: cannot open the directory: %s", dir,
+                         strerror(errno));
+  coil_artifact_trust aot = {0};
+  int rc = coil_artifact_open_at(fd, dir, &aot, out, d);
+  close(fd);
+  return rc;
 }
 
 /* ---- running ---- */
@@ -1053,7 +1393,7 @@ coil_artifact_run(const coil_stored_artifact *a, const char *const *dirs, int nd
                   lp->api.version, lp->path);
     goto done;
   }
-  if (coil_plugin_create(lp, opts, &inst, d) || coil_plugin_load(lp, inst, a->dir, opts, &art, d) ||
+  if (coil_plugin_create(lp, opts, &inst, d) || coil_plugin_load(lp, inst, a->load_path, opts, &art, d) ||
       coil_artifact_exec(lp, art, a->program, inputs, &a->weights, outputs, d))
     goto done;
   rc = 0;

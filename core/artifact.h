@@ -29,6 +29,29 @@
 #define COIL_ARTIFACT_HOST_MANIFEST "coil.json"
 #define COIL_ARTIFACT_PROGRAM "coil.wir"
 #define COIL_ARTIFACT_WEIGHTS "weights.safetensors"
+#define COIL_ARTIFACT_MAC "coil.mac"               /* cache entries: the keyed hash (below) */
+#define COIL_ARTIFACT_MAC_KEY_BYTES 32
+
+/* How far an artifact directory is trusted before anything in it is read for real.
+ *
+ * Every directory and file of an artifact is opened relative to the artifact's own directory
+ * descriptor, one component at a time, never following a symlink (a symlink anywhere in it is
+ * an error), and each is fstat'ed once open: the checks below apply to the object that is then
+ * read, not to a name that could be swapped after the check.
+ *
+ * owned (cache entries): every directory and file is owned by this user and nobody else may
+ * write to it (no group or other write bit). Otherwise (an artifact from `coil compile -o`,
+ * maybe someone else's) only a component that anyone may write to (o+w) is refused.
+ *
+ * mac_key (cache entries): the directory holds coil.mac, the keyed BLAKE2b (libsodium's
+ * crypto_generichash, 32-byte key and output) of every recorded file (path, bytes, length) in
+ * coil.json's order and then of coil.json itself; it must match before the entry is used, so
+ * a file planted or edited by anyone without the key (even with coil.json re-hashed) is refused.
+ * NULL: no coil.mac is needed (an AOT artifact; coil checks its integrity, not who made it). */
+typedef struct coil_artifact_trust {
+  bool owned;
+  const unsigned char *mac_key;
+} coil_artifact_trust;
 
 /* What coil_artifact_write records beyond the program; every field may be zero/NULL. */
 typedef struct coil_artifact_write_opts {
@@ -41,7 +64,9 @@ typedef struct coil_artifact_write_opts {
   const char *cache_key;             /* recorded as "cache_key" (cache entries) */
   bool replace;                      /* dir is an artifact already: replace it; else keep it and
                                         return 1 (a concurrent writer of the same cache entry) */
-  bool private_dir;                  /* mode 0700 (the cache); else 0777 less the umask */
+  bool private_dir;                  /* mode 0700 and every file 0600/0700 whatever the umask
+                                        (the cache); else 0777 less the umask */
+  const unsigned char *mac_key;      /* COIL_ARTIFACT_MAC_KEY_BYTES: write coil.mac (cache) */
 } coil_artifact_write_opts;
 
 /* Compiles p with the plugin instance into a temporary sibling of dir, adds coil.wir, the
@@ -57,13 +82,18 @@ int coil_artifact_write(const coil_loaded_plugin *lp, coil_plugin *inst, const c
 bool coil_artifact_is(const char *path);
 
 /* Checks dir's integrity only: coil.json is there, of a format this coil reads, and every file
- * of the directory has the size and hash it records (none missing, none added). */
+ * of the directory has the size and hash it records (none missing, none added), under the
+ * trust of an AOT artifact (coil_artifact_trust with owned false, no key). */
 int coil_artifact_verify(const char *dir, coil_diag *d);
 
 /* An artifact opened for running: verified, its program parsed and verified, its embedded
  * weights read. Everything is owned by it (coil_artifact_close). */
 typedef struct coil_stored_artifact {
-  char *dir;
+  char *dir;                 /* the name it was opened by (for messages) */
+  int fd;                    /* the directory that was checked, open until close */
+  char load_path[48];        /* the name to hand to the plugin: /proc/self/fd/N of fd, so that
+                                what is loaded is the directory checked, whatever its name
+                                points to by then (dir where /proc is not mounted) */
   char *coil_version;        /* of the coil that wrote it */
   char *graph;               /* the graph's name */
   char *plugin;              /* the plugin's name and version at compile time */
@@ -75,7 +105,15 @@ typedef struct coil_stored_artifact {
   coil_tensor_list weights;  /* embedded params (empty when none) */
 } coil_stored_artifact;
 
+/* Opens dir (following a symlink in the name given, as for any file the user names) as an
+ * AOT artifact. Beyond coil_artifact_verify: a program.wir of the plugin's (every built-in
+ * plugin keeps the program it compiled there) must be the program of coil.wir, so an edited
+ * coil.wir cannot disagree with the code about the sizes of inputs and outputs. */
 int coil_artifact_open(const char *dir, coil_stored_artifact **out, coil_diag *d);
+/* The same on an open directory (dirfd borrowed; the artifact keeps its own duplicate) under
+ * the given trust; dir names it in messages. */
+int coil_artifact_open_at(int dirfd, const char *dir, const coil_artifact_trust *t,
+                          coil_stored_artifact **out, coil_diag *d);
 void coil_artifact_close(coil_stored_artifact *a); /* NULL is a no-op */
 
 /* Runs an opened artifact: opens its plugin by name on the search path (dirs), checks that it
@@ -115,5 +153,10 @@ int coil_artifact_exec_checked(const coil_loaded_plugin *lp, coil_artifact *art,
 
 /* Removes dir and everything under it (no symlink is followed). Missing dir is no error. */
 void coil_artifact_remove(const char *dir);
+/* The same for name relative to the directory dirfd (AT_FDCWD: the working directory). */
+void coil_artifact_remove_at(int dirfd, const char *name);
+
+/* "/proc/self/fd/N" for fd into out (size >= 48), or `fallback` where /proc is not mounted. */
+void coil_fd_path(int fd, const char *fallback, char *out, size_t size);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "artifact.h"
 #include "cache.h"
@@ -78,6 +79,8 @@ coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_en
   coil_plugin *inst = NULL;
   coil_artifact *art = NULL;
   char *dir = NULL;
+  int entry_fd = -1;
+  char load_path[4096]; /* what the plugin is handed: the checked entry's /proc/self/fd path */
   bool temporary = false;
   coil_plugin_options opts = {.struct_size = sizeof opts};
   if (env) {
@@ -101,8 +104,10 @@ coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_en
 
   if (env && env->cache_dir && *env->cache_dir) {
     coil_cache_outcome how;
-    if (coil_cache_get(env->cache_dir, toolchain_identity(lp, inst), lp, inst, p, &opts, &dir, &how, d))
+    if (coil_cache_get(env->cache_dir, toolchain_identity(lp, inst), lp, inst, p, &opts, &dir,
+                       &entry_fd, &how, d))
       goto done;
+    coil_fd_path(entry_fd, dir, load_path, sizeof load_path);
     if (how == COIL_CACHE_HIT)
       stats->cache_hits++;
     else
@@ -120,8 +125,9 @@ coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_en
     if (coil_plugin_compile(lp, inst, p, dir, &opts, d))
       goto done;
     stats->compiles++;
+    snprintf(load_path, sizeof load_path, "%s", dir);
   }
-  if (coil_plugin_load(lp, inst, dir, &opts, &art, d) ||
+  if (coil_plugin_load(lp, inst, load_path, &opts, &art, d) ||
       coil_artifact_exec(lp, art, p, inputs, NULL, outputs, d))
     goto done;
   rc = 0;
@@ -131,6 +137,8 @@ done:
   if (inst)
     coil_plugin_destroy(lp, inst);
   coil_plugin_close(lp);
+  if (entry_fd >= 0)
+    close(entry_fd);
   if (temporary)
     coil_artifact_remove(dir);
   free(dir);

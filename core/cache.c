@@ -3,7 +3,11 @@
  * this file decides which directory and what to do when an entry is missing or damaged. */
 #include "cache.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,9 +87,13 @@ coil_cache_key_make(const char *wir_text, const char *plugin_name, const char *p
 
 /* ---- the cache directory ---- */
 
-int
-coil_cache_prepare(const char *cache_dir, coil_diag *d)
+/* Creates the missing components of cache_dir (mode 0700), opens it and checks what was opened:
+ * a directory of this user's that nobody else may write to. Later names are opened relative
+ * to *fd, so the checked directory is the one used even if its name is moved meanwhile. */
+static int
+open_root(const char *cache_dir, int *fd, coil_diag *d)
 {
+  *fd = -1;
   if (!cache_dir || !*cache_dir)
     return coil_diag_set(d, "no cache directory (cache_dir is empty)");
   char *path = strdup(cache_dir);
@@ -108,65 +116,207 @@ coil_cache_prepare(const char *cache_dir, coil_diag *d)
       break;
   }
   free(path);
+  int f = open(cache_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   struct stat st;
-  if (stat(cache_dir, &st) != 0 || !S_ISDIR(st.st_mode))
-    return coil_diag_set(d, "cache_dir %s: not a directory", cache_dir);
-  if (st.st_uid != geteuid())
+  if (f < 0 || fstat(f, &st) != 0) {
+    int e = errno;
+    if (f >= 0)
+      close(f);
+    return coil_diag_set(d, "cache_dir %s: cannot open the directory: %s", cache_dir, strerror(e));
+  }
+  if (st.st_uid != geteuid()) {
+    close(f);
     return coil_diag_set(d, "cache_dir %s: owned by another user (uid %ld): coil loads compiled "
                             "code from its cache, so it uses only a directory of its own (set "
                             "cache_dir, or run with --no-cache)", cache_dir, (long)st.st_uid);
-  if (st.st_mode & 022)
+  }
+  if (st.st_mode & 022) {
+    close(f);
     return coil_diag_set(d, "cache_dir %s: others may write to it (mode %03o): coil loads "
                             "compiled code from its cache; chmod 700 it, or set another cache_dir",
                          cache_dir, (unsigned)(st.st_mode & 0777));
+  }
+  *fd = f;
   return 0;
+}
+
+int
+coil_cache_prepare(const char *cache_dir, coil_diag *d)
+{
+  int fd;
+  if (open_root(cache_dir, &fd, d))
+    return -1;
+  close(fd);
+  return 0;
+}
+
+/* ---- the key ---- */
+
+/* Reads the cache's secret key (COIL_CACHE_KEY_FILE under the root), creating it on first use:
+ * 32 random bytes written to a private temporary file that is then linked to the name, so that
+ * concurrent first uses agree on one key and no reader sees half of one. */
+static int
+secret_key(int root, const char *cache_dir, unsigned char key[COIL_ARTIFACT_MAC_KEY_BYTES],
+           coil_diag *d)
+{
+  if (sodium_init() < 0)
+    abort(); /* libsodium could not start (no entropy source): nothing here can go on */
+  int fd = openat(root, COIL_CACHE_KEY_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) {
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, ".key.tmp-%ld-%08x", (long)getpid(), randombytes_random());
+    int w = openat(root, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (w < 0)
+      return coil_diag_set(d, "%s/%s: cannot create the cache's key: %s", cache_dir, tmp,
+                           strerror(errno));
+    unsigned char fresh[COIL_ARTIFACT_MAC_KEY_BYTES];
+    randombytes_buf(fresh, sizeof fresh);
+    int e = 0;
+    if (write(w, fresh, sizeof fresh) != (ssize_t)sizeof fresh || fsync(w) != 0)
+      e = errno ? errno : EIO;
+    if (close(w) != 0 && !e)
+      e = errno;
+    sodium_memzero(fresh, sizeof fresh);
+    if (!e && linkat(root, tmp, root, COIL_CACHE_KEY_FILE, 0) != 0 && errno != EEXIST)
+      e = errno; /* EEXIST: another process made it first; use that one */
+    unlinkat(root, tmp, 0);
+    if (e)
+      return coil_diag_set(d, "%s/%s: cannot write the cache's key: %s", cache_dir,
+                           COIL_CACHE_KEY_FILE, strerror(e));
+    fd = openat(root, COIL_CACHE_KEY_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  }
+  if (fd < 0)
+    return coil_diag_set(d, "%s/%s: cannot open the cache's key: %s", cache_dir,
+                         COIL_CACHE_KEY_FILE, errno == ELOOP ? "it is a symlink" : strerror(errno));
+  struct stat st;
+  int rc = 0;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+      (st.st_mode & 077) || st.st_size != COIL_ARTIFACT_MAC_KEY_BYTES)
+    rc = coil_diag_set(d, "%s/%s: not a key only this user can read (expected a regular file of "
+                          "%d bytes, owned by uid %ld, mode 600; found uid %ld, mode %03o, %lld "
+                          "bytes): remove it and coil makes a new one (every entry is then "
+                          "compiled again)", cache_dir, COIL_CACHE_KEY_FILE,
+                       COIL_ARTIFACT_MAC_KEY_BYTES, (long)geteuid(), (long)st.st_uid,
+                       (unsigned)(st.st_mode & 0777), (long long)st.st_size);
+  else if (read(fd, key, COIL_ARTIFACT_MAC_KEY_BYTES) != COIL_ARTIFACT_MAC_KEY_BYTES)
+    rc = coil_diag_set(d, "%s/%s: cannot read the cache's key: %s", cache_dir,
+                       COIL_CACHE_KEY_FILE, strerror(errno));
+  close(fd);
+  return rc;
 }
 
 /* ---- entries ---- */
 
-/* Whether the entry at dir is complete and is the one for this key and plugin; why if not. */
-static bool
-entry_valid(const char *dir, const coil_cache_key *key, const coil_loaded_plugin *lp,
-            coil_diag *why)
+/* Opens the entry `key` of the root without following a symlink and checks it as a cache
+ * entry (artifact.h, coil_artifact_trust: owned, with the key) and as the one for this key
+ * and plugin. Returns 0 with *fd the checked directory, 1 when there is none, -1 when there is
+ * one that fails (why). */
+static int
+open_entry(int root, const char *dir, const coil_cache_key *key, const unsigned char *mac_key,
+           const coil_loaded_plugin *lp, int *fd, coil_diag *why)
 {
+  *fd = openat(root, key->hex, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (*fd < 0) {
+    if (errno == ENOENT)
+      return 1;
+    coil_diag_set(why, "%s: %s", dir, errno == ELOOP || errno == ENOTDIR
+                      ? "a symlink or a file, not an entry directory (never followed)"
+                      : strerror(errno));
+    return -1;
+  }
+  coil_artifact_trust trust = {.owned = true, .mac_key = mac_key};
   coil_stored_artifact *a = NULL;
-  if (coil_artifact_open(dir, &a, why))
-    return false;
-  bool ok = a->cache_key && strcmp(a->cache_key, key->hex) == 0 &&
-            strcmp(a->plugin, lp->api.name) == 0 && strcmp(a->plugin_version, lp->api.version) == 0;
-  if (!ok)
+  bool ok = coil_artifact_open_at(*fd, dir, &trust, &a, why) == 0;
+  if (ok && !(a->cache_key && strcmp(a->cache_key, key->hex) == 0 &&
+              strcmp(a->plugin, lp->api.name) == 0 &&
+              strcmp(a->plugin_version, lp->api.version) == 0)) {
     coil_diag_set(why, "%s: records another key or plugin (%s %s)", dir, a->plugin, a->plugin_version);
+    ok = false;
+  }
   coil_artifact_close(a);
-  return ok;
+  if (!ok) {
+    close(*fd);
+    *fd = -1;
+  }
+  return ok ? 0 : -1;
 }
 
 /* Moves a damaged entry out of the way (atomically: a reader never sees half of it gone), then
  * deletes it. Another process may have moved or replaced it first; that is fine. */
 static void
-discard(const char *cache_dir, const char *entry, const coil_cache_key *key)
+discard(int root, const coil_cache_key *key)
 {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  size_t n = strlen(cache_dir) + 96;
-  char *aside = malloc(n);
-  if (!aside)
-    abort();
-  snprintf(aside, n, "%s/.%s.bad-%ld-%ld-%p", cache_dir, key->hex, (long)getpid(),
-           (long)ts.tv_nsec, (void *)&ts);
-  if (rename(entry, aside) == 0)
-    coil_artifact_remove(aside);
-  free(aside);
+  char aside[96];
+  snprintf(aside, sizeof aside, ".%s.bad-%ld-%08x", key->hex, (long)getpid(), randombytes_random());
+  if (renameat(root, key->hex, root, aside) == 0)
+    coil_artifact_remove_at(root, aside);
+}
+
+/* Whether the hidden name is a temporary of a writer (".KEY.tmp-PID-...", ".KEY.bad-PID-...",
+ * ".key.tmp-PID-...") that has died; *pid its process id. */
+static bool
+left_by_dead_writer(const char *name)
+{
+  const char *kinds[] = {".tmp-", ".bad-", ".old-"};
+  for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+    const char *at = strstr(name, kinds[k]);
+    if (!at)
+      continue;
+    char *end;
+    long pid = strtol(at + 5, &end, 10);
+    if (end == at + 5 || *end != '-' || pid <= 0)
+      return false;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+  }
+  return false;
+}
+
+/* Removes what writers killed mid-write left under the root: hidden temporaries whose process
+ * is gone and that have not changed for STALE_SECONDS (a process id of another pid namespace
+ * sharing the directory can look dead here; a writer still working changes its directory). */
+#define STALE_SECONDS 60
+static void
+sweep(int root)
+{
+  int fd = dup(root);
+  DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!dp) {
+    if (fd >= 0)
+      close(fd);
+    return;
+  }
+  rewinddir(dp);
+  time_t now = time(NULL);
+  struct dirent *e;
+  while ((e = readdir(dp))) {
+    struct stat st;
+    if (e->d_name[0] != '.' || !left_by_dead_writer(e->d_name) ||
+        fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || now - st.st_mtime < STALE_SECONDS)
+      continue;
+    fprintf(stderr, "coil: note: removing %s from the compile cache (left by a writer that "
+                    "died)\n", e->d_name);
+    coil_artifact_remove_at(fd, e->d_name);
+  }
+  closedir(dp);
 }
 
 int
 coil_cache_get(const char *cache_dir, const char *toolchain, const coil_loaded_plugin *lp,
                coil_plugin *inst, const coil_wir_program *p, const coil_plugin_options *opts,
-               char **entry, coil_cache_outcome *outcome, coil_diag *d)
+               char **entry, int *entry_fd, coil_cache_outcome *outcome, coil_diag *d)
 {
   *entry = NULL;
-  coil_cache_outcome how = COIL_CACHE_MISS;
-  if (coil_cache_prepare(cache_dir, d))
+  if (entry_fd)
+    *entry_fd = -1;
+  coil_cache_outcome how = COIL_CACHE_HIT;
+  int root;
+  if (open_root(cache_dir, &root, d))
     return -1;
+  unsigned char mac_key[COIL_ARTIFACT_MAC_KEY_BYTES];
+  if (secret_key(root, cache_dir, mac_key, d)) {
+    close(root);
+    return -1;
+  }
   char *text = coil_wir_print(p);
   coil_cache_key key;
   coil_cache_key_make(text, lp->api.name, lp->api.version, opts, toolchain, &key);
@@ -177,35 +327,44 @@ coil_cache_get(const char *cache_dir, const char *toolchain, const coil_loaded_p
     abort();
   snprintf(dir, n, "%s/%s", cache_dir, key.hex);
 
-  coil_artifact_write_opts wo = {.cache_key = key.hex, .replace = false, .private_dir = true};
-  int rc = -1;
-  /* A damaged entry is discarded and written again; an entry that a concurrent writer put in
-   * place first is checked like any other. Three turns cover both. */
-  for (int attempt = 0; attempt < 3; attempt++) {
-    struct stat st;
-    if (lstat(dir, &st) == 0) {
-      coil_diag why = {{0}};
-      if (entry_valid(dir, &key, lp, &why)) {
-        how = attempt == 0 ? COIL_CACHE_HIT : how;
-        rc = 0;
-        break;
-      }
-      discard(cache_dir, dir, &key);
-      how = COIL_CACHE_REBUILT;
-    }
-    int w = coil_artifact_write(lp, inst, p, opts, &wo, dir, d);
-    if (w < 0)
-      break;
-    if (w == 0) { /* ours is in place */
+  coil_artifact_write_opts wo = {.cache_key = key.hex, .replace = false, .private_dir = true,
+                                 .mac_key = mac_key};
+  int rc = -1, fd = -1;
+  bool swept = false;
+  /* An entry is only ever used after it is opened and checked here: one that fails is
+   * discarded and written again, and the one just written (ours, or a concurrent writer's that
+   * was in place first) is checked on the next turn like any other. */
+  for (int attempt = 0; attempt < 4; attempt++) {
+    coil_diag why = {{0}};
+    int found = open_entry(root, dir, &key, mac_key, lp, &fd, &why);
+    if (found == 0) {
       rc = 0;
       break;
     }
-    /* w == 1: another writer's entry is in place: check it on the next turn */
+    if (found < 0) {
+      fprintf(stderr, "coil: note: compile cache: %s; compiling it again\n", why.msg);
+      discard(root, &key);
+      how = COIL_CACHE_REBUILT;
+    } else if (how == COIL_CACHE_HIT) {
+      how = COIL_CACHE_MISS;
+    }
+    if (!swept) {
+      sweep(root);
+      swept = true;
+    }
+    if (coil_artifact_write(lp, inst, p, opts, &wo, dir, d) < 0)
+      break;
   }
+  sodium_memzero(mac_key, sizeof mac_key);
+  close(root);
   if (rc != 0 && !d->msg[0])
     coil_diag_set(d, "%s: the cache entry keeps failing its check", dir);
   if (rc == 0 && outcome)
     *outcome = how;
+  if (rc == 0 && entry_fd)
+    *entry_fd = fd;
+  else if (fd >= 0)
+    close(fd);
   if (rc == 0)
     *entry = dir;
   else

@@ -6,19 +6,27 @@
  * text, the plugin's name and version, its options (sorted by key), a toolchain identity the
  * caller passes (the cpu plugin's compiler and flags; "" for plugins without one), and coil's
  * version and artifact format. An entry is an artifact directory named by the key's 32 hex
- * digits, written under a temporary name and renamed into place, so concurrent writers of one
- * key leave exactly one complete entry (the first rename wins; the others drop their copy). An
- * entry that fails its check (a file changed or missing, no coil.json, another plugin version)
- * is removed and compiled again.
+ * digits, written under a temporary name (".KEY.tmp-PID-RANDOM") and renamed into place, so
+ * concurrent writers of one key leave exactly one complete entry (the first rename wins; the
+ * others drop their copy). A temporary left by a writer that died (its PID is gone) is removed
+ * by a later miss.
  *
- * The cache directory and its entries are private to the user (mode 0700): an entry may hold
- * code that the plugin loads and runs, so a cache directory that another user could write to
- * is refused. */
+ * An entry holds code that the plugin loads and runs, so the cache is a trust boundary
+ * (docs/reliability-cache.md): the cache directory is opened and must be this user's with
+ * nobody else allowed to write it; every entry is opened relative to it without following a
+ * symlink, and every directory and file of it must be this user's and private (artifact.h,
+ * coil_artifact_trust); and every entry carries coil.mac, a keyed BLAKE2b of its files made
+ * with the cache's secret key (COIL_CACHE_KEY_FILE: 32 random bytes, mode 0600, made on first
+ * use). An entry that fails any check (a symlink, a file others may write, a file changed or
+ * missing, a wrong or missing coil.mac, another plugin version) is removed and compiled again,
+ * with a note on stderr; only a checked entry is handed out, as an open directory. */
 #ifndef COIL_CACHE_H
 #define COIL_CACHE_H
 
 #include "coil/coil.h"
 #include "runtime.h"
+
+#define COIL_CACHE_KEY_FILE ".key" /* under the cache directory */
 
 typedef struct coil_cache_key {
   char hex[33]; /* 32 lowercase hex digits: the entry's directory name */
@@ -41,10 +49,12 @@ typedef enum coil_cache_outcome {
 
 /* The cache entry of program p on the plugin instance (key from coil_cache_key_make with the
  * plugin's name, version, opts and toolchain): found and checked, or compiled into the cache.
- * *entry: the entry's directory (malloc'd), to hand to coil_plugin_load; *outcome may be NULL.
- * Safe to call from several threads or processes at once, also on one key. */
+ * *entry: the entry's path (malloc'd, for messages); *entry_fd (when not NULL): the entry's
+ * directory as it was checked, open (the caller closes it): hand the plugin coil_fd_path of it
+ * (artifact.h), never the path, so that what is loaded is what was checked. *outcome may be
+ * NULL. Safe to call from several threads or processes at once, also on one key. */
 int coil_cache_get(const char *cache_dir, const char *toolchain, const coil_loaded_plugin *lp,
                    coil_plugin *inst, const coil_wir_program *p, const coil_plugin_options *opts,
-                   char **entry, coil_cache_outcome *outcome, coil_diag *d);
+                   char **entry, int *entry_fd, coil_cache_outcome *outcome, coil_diag *d);
 
 #endif

@@ -437,13 +437,13 @@ compile_times(const bench_graph *bg, const char *plugin_dir, const char *cache_d
   if (!p || coil_plugin_open("cpu", &plugin_dir, 1, &lp, d) || coil_plugin_create(lp, NULL, &inst, d))
     goto done;
   t0 = now();
-  if (coil_cache_get(cache_dir, "", lp, inst, p, NULL, &entry, &oc, d))
+  if (coil_cache_get(cache_dir, "", lp, inst, p, NULL, &entry, NULL, &oc, d))
     goto done;
   *cold = now() - t0;
   free(entry);
   entry = NULL;
   t0 = now();
-  if (coil_cache_get(cache_dir, "", lp, inst, p, NULL, &entry, &oc, d))
+  if (coil_cache_get(cache_dir, "", lp, inst, p, NULL, &entry, NULL, &oc, d))
     goto done;
   *hit = now() - t0;
   rc = oc == COIL_CACHE_HIT ? 0 : coil_diag_set(d, "%s: the second lookup missed the cache", bg->name);

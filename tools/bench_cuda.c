@@ -481,7 +481,7 @@ bench_graph(const gpu_graph *gg, const char *plugin_dir, bool compile_only, resu
   const char *tk[] = {"coil.autotune"}, *tv[] = {autotune ? "true" : "false"};
   coil_plugin_options copts = {.struct_size = sizeof copts, .count = 1, .keys = tk, .values = tv};
   t0 = now();
-  if (coil_cache_get(cache, id, lp, inst, p, &copts, &entry, &oc, &d)) {
+  if (coil_cache_get(cache, id, lp, inst, p, &copts, &entry, NULL, &oc, &d)) {
     fprintf(stderr, "coil bench: %s: compile: %s\n", gg->name, d.msg);
     return -1;
   }
@@ -489,7 +489,7 @@ bench_graph(const gpu_graph *gg, const char *plugin_dir, bool compile_only, resu
   res->cold_ms = 1e3 * (now() - t0);
   free(entry);
   t0 = now();
-  if (coil_cache_get(cache, id, lp, inst, p, &copts, &entry, &oc, &d) || oc != COIL_CACHE_HIT) {
+  if (coil_cache_get(cache, id, lp, inst, p, &copts, &entry, NULL, &oc, &d) || oc != COIL_CACHE_HIT) {
     fprintf(stderr, "coil bench: %s: the second compile missed the cache %s\n", gg->name, d.msg);
     return -1;
   }

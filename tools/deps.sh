@@ -13,9 +13,10 @@ if command -v pkg-config >/dev/null 2>&1; then
   pkg-config --exists inih || missing+=(libinih-dev)
   pkg-config --exists criterion || missing+=(libcriterion-dev)
   pkg-config --exists libxxhash || missing+=(libxxhash-dev)
+  pkg-config --exists libsodium || missing+=(libsodium-dev)
   pkg-config --exists openblas || missing+=(libopenblas-dev)
 else
-  missing+=(libcjson-dev libinih-dev libcriterion-dev libxxhash-dev libopenblas-dev)
+  missing+=(libcjson-dev libinih-dev libcriterion-dev libxxhash-dev libsodium-dev libopenblas-dev)
 fi
 # OpenMP needs nothing more: gcc brings libgomp.
 

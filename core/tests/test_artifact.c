@@ -2,7 +2,9 @@
  * without the graph to the same outputs as running the graph; every file is checked, so a
  * changed, missing or added file is named; another plugin version, a missing plugin and a newer
  * format are refused with what to do; embedded weights are bound at load; a failed write leaves
- * nothing behind and an existing directory that is not an artifact is never replaced. */
+ * nothing behind and an existing directory that is not an artifact is never replaced. Edited
+ * with coil.json re-hashed, coil.wir is still cross-checked with the plugin's program.wir; an
+ * artifact anyone may write to, or holding a symlink, is refused. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include "artifact.h"
 #include "backend.h"
 #include "graph.h"
+#include "rehash.h"
 
 #define MLP COIL_SOURCE_DIR "/examples/mlp.coil"
 #define MLP_WEIGHTS COIL_SOURCE_DIR "/examples/mlp.weights.safetensors"
@@ -451,5 +454,48 @@ Test(artifact, inputs_are_checked_against_the_signature)
   cr_assert_eq(run_dir(dir, &f.dirs, &in, &out, fresh(&d)), -1);
   cr_expect_str_eq(d.msg, "input %x: expected f32[s0, 64], got f64[3, 64]");
   coil_tensor_list_free(&in);
+  fixture_free(&f);
+}
+
+Test(artifact, an_edited_coil_wir_with_coil_json_rehashed_is_refused)
+{
+  fixture f;
+  fixture_init(&f);
+  const char *dir = write_mlp(&f, "a", NULL);
+  /* The host sizes the outputs from coil.wir: an edit there, re-hashed so that every unkeyed
+   * check passes, would let the code write past what the host allocated. */
+  edit(path_in(dir, "coil.wir"), "program mlp", "program mlq");
+  rehash_artifact(dir);
+  coil_diag d = {0};
+  cr_assert_eq(coil_artifact_verify(dir, fresh(&d)), 0, "the hashes match again: %s", d.msg);
+  coil_stored_artifact *a = NULL;
+  cr_assert_eq(coil_artifact_open(dir, &a, fresh(&d)), -1);
+  cr_expect_null(a);
+  cr_expect_not_null(strstr(d.msg, "a/coil.wir: is not the program that plugin 'interp' compiled"), "%s", d.msg);
+  fixture_free(&f);
+}
+
+Test(artifact, an_artifact_anyone_may_write_or_holding_a_symlink_is_refused)
+{
+  fixture f;
+  fixture_init(&f);
+  const char *dir = write_mlp(&f, "a", NULL);
+  coil_diag d = {0};
+  coil_stored_artifact *a = NULL;
+  cr_assert_eq(chmod(dir, 0777), 0);
+  cr_expect_eq(coil_artifact_open(dir, &a, fresh(&d)), -1);
+  cr_expect_not_null(strstr(d.msg, "anyone may write to it (mode 777)"), "%s", d.msg);
+  cr_assert_eq(chmod(dir, 0755), 0);
+  cr_assert_eq(chmod(path_in(dir, "program.wir"), 0666), 0);
+  cr_expect_eq(coil_artifact_open(dir, &a, fresh(&d)), -1);
+  cr_expect_not_null(strstr(d.msg, "a/program.wir: anyone may write to it (mode 666)"), "%s", d.msg);
+  cr_assert_eq(chmod(path_in(dir, "program.wir"), 0644), 0);
+  cr_assert_eq(coil_artifact_open(dir, &a, fresh(&d)), 0, "%s", d.msg);
+  coil_artifact_close(a);
+  /* A recorded file replaced by a symlink to a copy of itself: not followed. */
+  cr_assert_eq(rename(path_in(dir, "program.wir"), path_in(root, "elsewhere.wir")), 0);
+  cr_assert_eq(symlink(path_in(root, "elsewhere.wir"), path_in(dir, "program.wir")), 0);
+  cr_expect_eq(coil_artifact_open(dir, &a, fresh(&d)), -1);
+  cr_expect_not_null(strstr(d.msg, "a/program.wir: not a regular file"), "%s", d.msg);
   fixture_free(&f);
 }

@@ -1,14 +1,19 @@
 /* The compile cache (cache.h) on the interp plugin: keys change with every input of the key and
  * nothing else; a second run loads the entry without compiling; a damaged entry is removed and
  * compiled again; concurrent writers of one key (threads and processes) leave exactly one valid
- * entry and no temporary directory; the cache directory is private and a shared one refused. */
+ * entry and no temporary directory; the cache directory is private and a shared one refused.
+ * The cache as a trust boundary (docs/reliability-cache.md): an entry replaced by a symlink is
+ * not followed, an entry or file others may write is not used, a planted file with coil.json
+ * re-hashed fails the keyed hash, the key is private, and what dead writers left is removed. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +21,7 @@
 #include "backend.h"
 #include "cache.h"
 #include "graph.h"
+#include "rehash.h"
 
 #define MLP COIL_SOURCE_DIR "/examples/mlp.coil"
 #define MLP_WEIGHTS COIL_SOURCE_DIR "/examples/mlp.weights.safetensors"
@@ -58,7 +64,8 @@ entries(char names[][40], int cap, int *hidden)
   *hidden = 0;
   struct dirent *e;
   while ((e = readdir(dp))) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+        strcmp(e->d_name, COIL_CACHE_KEY_FILE) == 0)
       continue;
     if (e->d_name[0] == '.') {
       (*hidden)++;
@@ -184,9 +191,10 @@ Test(cache, a_second_run_loads_the_entry_without_compiling)
   coil_graph_free(g);
 }
 
-/* Damages the only entry with `how`, runs again, and expects a rebuild into a valid entry. */
+/* Damages the only entry with `how`, runs again, and expects a rebuild into a valid entry;
+ * visible: whether coil_artifact_verify (the checks of an AOT artifact) sees the damage too. */
 static void
-damage_and_rerun(void (*how)(const char *entry))
+damage_and_rerun_if(void (*how)(const char *entry), bool visible)
 {
   coil_graph *g = load_mlp();
   coil_tensor_list in = {0}, out = {0};
@@ -202,7 +210,10 @@ damage_and_rerun(void (*how)(const char *entry))
   cr_assert_eq(entries(names, 4, &hidden), 1);
   snprintf(entry, sizeof entry, "%s/%s", cache, names[0]);
   how(entry);
-  cr_assert_neq(coil_artifact_verify(entry, fresh(&d)), 0, "the damage is visible");
+  if (visible)
+    cr_assert_neq(coil_artifact_verify(entry, fresh(&d)), 0, "the damage is visible");
+  else
+    cr_assert_eq(coil_artifact_verify(entry, fresh(&d)), 0, "only the cache's checks see it: %s", d.msg);
 
   cr_assert_eq(coil_backend_run(g, "interp", &env, &in, &out, fresh(&d)), 0, "%s", d.msg);
   cr_expect_eq(stats.compiles, 2, "the damaged entry was compiled again");
@@ -217,6 +228,12 @@ damage_and_rerun(void (*how)(const char *entry))
   coil_plugin_dirs_free(&env.dirs);
   coil_tensor_list_free(&in), coil_tensor_list_free(&out);
   coil_graph_free(g);
+}
+
+static void
+damage_and_rerun(void (*how)(const char *entry))
+{
+  damage_and_rerun_if(how, true);
 }
 
 static void
@@ -267,7 +284,7 @@ race(void *arg)
 {
   racer *r = arg;
   pthread_barrier_wait(r->start);
-  r->rc = coil_cache_get(cache, "", r->lp, r->inst, r->p, NULL, &r->entry, NULL, fresh(&r->d));
+  r->rc = coil_cache_get(cache, "", r->lp, r->inst, r->p, NULL, &r->entry, NULL, NULL, fresh(&r->d));
   return NULL;
 }
 
@@ -368,7 +385,7 @@ Test(cache, concurrent_processes_leave_one_valid_entry)
         _exit(3);
       char *entry = NULL;
       coil_diag d = {0};
-      int rc = coil_cache_get(cache, "", m.lp, m.inst, m.p, NULL, &entry, NULL, fresh(&d));
+      int rc = coil_cache_get(cache, "", m.lp, m.inst, m.p, NULL, &entry, NULL, NULL, fresh(&d));
       if (rc)
         fprintf(stderr, "writer %d: %s\n", i, d.msg);
       _exit(rc == 0 && coil_artifact_verify(entry, fresh(&d)) == 0 ? 0 : 1);
@@ -398,16 +415,198 @@ Test(cache, a_cache_directory_others_can_write_is_refused)
   mlp_plugin m;
   mlp_plugin_init(&m);
   char *entry = NULL;
-  cr_expect_eq(coil_cache_get(cache, "", m.lp, m.inst, m.p, NULL, &entry, NULL, fresh(&d)), -1);
+  cr_expect_eq(coil_cache_get(cache, "", m.lp, m.inst, m.p, NULL, &entry, NULL, NULL, fresh(&d)), -1);
   cr_expect_null(entry);
   cr_assert_eq(chmod(cache, 0700), 0);
   coil_cache_outcome how = COIL_CACHE_HIT;
-  cr_expect_eq(coil_cache_get(cache, "", m.lp, m.inst, m.p, NULL, &entry, &how, fresh(&d)), 0, "%s", d.msg);
+  cr_expect_eq(coil_cache_get(cache, "", m.lp, m.inst, m.p, NULL, &entry, NULL, &how, fresh(&d)), 0, "%s", d.msg);
   cr_expect_eq(how, COIL_CACHE_MISS);
   free(entry);
-  cr_expect_eq(coil_cache_get(cache, "", m.lp, m.inst, m.p, NULL, &entry, &how, fresh(&d)), 0, "%s", d.msg);
+  cr_expect_eq(coil_cache_get(cache, "", m.lp, m.inst, m.p, NULL, &entry, NULL, &how, fresh(&d)), 0, "%s", d.msg);
   cr_expect_eq(how, COIL_CACHE_HIT);
   free(entry);
   cr_expect_eq(coil_cache_prepare("", fresh(&d)), -1);
+  mlp_plugin_free(&m);
+}
+
+/* ---- the cache as a trust boundary ---- */
+
+static void
+chmod_in(const char *entry, const char *name, mode_t mode)
+{
+  char path[300];
+  snprintf(path, sizeof path, "%s%s%s", entry, *name ? "/" : "", name);
+  cr_assert_eq(chmod(path, mode), 0, "%s", path);
+}
+
+static void world_writable_entry(const char *e) { chmod_in(e, "", 0777); }
+static void world_writable_file(const char *e) { chmod_in(e, "program.wir", 0666); }
+static void group_writable_file(const char *e) { chmod_in(e, "program.wir", 0620); }
+
+Test(cache, an_entry_others_may_write_to_is_rebuilt) { damage_and_rerun(world_writable_entry); }
+Test(cache, a_file_others_may_write_to_is_rebuilt) { damage_and_rerun(world_writable_file); }
+Test(cache, a_group_writable_file_is_rebuilt) { damage_and_rerun_if(group_writable_file, false); }
+
+/* The old attack on unkeyed hashes: edit a file and re-hash coil.json to match. */
+static void
+planted_and_rehashed(const char *entry)
+{
+  char path[300];
+  snprintf(path, sizeof path, "%s/program.wir", entry);
+  FILE *f = fopen(path, "ab");
+  cr_assert_not_null(f);
+  fputs("# planted\n", f);
+  fclose(f);
+  rehash_artifact(entry);
+}
+
+Test(cache, a_planted_file_with_coil_json_rehashed_fails_the_keyed_hash)
+{
+  damage_and_rerun_if(planted_and_rehashed, false);
+}
+
+static void
+drop_mac(const char *entry)
+{
+  char path[300];
+  snprintf(path, sizeof path, "%s/coil.mac", entry);
+  cr_assert_eq(unlink(path), 0);
+}
+
+Test(cache, an_entry_without_its_keyed_hash_is_rebuilt) { damage_and_rerun_if(drop_mac, false); }
+
+Test(cache, an_entry_replaced_by_a_symlink_is_not_followed)
+{
+  coil_graph *g = load_mlp();
+  coil_tensor_list in = {0}, out = {0};
+  read_inputs(&in);
+  coil_backend_stats stats = {0};
+  coil_backend_env env = {.cache_dir = cache, .stats = &stats};
+  coil_plugin_dirs_init(&env.dirs, NULL, COIL_TEST_PLUGIN_DIR_INTERP);
+  coil_diag d = {0};
+  cr_assert_eq(coil_backend_run(g, "interp", &env, &in, &out, fresh(&d)), 0, "%s", d.msg);
+  coil_tensor_list_free(&out);
+  char names[4][40], entry[300], planted[300];
+  int hidden;
+  cr_assert_eq(entries(names, 4, &hidden), 1);
+  snprintf(entry, sizeof entry, "%s/%s", cache, names[0]);
+  /* Another directory holding a complete, valid entry (here the real one, moved): a symlink
+   * in the cache pointing at it must not be followed, whatever it points to. */
+  snprintf(planted, sizeof planted, "%s/planted", root);
+  cr_assert_eq(rename(entry, planted), 0);
+  cr_assert_eq(symlink(planted, entry), 0);
+
+  cr_assert_eq(coil_backend_run(g, "interp", &env, &in, &out, fresh(&d)), 0, "%s", d.msg);
+  cr_expect_eq(stats.cache_hits, 0, "the symlinked entry was not used");
+  cr_expect_eq(stats.compiles, 2);
+  struct stat st;
+  cr_assert_eq(lstat(entry, &st), 0);
+  cr_expect(S_ISDIR(st.st_mode), "a real entry replaced the symlink");
+  cr_expect_eq(coil_artifact_verify(planted, fresh(&d)), 0, "the target was left alone: %s", d.msg);
+  coil_plugin_dirs_free(&env.dirs);
+  coil_tensor_list_free(&in), coil_tensor_list_free(&out);
+  coil_graph_free(g);
+}
+
+Test(cache, the_key_is_made_private_and_a_readable_key_is_refused)
+{
+  mlp_plugin m;
+  mlp_plugin_init(&m);
+  char *entry = NULL, key[300];
+  coil_diag d = {0};
+  cr_assert_eq(coil_cache_get(cache, "", m.lp, m.inst, m.p, NULL, &entry, NULL, NULL, fresh(&d)), 0, "%s", d.msg);
+  free(entry);
+  snprintf(key, sizeof key, "%s/%s", cache, COIL_CACHE_KEY_FILE);
+  struct stat st;
+  cr_assert_eq(lstat(key, &st), 0);
+  cr_expect(S_ISREG(st.st_mode));
+  cr_expect_eq(st.st_mode & 0777, 0600);
+  cr_expect_eq(st.st_size, 32);
+  cr_assert_eq(chmod(key, 0644), 0);
+  cr_expect_eq(coil_cache_get(cache, "", m.lp, m.inst, m.p, NULL, &entry, NULL, NULL, fresh(&d)), -1);
+  cr_expect_null(entry);
+  cr_expect_not_null(strstr(d.msg, "not a key only this user can read"), "%s", d.msg);
+  /* A new key: the entries of the old one fail their keyed hash and are compiled again. */
+  cr_assert_eq(unlink(key), 0);
+  coil_cache_outcome how = COIL_CACHE_HIT;
+  cr_expect_eq(coil_cache_get(cache, "", m.lp, m.inst, m.p, NULL, &entry, NULL, &how, fresh(&d)), 0, "%s", d.msg);
+  cr_expect_eq(how, COIL_CACHE_REBUILT);
+  free(entry);
+  mlp_plugin_free(&m);
+}
+
+Test(cache, the_entry_is_handed_out_as_the_directory_checked)
+{
+  mlp_plugin m;
+  mlp_plugin_init(&m);
+  char *entry = NULL;
+  int fd = -1;
+  coil_diag d = {0};
+  cr_assert_eq(coil_cache_get(cache, "", m.lp, m.inst, m.p, NULL, &entry, &fd, NULL, fresh(&d)), 0, "%s", d.msg);
+  cr_assert_geq(fd, 0);
+  struct stat by_fd, by_name;
+  cr_assert_eq(fstat(fd, &by_fd), 0);
+  cr_assert_eq(stat(entry, &by_name), 0);
+  cr_expect_eq(by_fd.st_ino, by_name.st_ino);
+  /* Swapped after the check: the plugin is still handed the directory that was checked. */
+  char moved[300], load[64];
+  snprintf(moved, sizeof moved, "%s/moved", root);
+  cr_assert_eq(rename(entry, moved), 0);
+  cr_assert_eq(mkdir(entry, 0700), 0);
+  coil_fd_path(fd, entry, load, sizeof load);
+  cr_expect_eq(strncmp(load, "/proc/self/fd/", 14), 0, "%s", load);
+  coil_artifact *art = NULL;
+  cr_expect_eq(coil_plugin_load(m.lp, m.inst, load, NULL, &art, fresh(&d)), 0, "%s", d.msg);
+  if (art)
+    coil_plugin_artifact_free(m.lp, art);
+  close(fd);
+  free(entry);
+  mlp_plugin_free(&m);
+}
+
+/* A temporary directory of the kind coil_artifact_write makes, for process pid, last changed
+ * `age` seconds ago. */
+static void
+temporary(const char *name_fmt, long pid, int age, char *path, size_t size)
+{
+  char name[128];
+  snprintf(name, sizeof name, name_fmt, pid);
+  snprintf(path, size, "%s/%s", cache, name);
+  cr_assert_eq(mkdir(path, 0700), 0, "%s", path);
+  char file[400];
+  snprintf(file, sizeof file, "%s/kernels.c", path);
+  FILE *f = fopen(file, "w");
+  cr_assert_not_null(f);
+  fclose(f);
+  struct timespec t[2] = {{.tv_sec = time(NULL) - age}, {.tv_sec = time(NULL) - age}};
+  cr_assert_eq(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+Test(cache, temporaries_of_dead_writers_are_removed)
+{
+  coil_diag d = {0};
+  cr_assert_eq(coil_cache_prepare(cache, fresh(&d)), 0, "%s", d.msg);
+  pid_t kid = fork(); /* a process id that is surely dead: a child reaped */
+  cr_assert_geq(kid, 0);
+  if (kid == 0)
+    _exit(0);
+  cr_assert_eq(waitpid(kid, NULL, 0), kid);
+  char dead_old[300], dead_new[300], alive[300], bad_old[300];
+  temporary(".0123456789abcdef0123456789abcdef.tmp-%ld-00ff00ff00ff00ff", kid, 600, dead_old, sizeof dead_old);
+  temporary(".fedcba9876543210fedcba9876543210.tmp-%ld-00ff00ff00ff00ff", kid, 0, dead_new, sizeof dead_new);
+  temporary(".00000000000000000000000000000000.bad-%ld-00ff00ff", kid, 600, bad_old, sizeof bad_old);
+  temporary(".11111111111111111111111111111111.tmp-%ld-00ff00ff00ff00ff", getpid(), 600, alive, sizeof alive);
+  mlp_plugin m;
+  mlp_plugin_init(&m);
+  char *entry = NULL;
+  coil_cache_outcome how = COIL_CACHE_HIT;
+  cr_assert_eq(coil_cache_get(cache, "", m.lp, m.inst, m.p, NULL, &entry, NULL, &how, fresh(&d)), 0, "%s", d.msg);
+  cr_expect_eq(how, COIL_CACHE_MISS);
+  free(entry);
+  struct stat st;
+  cr_expect_neq(lstat(dead_old, &st), 0, "a dead writer's old temporary was removed");
+  cr_expect_neq(lstat(bad_old, &st), 0, "a dead discarder's old directory was removed");
+  cr_expect_eq(lstat(dead_new, &st), 0, "a recent one is kept (its writer may be elsewhere)");
+  cr_expect_eq(lstat(alive, &st), 0, "a living writer's is kept");
   mlp_plugin_free(&m);
 }

@@ -67,10 +67,14 @@ coil_sdk_write_file(const char *dir, const char *name, const char *text)
   if (!f)
     return coil_sdk_error(COIL_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
   int bad = fputs(text, f) < 0;
-  bad |= fclose(f) != 0;
-  if (bad || rename(tmp, path) != 0) {
+  int e = errno;
+  if (fclose(f) != 0 && !bad)
+    bad = 1, e = errno;
+  if (!bad && rename(tmp, path) != 0)
+    bad = 1, e = errno;
+  if (bad) {
     remove(tmp);
-    return coil_sdk_error(COIL_ERR_IO, "cannot write %s", path);
+    return coil_sdk_error(COIL_ERR_IO, "cannot write %s: %s", path, strerror(e)); /* ENOSPC, EIO */
   }
   return NULL;
 }

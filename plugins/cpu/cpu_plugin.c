@@ -3,8 +3,11 @@
  * compile writes the generated source (kernels.c, with coil_cpu_math.h beside it), compiles it
  * into libkernels.so with the C compiler (an argument vector through posix_spawnp, never a shell
  * string; its messages go to cc.log), keeps program.wir for the library calls, and writes
- * manifest.json last. load dlopens the library; run calls its coil_cpu_entry with the tensors
- * and a small run-time table: memory, library calls (cpu_extern.c), failures.
+ * manifest.json last, after checking that the library loads and has coil_cpu_entry (a compiler
+ * that exits 0 without writing one is a compile error, not an artifact). load opens the
+ * library without following a symlink, refuses one that others may write, and dlopens it
+ * through /proc/self/fd of the descriptor it checked; run calls its coil_cpu_entry with the
+ * tensors and a small run-time table: memory, library calls (cpu_extern.c), failures.
  *
  * Options ([plugin.cpu] in the ini file): cc (the compiler; default $CC, else cc), cflags
  * (extra flags, space separated), threads (OpenMP threads; default: all), portable (true: no
@@ -213,6 +216,51 @@ spawn(char *const *argv, const char *log, int *status)
 
 extern const char coil_cpu_math_source[]; /* coil_cpu_math.h, embedded at build time */
 
+/* Opens dir/libkernels.so without following a symlink, checks the file opened (a regular file
+ * owned by this user or root that nobody else may write to: it is code), and dlopens it
+ * through /proc/self/fd of that descriptor, so the file loaded is the file checked. *entry:
+ * its coil_cpu_entry. On failure returns NULL and writes why into `why`. */
+static void *
+open_library(const char *dir, coil_cpu_entry_fn *entry, char *why, size_t size)
+{
+  char path[4200], via[64];
+  snprintf(path, sizeof path, "%s/libkernels.so", dir);
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = dfd < 0 ? -1 : openat(dfd, "libkernels.so", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int e = errno;
+  if (dfd >= 0)
+    close(dfd);
+  struct stat st;
+  if (fd < 0) {
+    snprintf(why, size, "cannot open %s: %s", path, e == ELOOP ? "it is a symlink (not followed)" : strerror(e));
+    return NULL;
+  }
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0) ||
+      (st.st_mode & 022)) {
+    snprintf(why, size, "%s is not a library coil may load: it must be a regular file of this user's "
+                        "(or root's) that nobody else may write to (uid %ld, mode %03o)",
+             path, (long)st.st_uid, (unsigned)(st.st_mode & 0777));
+    close(fd);
+    return NULL;
+  }
+  snprintf(via, sizeof via, "/proc/self/fd/%d", fd);
+  struct stat check;
+  const char *name = stat(via, &check) == 0 && check.st_ino == st.st_ino ? via : path; /* no /proc */
+  void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  close(fd); /* the mapping outlives the descriptor */
+  if (!lib) {
+    snprintf(why, size, "cannot load %s: %s", path, dlerror());
+    return NULL;
+  }
+  *(void **)entry = dlsym(lib, "coil_cpu_entry");
+  if (!*entry) {
+    snprintf(why, size, "%s has no coil_cpu_entry", path);
+    dlclose(lib);
+    return NULL;
+  }
+  return lib;
+}
+
 static coil_error *
 compile(coil_plugin *self, const coil_plugin_compile_args *args)
 {
@@ -298,6 +346,15 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
     free(text);
     return e;
   }
+  /* The compiler said yes: check that it wrote what load needs (CC=true exits 0 and writes
+   * nothing), so that no artifact or cache entry is installed that could never load. */
+  char why[4400];
+  coil_cpu_entry_fn entry;
+  void *check = open_library(dir, &entry, why, sizeof why);
+  if (!check)
+    return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cpu: the C compiler '%s' exited 0 but wrote no "
+                          "usable library: %s (set [plugin.cpu] cc or $CC to a C compiler)", o.cc, why);
+  dlclose(check);
   char manifest[2048];
   snprintf(manifest, sizeof manifest,
            "{\"plugin\": \"cpu\", \"plugin_version\": \"" CPU_VERSION "\", \"wir_version\": \"%d.%d\", "
@@ -331,11 +388,12 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
   free(text);
   if (!p)
     return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: %s", d.msg);
-  snprintf(path, sizeof path, "%s/libkernels.so", args->artifact_dir);
-  void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  char why[4400];
+  coil_cpu_entry_fn entry;
+  void *lib = open_library(args->artifact_dir, &entry, why, sizeof why);
   if (!lib) {
     coil_wir_free(p);
-    return coil_sdk_error(COIL_ERR_IO, "cpu: cannot load %s: %s", path, dlerror());
+    return coil_sdk_error(COIL_ERR_IO, "cpu: %s", why);
   }
   coil_artifact *a = calloc(1, sizeof *a);
   if (!a) {
@@ -343,13 +401,7 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
     coil_wir_free(p);
     return coil_sdk_out_of_memory();
   }
-  *(void **)&a->entry = dlsym(lib, "coil_cpu_entry");
-  if (!a->entry) {
-    dlclose(lib);
-    coil_wir_free(p);
-    free(a);
-    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: %s has no coil_cpu_entry", path);
-  }
+  a->entry = entry;
   a->lib = lib;
   a->program = p;
   a->threads = self->opts.threads;

@@ -215,7 +215,7 @@ rm -rf "$tmp/cache"
 run "$coil" run "${mlp[@]}" --backend interp
 check "a cached run exits 0" rc_is 0
 entry=$(ls "$tmp/cache")
-check "the cache holds one entry" test "$(ls -A "$tmp/cache" | wc -l)" = 1
+check "the cache holds one entry" test "$(ls -A -I .key "$tmp/cache" | wc -l)" = 1
 check "the cache is private" test "$(stat -c %a "$tmp/cache")" = 700
 inode=$(stat -c %i "$tmp/cache/$entry/coil.json")
 run "$coil" run "${mlp[@]}" --backend interp
@@ -225,7 +225,7 @@ echo "# damaged" >>"$tmp/cache/$entry/program.wir"
 run "$coil" run "${mlp[@]}" --backend interp
 check "a damaged cache entry is compiled again" rc_is 0
 check "the rebuilt entry is whole" cmp -s "$tmp/cache/$entry/program.wir" "$tmp/cache/$entry/coil.wir"
-check "and is the only one" test "$(ls -A "$tmp/cache" | wc -l)" = 1
+check "and is the only one" test "$(ls -A -I .key "$tmp/cache" | wc -l)" = 1
 COIL_CACHE_DIR="$tmp/cache2" run "$coil" run "${mlp[@]}" --backend interp --no-cache
 check "--no-cache runs" rc_is 0
 check "--no-cache writes no cache" test ! -e "$tmp/cache2"
@@ -260,6 +260,69 @@ check "cpu matches ref on a symbolic size" rc_is 0
 run "$coil" run "$src/examples/softmax_rows.coil" --backend cpu --size rows=11 --seed 7 --out "$tmp/c11.st"
 run "$coil" run "$src/examples/softmax_rows.coil" --backend ref --size rows=11 --seed 7 --expect "$tmp/c11.st"
 check "the same cpu artifact serves another size" rc_is 0
+
+# the cache as a trust boundary (docs/reliability-cache.md), on cpu: the library it dlopens
+rm -rf "$tmp/tc"
+COIL_CACHE_DIR="$tmp/tc" run "$coil" run "${mlp[@]}" --backend cpu
+check "a cpu run fills the cache" rc_is 0
+cp "$tmp/out" "$tmp/tc.out"
+e=$(ls "$tmp/tc")
+check "the cache's key is private" test "$(stat -c %a "$tmp/tc/.key")" = 600
+check "the cached library is private whatever the umask" test "$(stat -c %a "$tmp/tc/$e/libkernels.so")" = 700
+chmod 666 "$tmp/tc/$e/libkernels.so"
+COIL_CACHE_DIR="$tmp/tc" run "$coil" run "${mlp[@]}" --backend cpu
+check "a library others may write is not loaded" err_has "libkernels.so: others may write to it (mode 666)"
+check "... the entry is rebuilt and the run goes on" rc_is 0
+check "... to the same result" cmp -s "$tmp/out" "$tmp/tc.out"
+check "... privately again" test "$(stat -c %a "$tmp/tc/$e/libkernels.so")" = 700
+chmod 777 "$tmp/tc/$e"
+COIL_CACHE_DIR="$tmp/tc" run "$coil" run "${mlp[@]}" --backend cpu
+check "an entry directory others may write is not used" err_has "$e: others may write to it (mode 777)"
+check "... and is rebuilt" test "$(stat -c %a "$tmp/tc/$e")" = 700
+mv "$tmp/tc/$e" "$tmp/planted" && ln -s "$tmp/planted" "$tmp/tc/$e"
+COIL_CACHE_DIR="$tmp/tc" run "$coil" run "${mlp[@]}" --backend cpu
+check "an entry replaced by a symlink is not followed" err_has "a symlink or a file, not an entry directory (never followed)"
+check "... a real entry takes its place" test -d "$tmp/tc/$e" -a ! -L "$tmp/tc/$e"
+check "... and the run goes on" cmp -s "$tmp/out" "$tmp/tc.out"
+rm -rf "$tmp/tc"
+CC=true COIL_CACHE_DIR="$tmp/tc" run "$coil" run "${mlp[@]}" --backend cpu
+check "a compiler that exits 0 writing no library fails the compile" rc_is 1
+check "... saying so" err_has "cpu: the C compiler 'true' exited 0 but wrote no usable library"
+check "... and installs no cache entry" test -z "$(ls -A -I .key "$tmp/tc")"
+CC=true run "$coil" compile "$src/examples/mlp.coil" --backend cpu -o "$tmp/ccart"
+check "... nor an artifact" test ! -e "$tmp/ccart"
+COIL_CACHE_DIR="$tmp/tc" run "$coil" run "${mlp[@]}" --backend cpu
+check "... so the next run with a real compiler succeeds" cmp -s "$tmp/out" "$tmp/tc.out"
+
+# a write into the cache that fails (over the file size limit, as on a full disk) says why and
+# where, and leaves nothing
+(
+  trap '' XFSZ
+  ulimit -f 1
+  COIL_CACHE_DIR="$tmp/fc" "$coil" run "${mlp[@]}" --backend interp >"$tmp/out" 2>"$tmp/err"
+  echo $? >"$tmp/rc"
+)
+check "a failed cache write fails the run" rc_is 1
+check "... naming the file and why" err_has "/program.wir: File too large"
+check "... leaving no entry or temporary" test -z "$(ls -A -I .key "$tmp/fc")"
+
+# artifacts: eight writers of one directory at once all succeed, the last one's stays
+pids=()
+for i in 1 2 3 4 5 6 7 8; do
+  "$coil" compile "$src/examples/mlp.coil" --backend interp -o "$tmp/race" >/dev/null 2>"$tmp/race.$i.err" &
+  pids+=($!)
+done
+ok=0
+for p in "${pids[@]}"; do wait "$p" && ok=$((ok + 1)); done
+check "8 concurrent compile -o into one directory all succeed" test "$ok" = 8
+check "... with no error" test -z "$(cat "$tmp"/race.*.err)"
+run "$coil" run "$tmp/race" "${mlp[@]:1}"
+check "... leaving one artifact that runs" rc_is 0
+check "... and no temporaries" test -z "$(ls -A "$tmp" | grep '^\.race\.')"
+chmod 777 "$tmp/race"
+run "$coil" run "$tmp/race" "${mlp[@]:1}"
+check "an artifact anyone may write to is refused" err_has "anyone may write to it (mode 777)"
+chmod 755 "$tmp/race"
 
 # an index out of range: a clear error on every executing backend, naming the op, never a
 # wild read (indices made by arange, so no input file is needed)
