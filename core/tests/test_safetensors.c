@@ -650,7 +650,7 @@ Test(safetensors, write_to_missing_directory)
   remove_tempdir(dir);
 }
 
-/* rename(2) fails after the data is written: the temporary file must be removed. */
+/* a directory at the path: refused before anything is written, and nothing is left behind */
 Test(safetensors, write_over_directory_removes_temp)
 {
   char *dir = make_tempdir(), *path = join(dir, "target");
@@ -658,7 +658,7 @@ Test(safetensors, write_over_directory_removes_temp)
   static const int64_t s4[] = {4};
   coil_tensor_list l = {0};
   add_tensor(&l, "a", COIL_F64, 1, s4, 1);
-  expect_write_fails(path, &l, "cannot rename temporary file");
+  expect_write_fails(path, &l, "it is a directory, not a file");
   cr_assert_eq(count_entries(dir), 1, "temporary file left behind");
   coil_tensor_list_free(&l);
   free(path);
