@@ -2,7 +2,7 @@
  * nothing else; a second run loads the entry without compiling; a damaged entry is removed and
  * compiled again; concurrent writers of one key (threads and processes) leave exactly one valid
  * entry and no temporary directory; the cache directory is private and a shared one refused.
- * The cache as a trust boundary (docs/reliability-cache.md): an entry replaced by a symlink is
+ * The cache as a trust boundary (docs/reliability.md, "The compile cache and artifacts"): an entry replaced by a symlink is
  * not followed, an entry or file others may write is not used, a planted file with coil.json
  * re-hashed fails the keyed hash, the key is private, and what dead writers left is removed. */
 #include <criterion/criterion.h>

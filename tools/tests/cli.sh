@@ -261,7 +261,7 @@ run "$coil" run "$src/examples/softmax_rows.coil" --backend cpu --size rows=11 -
 run "$coil" run "$src/examples/softmax_rows.coil" --backend ref --size rows=11 --seed 7 --expect "$tmp/c11.st"
 check "the same cpu artifact serves another size" rc_is 0
 
-# the cache as a trust boundary (docs/reliability-cache.md), on cpu: the library it dlopens
+# the cache as a trust boundary (docs/reliability.md, "The compile cache and artifacts"), on cpu: the library it dlopens
 rm -rf "$tmp/tc"
 COIL_CACHE_DIR="$tmp/tc" run "$coil" run "${mlp[@]}" --backend cpu
 check "a cpu run fills the cache" rc_is 0
