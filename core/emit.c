@@ -522,10 +522,10 @@ build_kernel(emitter *E, int gi, int pos, int *stored, int *nstored)
   for (int i = 0; i < kb.ninsts; i++)
     if (kb.insts[i].index)
       coil_sym_vars_used(kb.insts[i].index, used, nv);
-  const coil_sym *syms[64];
   int nsyms = 0;
   int ngs = coil_sym_nvars(L->g->sym);
-  for (int s = 0; s < ngs && nsyms < 64; s++) { /* size symbols in order: s0, s1, ... */
+  const coil_sym **syms = COIL_ARENA_ARRAY(E->p->arena, const coil_sym *, ngs + 1); /* any number */
+  for (int s = 0; s < ngs; s++) { /* size symbols in order: s0, s1, ... */
     char want[16];
     snprintf(want, sizeof want, "s%d", s);
     const coil_sym *ps = coil_sym_var(E->p->sym, coil_arena_strdup(E->p->arena, want));

@@ -212,11 +212,14 @@ run_kernel(rctx *c, const coil_line *l)
   }
   if (xnumel <= 0)
     return NULL;
-  if (l->nargs != k->nparams || k->nparams + k->nsyms > 64)
+  if (l->nargs != k->nparams)
     return fail(c, COIL_ERR_INTERNAL, "kernel %s takes %d params, the call passes %d", k->name, k->nparams, l->nargs);
-  CUdeviceptr ptrs[64];
-  int64_t syms[64];
-  void *params[128];
+  if (k->nparams > 256 || k->nsyms > 256) /* the core's fusion keeps kernels far below this */
+    return fail(c, COIL_ERR_UNSUPPORTED, "kernel %s has %d params and %d sizes (at most 256 each)", k->name,
+                k->nparams, k->nsyms);
+  CUdeviceptr ptrs[256];
+  int64_t syms[256];
+  void *params[513];
   for (int i = 0; i < k->nparams; i++) {
     if (!c->bufs[l->args[i]].live)
       return fail(c, COIL_ERR_INTERNAL, "%s is not live", bufname(c, l->args[i]));
