@@ -3,8 +3,9 @@
  * descriptor one component at a time with O_NOFOLLOW and checked by fstat on the descriptor
  * that is then read (owner and mode under coil_artifact_trust, artifact.h); a directory is
  * listed the same way; each file is hashed (XXH3-128, for integrity) and fed to the keyed
- * BLAKE2b (libsodium) that makes a cache entry's coil.mac. What the hashes are compared against
- * (coil.json) and what is done with a checked artifact is artifact.c's. */
+ * BLAKE2b (libsodium) that makes a cache entry's coil.mac, under the cache's secret key, which
+ * is read (or made) here too. What the hashes are compared against (coil.json) and what is
+ * done with a checked artifact is artifact.c's; which key file and when, cache.c's. */
 #include "artifact_trust.h"
 
 #include <dirent.h>
@@ -332,4 +333,59 @@ coil_trust_read_text_at(int dfd, const char *root, const char *rel, const coil_a
   *len = b.len;
   char *text = coil_strbuf_take(&b);
   return text ? text : xstrdup("");
+}
+
+/* ---- the key ---- */
+
+/* Reads the cache's secret key (name under the directory root), creating it on first use:
+ * 32 random bytes written to a private temporary file that is then linked to the name, so that
+ * concurrent first uses agree on one key and no reader sees half of one. */
+int
+coil_trust_secret_key(int root, const char *cache_dir, const char *name,
+                      unsigned char key[COIL_ARTIFACT_MAC_KEY_BYTES], coil_diag *d)
+{
+  if (sodium_init() < 0)
+    abort(); /* libsodium could not start (no entropy source): nothing here can go on */
+  int fd = openat(root, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) {
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, ".key.tmp-%ld-%08x", (long)getpid(), randombytes_random());
+    int w = openat(root, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (w < 0)
+      return coil_diag_set(d, "%s/%s: cannot create the cache's key: %s", cache_dir, tmp,
+                           strerror(errno));
+    unsigned char fresh[COIL_ARTIFACT_MAC_KEY_BYTES];
+    randombytes_buf(fresh, sizeof fresh);
+    int e = 0;
+    if (write(w, fresh, sizeof fresh) != (ssize_t)sizeof fresh || fsync(w) != 0)
+      e = errno ? errno : EIO;
+    if (close(w) != 0 && !e)
+      e = errno;
+    sodium_memzero(fresh, sizeof fresh);
+    if (!e && linkat(root, tmp, root, name, 0) != 0 && errno != EEXIST)
+      e = errno; /* EEXIST: another process made it first; use that one */
+    unlinkat(root, tmp, 0);
+    if (e)
+      return coil_diag_set(d, "%s/%s: cannot write the cache's key: %s", cache_dir,
+                           name, strerror(e));
+    fd = openat(root, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  }
+  if (fd < 0)
+    return coil_diag_set(d, "%s/%s: cannot open the cache's key: %s", cache_dir,
+                         name, errno == ELOOP ? "it is a symlink" : strerror(errno));
+  struct stat st;
+  int rc = 0;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+      (st.st_mode & 077) || st.st_size != COIL_ARTIFACT_MAC_KEY_BYTES)
+    rc = coil_diag_set(d, "%s/%s: not a key only this user can read (expected a regular file of "
+                          "%d bytes, owned by uid %ld, mode 600; found uid %ld, mode %03o, %lld "
+                          "bytes): remove it and coil makes a new one (every entry is then "
+                          "compiled again)", cache_dir, name,
+                       COIL_ARTIFACT_MAC_KEY_BYTES, (long)geteuid(), (long)st.st_uid,
+                       (unsigned)(st.st_mode & 0777), (long long)st.st_size);
+  else if (read(fd, key, COIL_ARTIFACT_MAC_KEY_BYTES) != COIL_ARTIFACT_MAC_KEY_BYTES)
+    rc = coil_diag_set(d, "%s/%s: cannot read the cache's key: %s", cache_dir,
+                       name, strerror(errno));
+  close(fd);
+  return rc;
 }

@@ -1,10 +1,10 @@
-/* artifact_trust.h — the trust boundary of artifact directories (core-internal; shared by
- * artifact.c and artifact_trust.c): opening a file or directory beneath an artifact's directory
+/* artifact_trust.h — the trust boundary of artifact directories (core-internal; used by
+ * artifact.c and cache.c): opening a file or directory beneath an artifact's directory
  * descriptor without following symlinks, checking what was opened against a
- * coil_artifact_trust (artifact.h: owner and mode), listing and hashing an artifact's files, and
- * the keyed hash of a cache entry (coil.mac). Every check applies to the descriptor that is
- * then read, never to a name that could be swapped after the check. Fallible functions return
- * -1 (or NULL) with a message in *d. */
+ * coil_artifact_trust (artifact.h: owner and mode), listing and hashing an artifact's files, the
+ * keyed hash of a cache entry (coil.mac) and the cache's key file. Every check applies to the
+ * descriptor that is then read, never to a name that could be swapped after the check.
+ * Fallible functions return -1 (or NULL) with a message in *d. */
 #ifndef COIL_ARTIFACT_TRUST_H
 #define COIL_ARTIFACT_TRUST_H
 
@@ -65,5 +65,12 @@ void coil_trust_mac_begin(crypto_generichash_state *mac, const unsigned char *ke
 /* Ends it with coil.json's text; out: 64 hex digits. */
 void coil_trust_mac_end(crypto_generichash_state *mac, const char *manifest, size_t len,
                         char out[65]);
+
+/* Reads the cache's secret key (the file `name` under the directory root, cache_dir in
+ * messages: COIL_ARTIFACT_MAC_KEY_BYTES bytes, a regular file of this user's, mode 600), making
+ * it on first use from random bytes through a temporary ".key.tmp-PID-..." linked to the name,
+ * so that concurrent first uses agree on one key and no reader sees half of one. */
+int coil_trust_secret_key(int root, const char *cache_dir, const char *name,
+                          unsigned char key[COIL_ARTIFACT_MAC_KEY_BYTES], coil_diag *d);
 
 #endif
