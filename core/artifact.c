@@ -1,4 +1,6 @@
-/* artifact.c — writing, checking, opening and running artifact directories (artifact.h).
+/* artifact.c — writing, checking, opening and running artifact directories (artifact.h); the
+ * trust boundary they all cross (opening beneath a directory descriptor without following
+ * symlinks, owner and mode checks, hashing files, the keyed hash) is artifact_trust.c.
  *
  * Integrity: coil.json lists every other file of the directory (subdirectories included) with
  * its size and XXH3-128 hash (xxHash, libxxhash), and a content hash over that list. Opening
@@ -8,14 +10,15 @@
  * no key: it finds damage, not forgery. Cache entries add coil.mac, a keyed BLAKE2b (libsodium)
  * over every file and coil.json, which only the holder of the cache's key can compute.
  *
- * Trust (artifact.h, coil_artifact_trust): every file and directory is opened relative to the
- * artifact's directory descriptor without following symlinks, and checked by fstat on the
- * descriptor that is then read.
+ * Trust (artifact.h, coil_artifact_trust; artifact_trust.c): every file and directory is opened
+ * relative to the artifact's directory descriptor without following symlinks, and checked by
+ * fstat on the descriptor that is then read.
  *
  * Crash safety: a writer builds the directory under a hidden temporary sibling name, fsyncs
  * each file as it hashes it, writes coil.json last, and renames the directory into place
  * (rename is atomic within a file system; the sibling is on the same one). */
 #include "artifact.h"
+#include "artifact_trust.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -53,15 +56,6 @@ join(const char *dir, const char *name)
   char *p = coil_xmalloc(n);
   snprintf(p, n, "%s/%s", dir, name);
   return p;
-}
-
-static void
-hex128(XXH128_hash_t h, char out[33])
-{
-  XXH128_canonical_t c;
-  XXH128_canonicalFromHash(&c, h);
-  for (int i = 0; i < 16; i++)
-    snprintf(out + 2 * i, 3, "%02x", c.digest[i]);
 }
 
 static bool
@@ -214,259 +208,6 @@ write_text(const char *path, const char *text, mode_t mode, coil_diag *d)
   return 0;
 }
 
-/* ---- opening without following symlinks, and checking what was opened ---- */
-
-/* Whether st (of path, for the message) may be part of an artifact under trust t (NULL: no
- * check, the writer's own temporary directory). */
-static int
-check_mode(const struct stat *st, const char *path, const coil_artifact_trust *t, coil_diag *d)
-{
-  if (!t)
-    return 0;
-  unsigned mode = (unsigned)(st->st_mode & 0777);
-  if (t->owned && st->st_uid != geteuid())
-    return coil_diag_set(d, "%s: owned by another user (uid %ld): a cache entry is code that "
-                            "coil loads, so every part of it must be this user's",
-                         path, (long)st->st_uid);
-  if (t->owned && (mode & 022))
-    return coil_diag_set(d, "%s: others may write to it (mode %03o): a cache entry is code that "
-                            "coil loads, so nobody else may write any part of it", path, mode);
-  if (mode & 002)
-    return coil_diag_set(d, "%s: anyone may write to it (mode %03o): an artifact is code that "
-                            "coil runs; chmod o-w it (and check that it is what you compiled)",
-                         path, mode);
-  return 0;
-}
-
-/* Opens rel ('/'-separated, relative) beneath the directory dfd one component at a time with
- * O_NOFOLLOW (list_files has checked the directories on the way); the last component is opened
- * with `flags` (plus O_NOFOLLOW). Returns the descriptor, or -1 with errno set (ELOOP: a symlink). */
-static int
-open_beneath(int dfd, const char *rel, int flags)
-{
-  char *copy = xstrdup(rel);
-  int at = dfd, fd = -1;
-  char *s = copy;
-  for (;;) {
-    char *slash = strchr(s, '/');
-    if (slash)
-      *slash = 0;
-    fd = openat(at, s, (slash ? O_RDONLY | O_DIRECTORY : flags) | O_NOFOLLOW | O_CLOEXEC);
-    int e = errno;
-    if (at != dfd)
-      close(at);
-    if (fd < 0 || !slash) {
-      errno = e;
-      break;
-    }
-    at = fd;
-    s = slash + 1;
-  }
-  free(copy);
-  return fd;
-}
-
-/* The reason an open with O_NOFOLLOW failed, in words. */
-static const char *
-open_error(int e)
-{
-  return e == ELOOP || e == ENOTDIR ? "a symlink or another kind of file where a directory or "
-                                      "regular file should be (not followed)" : strerror(e);
-}
-
-/* ---- the files of a directory, and their hashes ---- */
-
-typedef struct file_entry {
-  char *path;            /* relative to the artifact directory, '/'-separated */
-  uint64_t bytes;
-  char hash[33];         /* XXH3-128, hex */
-} file_entry;
-
-typedef struct file_list {
-  int n, cap;
-  file_entry *files;
-} file_list;
-
-static void
-files_free(file_list *l)
-{
-  for (int i = 0; i < l->n; i++)
-    free(l->files[i].path);
-  free(l->files);
-  memset(l, 0, sizeof *l);
-}
-
-static int
-by_path(const void *a, const void *b)
-{
-  return strcmp(((const file_entry *)a)->path, ((const file_entry *)b)->path);
-}
-
-/* Adds every regular file under rel (rel "" for the artifact directory dfd itself, named root
- * in messages) except the top-level coil.json and coil.mac; anything neither a file nor a
- * directory (a symlink, a socket) is an error, and each directory and file must pass t. */
-static int
-list_files(int dfd, const char *root, const char *rel, const coil_artifact_trust *t,
-           file_list *out, coil_diag *d)
-{
-  int fd = *rel ? open_beneath(dfd, rel, O_RDONLY | O_DIRECTORY) : dup(dfd);
-  DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
-  if (!dp) {
-    int e = errno;
-    if (fd >= 0)
-      close(fd);
-    return coil_diag_set(d, "%s/%s: cannot read the directory: %s", root, rel, open_error(e));
-  }
-  rewinddir(dp); /* a dup shares its offset with dfd, which another listing may have moved */
-  int rc = 0;
-  struct dirent *e;
-  while (rc == 0 && (e = readdir(dp))) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-      continue;
-    if (!*rel && (strcmp(e->d_name, COIL_ARTIFACT_HOST_MANIFEST) == 0 ||
-                  strcmp(e->d_name, COIL_ARTIFACT_MAC) == 0))
-      continue;
-    char *sub = *rel ? join(rel, e->d_name) : xstrdup(e->d_name);
-    char *full = join(root, sub);
-    struct stat st;
-    if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      rc = coil_diag_set(d, "%s: cannot stat: %s", full, strerror(errno));
-    } else if (S_ISDIR(st.st_mode)) {
-      rc = check_mode(&st, full, t, d) ? -1 : list_files(dfd, root, sub, t, out, d);
-    } else if (!S_ISREG(st.st_mode)) {
-      rc = coil_diag_set(d, "%s: not a regular file (an artifact holds only files and "
-                            "directories; a symlink is never followed)", full);
-    } else if (check_mode(&st, full, t, d)) {
-      rc = -1;
-    } else {
-      if (out->n == out->cap) {
-        out->cap = out->cap ? 2 * out->cap : 16;
-        out->files = realloc(out->files, (size_t)out->cap * sizeof *out->files);
-        if (!out->files)
-          abort();
-      }
-      out->files[out->n++] = (file_entry){.path = sub, .bytes = (uint64_t)st.st_size};
-      sub = NULL;
-    }
-    free(sub);
-    free(full);
-  }
-  closedir(dp);
-  return rc;
-}
-
-/* Feeds n as 8 little-endian bytes to the keyed hash. */
-static void
-mac_length(crypto_generichash_state *mac, uint64_t n)
-{
-  unsigned char b[8];
-  for (int k = 0; k < 8; k++)
-    b[k] = (unsigned char)(n >> (8 * k));
-  crypto_generichash_update(mac, b, sizeof b);
-}
-
-/* Hashes the file rel beneath dfd (root/rel in messages), opened without following symlinks
- * and checked against t; fsyncs it when sync (the writer's durability step); feeds its path,
- * bytes and length to mac when not NULL. */
-static int
-hash_file(int dfd, const char *root, const char *rel, bool sync, const coil_artifact_trust *t,
-          crypto_generichash_state *mac, file_entry *f, coil_diag *d)
-{
-  char *full = join(root, rel);
-  int fd = open_beneath(dfd, rel, O_RDONLY);
-  struct stat st;
-  int rc = 0;
-  if (fd < 0)
-    rc = coil_diag_set(d, "%s: cannot open: %s", full, open_error(errno));
-  else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-    rc = coil_diag_set(d, "%s: not a regular file", full);
-  else if (check_mode(&st, full, t, d))
-    rc = -1;
-  if (rc) {
-    if (fd >= 0)
-      close(fd);
-    free(full);
-    return rc;
-  }
-  XXH3_state_t *xs = XXH3_createState();
-  unsigned char *buf = malloc(1 << 18);
-  if (!xs || !buf)
-    abort();
-  XXH3_128bits_reset(xs);
-  if (mac)
-    crypto_generichash_update(mac, (const unsigned char *)rel, strlen(rel) + 1);
-  uint64_t total = 0;
-  ssize_t n;
-  for (;;) {
-    n = read(fd, buf, 1 << 18);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    XXH3_128bits_update(xs, buf, (size_t)n);
-    if (mac)
-      crypto_generichash_update(mac, buf, (size_t)n);
-    total += (uint64_t)n;
-  }
-  int e = errno;
-  if (n == 0 && sync && fsync(fd) != 0)
-    n = -1, e = errno;
-  close(fd);
-  if (mac)
-    mac_length(mac, total);
-  hex128(XXH3_128bits_digest(xs), f->hash);
-  XXH3_freeState(xs);
-  free(buf);
-  f->bytes = total;
-  if (n < 0)
-    rc = coil_diag_set(d, "%s: cannot read: %s", full, strerror(e));
-  free(full);
-  return rc;
-}
-
-/* Starts the keyed hash of an artifact (coil.mac) under key. */
-static void
-mac_begin(crypto_generichash_state *mac, const unsigned char *key)
-{
-  static const char tag[] = "coil artifact mac 1";
-  if (sodium_init() < 0)
-    abort(); /* libsodium could not start (no entropy source): nothing here can go on */
-  crypto_generichash_init(mac, key, COIL_ARTIFACT_MAC_KEY_BYTES, crypto_generichash_BYTES);
-  crypto_generichash_update(mac, (const unsigned char *)tag, sizeof tag);
-}
-
-/* Ends it with coil.json's text; out: 64 hex digits. */
-static void
-mac_end(crypto_generichash_state *mac, const char *manifest, size_t len, char out[65])
-{
-  crypto_generichash_update(mac, (const unsigned char *)manifest, len);
-  mac_length(mac, len);
-  unsigned char h[crypto_generichash_BYTES];
-  crypto_generichash_final(mac, h, sizeof h);
-  sodium_bin2hex(out, 65, h, sizeof h);
-}
-
-/* The content hash: XXH3-128 over each file's path, size and hash, in path order. */
-static void
-content_hash(const file_list *l, char out[33])
-{
-  XXH3_state_t *st = XXH3_createState();
-  if (!st)
-    abort();
-  XXH3_128bits_reset(st);
-  for (int i = 0; i < l->n; i++) {
-    const file_entry *f = &l->files[i];
-    unsigned char size[8];
-    for (int k = 0; k < 8; k++)
-      size[k] = (unsigned char)(f->bytes >> (8 * k));
-    XXH3_128bits_update(st, f->path, strlen(f->path) + 1);
-    XXH3_128bits_update(st, size, sizeof size);
-    XXH3_128bits_update(st, f->hash, 32);
-  }
-  hex128(XXH3_128bits_digest(st), out);
-  XXH3_freeState(st);
-}
-
 /* ---- writing ---- */
 
 static cJSON *
@@ -580,7 +321,7 @@ gather_weights(const coil_wir_program *p, const char *path, coil_tensor_list *ou
 static int
 restrict_modes(int dfd, const char *root, const char *rel, mode_t keep, coil_diag *d)
 {
-  int fd = *rel ? open_beneath(dfd, rel, O_RDONLY | O_DIRECTORY) : dup(dfd);
+  int fd = *rel ? coil_trust_open_beneath(dfd, rel, O_RDONLY | O_DIRECTORY) : dup(dfd);
   DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
   if (!dp) {
     if (fd >= 0)
@@ -648,16 +389,16 @@ fill(const coil_loaded_plugin *lp, coil_plugin *inst, const coil_wir_program *p,
   if (rc == 0 && !o->private_dir && fstat(dfd, &top) == 0 && (top.st_mode & 002) &&
       fchmod(dfd, top.st_mode & 0775) != 0)
     rc = coil_diag_set(d, "%s: cannot set its mode: %s", tmp, strerror(errno));
-  file_list files = {0};
+  coil_file_list files = {0};
   if (rc == 0)
-    rc = list_files(dfd, tmp, "", NULL, &files, d);
+    rc = coil_trust_list_files(dfd, tmp, "", NULL, &files, d);
   if (rc == 0)
-    qsort(files.files, (size_t)files.n, sizeof *files.files, by_path);
+    qsort(files.files, (size_t)files.n, sizeof *files.files, coil_trust_by_path);
   crypto_generichash_state mac;
   if (o->mac_key)
-    mac_begin(&mac, o->mac_key);
+    coil_trust_mac_begin(&mac, o->mac_key);
   for (int i = 0; rc == 0 && i < files.n; i++)
-    rc = hash_file(dfd, tmp, files.files[i].path, true, NULL, o->mac_key ? &mac : NULL,
+    rc = coil_trust_hash_file(dfd, tmp, files.files[i].path, true, NULL, o->mac_key ? &mac : NULL,
                    &files.files[i], d);
   if (dfd >= 0)
     close(dfd);
@@ -672,7 +413,7 @@ fill(const coil_loaded_plugin *lp, coil_plugin *inst, const coil_wir_program *p,
       cJSON_AddItemToArray(arr, e);
     }
     char hash[33];
-    content_hash(&files, hash);
+    coil_trust_content_hash(&files, hash);
     cJSON_AddStringToObject(m, "content_hash", hash);
     char *json = cJSON_Print(m);
     cJSON_Delete(m);
@@ -686,7 +427,7 @@ fill(const coil_loaded_plugin *lp, coil_plugin *inst, const coil_wir_program *p,
     free(f);
     if (rc == 0 && o->mac_key) {
       char hex[65], line[80];
-      mac_end(&mac, b.s, b.len, hex);
+      coil_trust_mac_end(&mac, b.s, b.len, hex);
       snprintf(line, sizeof line, "%s\n", hex);
       f = join(tmp, COIL_ARTIFACT_MAC);
       rc = write_text(f, line, fmode, d);
@@ -694,7 +435,7 @@ fill(const coil_loaded_plugin *lp, coil_plugin *inst, const coil_wir_program *p,
     }
     coil_strbuf_free(&b);
   }
-  files_free(&files);
+  coil_trust_files_free(&files);
   coil_tensor_list_free(&embedded);
   if (rc == 0)
     sync_dir(tmp);
@@ -827,47 +568,6 @@ safe_path(const char *p)
   return true;
 }
 
-/* Reads the (small) file rel beneath dfd without following symlinks, checked against t; NULL
- * with errno set when it cannot (EPERM: t refused it, message in d). */
-static char *
-read_text_at(int dfd, const char *root, const char *rel, const coil_artifact_trust *t,
-             size_t limit, size_t *len, coil_diag *d)
-{
-  int fd = open_beneath(dfd, rel, O_RDONLY);
-  struct stat st;
-  if (fd < 0)
-    return NULL;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    errno = EINVAL;
-    return NULL;
-  }
-  char *full = join(root, rel);
-  int bad = check_mode(&st, full, t, d);
-  free(full);
-  FILE *f = bad ? NULL : fdopen(fd, "rb");
-  if (!f) {
-    close(fd);
-    errno = EPERM;
-    return NULL;
-  }
-  coil_strbuf b = {0};
-  char chunk[65536];
-  size_t got;
-  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0 && b.len <= limit)
-    coil_strbuf_putn(&b, chunk, got);
-  bad = ferror(f);
-  fclose(f);
-  if (bad || b.len > limit) {
-    coil_strbuf_free(&b);
-    errno = bad ? EIO : EFBIG;
-    return NULL;
-  }
-  *len = b.len;
-  char *text = coil_strbuf_take(&b);
-  return text ? text : xstrdup("");
-}
-
 /* Reads and checks coil.json's envelope: *out is the parsed object (cJSON_Delete it), *text
  * the bytes it was parsed from (free it; the keyed hash covers them). */
 static int
@@ -878,14 +578,14 @@ read_manifest(int dfd, const char *dir, const coil_artifact_trust *t, cJSON **ou
   *text = NULL;
   char *path = join(dir, COIL_ARTIFACT_HOST_MANIFEST);
   coil_diag why = {{0}};
-  char *body = read_text_at(dfd, dir, COIL_ARTIFACT_HOST_MANIFEST, t, MANIFEST_MAX_BYTES, len, &why);
+  char *body = coil_trust_read_text_at(dfd, dir, COIL_ARTIFACT_HOST_MANIFEST, t, MANIFEST_MAX_BYTES, len, &why);
   if (!body) {
     int e = errno;
     if (why.msg[0])
       coil_diag_set(d, "%s", why.msg);
     else
       coil_diag_set(d, "%s: not a coil artifact: cannot read %s: %s", dir,
-                    COIL_ARTIFACT_HOST_MANIFEST, open_error(e));
+                    COIL_ARTIFACT_HOST_MANIFEST, coil_trust_open_error(e));
     free(path);
     return -1;
   }
@@ -921,14 +621,14 @@ check_files(int dfd, const char *dir, const cJSON *m, const char *manifest, size
   struct stat top;
   if (fstat(dfd, &top) != 0 || !S_ISDIR(top.st_mode))
     return coil_diag_set(d, "%s: not a directory", dir);
-  if (check_mode(&top, dir, t, d))
+  if (coil_trust_check_mode(&top, dir, t, d))
     return -1;
   const cJSON *arr = cJSON_GetObjectItemCaseSensitive(m, "files");
   const char *want_hash = str_field(m, "content_hash");
   if (!cJSON_IsArray(arr) || !want_hash)
     return coil_diag_set(d, "%s/%s: no \"files\" list or \"content_hash\" (damaged)", dir,
                          COIL_ARTIFACT_HOST_MANIFEST);
-  file_list rec = {0};
+  coil_file_list rec = {0};
   int n = cJSON_GetArraySize(arr), rc = 0;
   rec.files = calloc((size_t)n + 1, sizeof *rec.files);
   if (!rec.files)
@@ -945,23 +645,23 @@ check_files(int dfd, const char *dir, const cJSON *m, const char *manifest, size
                          dir, COIL_ARTIFACT_HOST_MANIFEST, rec.n);
       break;
     }
-    file_entry *f = &rec.files[rec.n++];
+    coil_file_entry *f = &rec.files[rec.n++];
     f->path = xstrdup(path);
     f->bytes = (uint64_t)bytes->valuedouble;
     memcpy(f->hash, hash, 33);
   }
   if (rc == 0) {
     char got[33];
-    content_hash(&rec, got);
+    coil_trust_content_hash(&rec, got);
     if (strcmp(got, want_hash) != 0)
       rc = coil_diag_set(d, "%s/%s: its content_hash does not match its own file list "
                             "(edited or damaged): recompile", dir, COIL_ARTIFACT_HOST_MANIFEST);
   }
   /* The listing first: it checks every directory and file under t, and finds symlinks and
    * files coil.json does not record before any file is opened. */
-  file_list present = {0};
+  coil_file_list present = {0};
   if (rc == 0)
-    rc = list_files(dfd, dir, "", t, &present, d);
+    rc = coil_trust_list_files(dfd, dir, "", t, &present, d);
   for (int i = 0; rc == 0 && i < present.n; i++) {
     bool known = false;
     for (int k = 0; k < rec.n && !known; k++)
@@ -970,19 +670,19 @@ check_files(int dfd, const char *dir, const cJSON *m, const char *manifest, size
       rc = coil_diag_set(d, "%s/%s: not part of the artifact (coil.json does not record it)", dir,
                          present.files[i].path);
   }
-  files_free(&present);
+  coil_trust_files_free(&present);
   const unsigned char *key = t ? t->mac_key : NULL;
   crypto_generichash_state mac;
   if (key)
-    mac_begin(&mac, key);
+    coil_trust_mac_begin(&mac, key);
   for (int i = 0; rc == 0 && i < rec.n; i++) {
-    const file_entry *f = &rec.files[i];
-    file_entry now = {0};
+    const coil_file_entry *f = &rec.files[i];
+    coil_file_entry now = {0};
     struct stat st;
     if (fstatat(dfd, f->path, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
       rc = coil_diag_set(d, "%s/%s: missing from the artifact (coil.json records it): recompile",
                          dir, f->path);
-    else if (hash_file(dfd, dir, f->path, false, t, key ? &mac : NULL, &now, d))
+    else if (coil_trust_hash_file(dfd, dir, f->path, false, t, key ? &mac : NULL, &now, d))
       rc = -1;
     else if (now.bytes != f->bytes || strcmp(now.hash, f->hash) != 0)
       rc = coil_diag_set(d, "%s/%s: changed or corrupted since the artifact was written (%llu bytes, "
@@ -994,19 +694,19 @@ check_files(int dfd, const char *dir, const cJSON *m, const char *manifest, size
     char want[65], got[65];
     size_t len = 0;
     coil_diag why = {{0}};
-    char *stored = read_text_at(dfd, dir, COIL_ARTIFACT_MAC, t, 128, &len, &why);
-    mac_end(&mac, manifest, manifest_len, got);
+    char *stored = coil_trust_read_text_at(dfd, dir, COIL_ARTIFACT_MAC, t, 128, &len, &why);
+    coil_trust_mac_end(&mac, manifest, manifest_len, got);
     snprintf(want, sizeof want, "%s", stored ? stored : "");
     if (!stored)
       rc = coil_diag_set(d, "%s/%s: missing (%s): an entry this user's coil wrote has one", dir,
-                         COIL_ARTIFACT_MAC, why.msg[0] ? why.msg : open_error(errno));
+                         COIL_ARTIFACT_MAC, why.msg[0] ? why.msg : coil_trust_open_error(errno));
     else if (len != 65 || stored[64] != '\n' || sodium_memcmp(want, got, 64) != 0)
       rc = coil_diag_set(d, "%s/%s: the keyed hash of the entry does not match: it was not "
                             "written by this user's coil as it is now (planted or edited)", dir,
                          COIL_ARTIFACT_MAC);
     free(stored);
   }
-  files_free(&rec);
+  coil_trust_files_free(&rec);
   return rc;
 }
 
@@ -1055,10 +755,10 @@ read_wir(const coil_stored_artifact *a, const char *rel, coil_diag *d)
 {
   char *path = join(a->dir, rel);
   size_t len = 0;
-  char *text = read_text_at(a->fd, a->dir, rel, NULL, SIZE_MAX / 2, &len, d);
+  char *text = coil_trust_read_text_at(a->fd, a->dir, rel, NULL, SIZE_MAX / 2, &len, d);
   coil_wir_program *p = NULL;
   if (!text)
-    coil_diag_set(d, "%s: cannot read: %s", path, open_error(errno));
+    coil_diag_set(d, "%s: cannot read: %s", path, coil_trust_open_error(errno));
   else if ((p = coil_wir_parse(path, text, len, d)) && coil_wir_verify(p, d) != 0) {
     coil_wir_free(p);
     p = NULL;

@@ -1,6 +1,7 @@
 /* cache.c — the compile cache (cache.h): keys, the private cache directory, and finding,
- * checking, replacing and writing entries. Writing and checking an entry is artifact.c's work;
- * this file decides which directory and what to do when an entry is missing or damaged. */
+ * checking, replacing and writing entries. Writing and checking an entry is artifact.c's work,
+ * and reading (or making) the secret key file artifact_trust.c's; this file decides which
+ * directory and what to do when an entry is missing or damaged. */
 #include "cache.h"
 
 #include <dirent.h>
@@ -17,6 +18,7 @@
 #include <xxhash.h>
 
 #include "artifact.h"
+#include "artifact_trust.h"
 
 /* ---- keys ---- */
 
@@ -150,61 +152,6 @@ coil_cache_prepare(const char *cache_dir, coil_diag *d)
   return 0;
 }
 
-/* ---- the key ---- */
-
-/* Reads the cache's secret key (COIL_CACHE_KEY_FILE under the root), creating it on first use:
- * 32 random bytes written to a private temporary file that is then linked to the name, so that
- * concurrent first uses agree on one key and no reader sees half of one. */
-static int
-secret_key(int root, const char *cache_dir, unsigned char key[COIL_ARTIFACT_MAC_KEY_BYTES],
-           coil_diag *d)
-{
-  if (sodium_init() < 0)
-    abort(); /* libsodium could not start (no entropy source): nothing here can go on */
-  int fd = openat(root, COIL_CACHE_KEY_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0 && errno == ENOENT) {
-    char tmp[64];
-    snprintf(tmp, sizeof tmp, ".key.tmp-%ld-%08x", (long)getpid(), randombytes_random());
-    int w = openat(root, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (w < 0)
-      return coil_diag_set(d, "%s/%s: cannot create the cache's key: %s", cache_dir, tmp,
-                           strerror(errno));
-    unsigned char fresh[COIL_ARTIFACT_MAC_KEY_BYTES];
-    randombytes_buf(fresh, sizeof fresh);
-    int e = 0;
-    if (write(w, fresh, sizeof fresh) != (ssize_t)sizeof fresh || fsync(w) != 0)
-      e = errno ? errno : EIO;
-    if (close(w) != 0 && !e)
-      e = errno;
-    sodium_memzero(fresh, sizeof fresh);
-    if (!e && linkat(root, tmp, root, COIL_CACHE_KEY_FILE, 0) != 0 && errno != EEXIST)
-      e = errno; /* EEXIST: another process made it first; use that one */
-    unlinkat(root, tmp, 0);
-    if (e)
-      return coil_diag_set(d, "%s/%s: cannot write the cache's key: %s", cache_dir,
-                           COIL_CACHE_KEY_FILE, strerror(e));
-    fd = openat(root, COIL_CACHE_KEY_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  }
-  if (fd < 0)
-    return coil_diag_set(d, "%s/%s: cannot open the cache's key: %s", cache_dir,
-                         COIL_CACHE_KEY_FILE, errno == ELOOP ? "it is a symlink" : strerror(errno));
-  struct stat st;
-  int rc = 0;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-      (st.st_mode & 077) || st.st_size != COIL_ARTIFACT_MAC_KEY_BYTES)
-    rc = coil_diag_set(d, "%s/%s: not a key only this user can read (expected a regular file of "
-                          "%d bytes, owned by uid %ld, mode 600; found uid %ld, mode %03o, %lld "
-                          "bytes): remove it and coil makes a new one (every entry is then "
-                          "compiled again)", cache_dir, COIL_CACHE_KEY_FILE,
-                       COIL_ARTIFACT_MAC_KEY_BYTES, (long)geteuid(), (long)st.st_uid,
-                       (unsigned)(st.st_mode & 0777), (long long)st.st_size);
-  else if (read(fd, key, COIL_ARTIFACT_MAC_KEY_BYTES) != COIL_ARTIFACT_MAC_KEY_BYTES)
-    rc = coil_diag_set(d, "%s/%s: cannot read the cache's key: %s", cache_dir,
-                       COIL_CACHE_KEY_FILE, strerror(errno));
-  close(fd);
-  return rc;
-}
-
 /* ---- entries ---- */
 
 /* Opens the entry `key` of the root without following a symlink and checks it as a cache
@@ -313,7 +260,7 @@ coil_cache_get(const char *cache_dir, const char *toolchain, const coil_loaded_p
   if (open_root(cache_dir, &root, d))
     return -1;
   unsigned char mac_key[COIL_ARTIFACT_MAC_KEY_BYTES];
-  if (secret_key(root, cache_dir, mac_key, d)) {
+  if (coil_trust_secret_key(root, cache_dir, COIL_CACHE_KEY_FILE, mac_key, d)) {
     close(root);
     return -1;
   }
