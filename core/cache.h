@@ -12,7 +12,7 @@
  * by a later miss.
  *
  * An entry holds code that the plugin loads and runs, so the cache is a trust boundary
- * (docs/reliability-cache.md): the cache directory is opened and must be this user's with
+ * (docs/reliability.md, "The compile cache and artifacts"): the cache directory is opened and must be this user's with
  * nobody else allowed to write it; every entry is opened relative to it without following a
  * symlink, and every directory and file of it must be this user's and private (artifact.h,
  * coil_artifact_trust); and every entry carries coil.mac, a keyed BLAKE2b of its files made
