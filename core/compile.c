@@ -20,12 +20,9 @@ dump(const char *dir, const char *name, const char *text, coil_diag *d)
   return coil_write_text_file(path, text, d);
 }
 
-coil_wir_program *
-coil_compile_graph(const coil_graph *g, const coil_compile_options *o, coil_diag *d)
+static coil_wir_program *
+compile(const coil_graph *g, const coil_compile_options *o, coil_diag *d)
 {
-  coil_compile_options dflt = {.fuse = true, .verify = true};
-  if (!o)
-    o = &dflt;
   if (o->dump_dir && mkdir(o->dump_dir, 0777) != 0 && errno != EEXIST) {
     coil_diag_set(d, "%s: cannot create the dump directory: %s", o->dump_dir, strerror(errno));
     return NULL;
@@ -46,13 +43,13 @@ coil_compile_graph(const coil_graph *g, const coil_compile_options *o, coil_diag
     ok = dump(o->dump_dir, "graph.txt", text, d) == 0 &&
          dump(o->dump_dir, "ir_pre_fusion.txt", pre.s ? pre.s : "", d) == 0 &&
          dump(o->dump_dir, "ir_post_fusion.txt", post.s ? post.s : "", d) == 0;
-    free(text);
+    coil_xfree(text);
   }
   ok = ok && coil_emit_program(&S, p, d) == 0;
   if (ok && o->dump_dir) {
     char *text = coil_wir_print(p);
     ok = dump(o->dump_dir, "program.wir", text, d) == 0;
-    free(text);
+    coil_xfree(text);
   }
   if (ok && o->verify && coil_wir_verify(p, d) != 0) {
     char msg[sizeof d->msg];
@@ -70,5 +67,23 @@ coil_compile_graph(const coil_graph *g, const coil_compile_options *o, coil_diag
     coil_wir_free(p);
     return NULL;
   }
+  return p;
+}
+
+/* The compile inside an out-of-memory scope (arena.h): running out of memory anywhere in it
+ * frees what the compile allocated and fails with a message, instead of ending the process. */
+coil_wir_program *
+coil_compile_graph(const coil_graph *g, const coil_compile_options *o, coil_diag *d)
+{
+  static const coil_compile_options dflt = {.fuse = true, .verify = true};
+  coil_oom_scope oom;
+  if (!COIL_OOM_TRY(&oom)) {
+    d->msg[0] = 0; /* whatever was said before memory ran out */
+    coil_diag_set(d, "out of memory compiling graph %s (a request of %zu bytes failed)", g->name,
+                  oom.failed_bytes);
+    return NULL;
+  }
+  coil_wir_program *p = compile(g, o ? o : &dflt, d);
+  coil_oom_end(&oom);
   return p;
 }

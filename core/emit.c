@@ -123,7 +123,7 @@ emit_inputs(emitter *E)
   lowering *L = E->L;
   const coil_graph *g = L->g;
   int nsym = coil_sym_nvars(g->sym);
-  int *def_buf = malloc(sizeof(int) * (size_t)(nsym + 1)), *def_dim = malloc(sizeof(int) * (size_t)(nsym + 1));
+  int *def_buf = coil_xmalloc(sizeof(int) * (size_t)(nsym + 1)), *def_dim = coil_xmalloc(sizeof(int) * (size_t)(nsym + 1));
   for (int v = 0; v < nsym; v++)
     def_buf[v] = def_dim[v] = -1;
   for (int b = 0; b < L->nbufs; b++) {
@@ -167,8 +167,8 @@ emit_inputs(emitter *E)
                             .value = imp(E, lb->strides[k])});
       }
     }
-  free(def_buf);
-  free(def_dim);
+  coil_xfree(def_buf);
+  coil_xfree(def_dim);
 }
 
 /* ---- kernels ---- */
@@ -235,22 +235,18 @@ add_inst(kbuild *kb, coil_kinst in)
   }
   if (kb->ninsts == kb->capinsts) {
     kb->capinsts = kb->capinsts ? 2 * kb->capinsts : 64;
-    kb->insts = realloc(kb->insts, sizeof(coil_kinst) * (size_t)kb->capinsts);
-    if (!kb->insts)
-      abort();
+    kb->insts = coil_xrealloc(kb->insts, sizeof(coil_kinst) * (size_t)kb->capinsts);
   }
   kb->insts[kb->ninsts] = in;
   int id = kb->ninsts++;
   if (!shareable)
     return id;
   if (2 * (size_t)kb->ninsts > kb->capcse) { /* grow and rehash every shareable instruction */
-    free(kb->cse);
+    coil_xfree(kb->cse);
     kb->capcse = kb->capcse ? 2 * kb->capcse : 256;
     while (2 * (size_t)kb->ninsts > kb->capcse)
       kb->capcse *= 2;
-    kb->cse = calloc(kb->capcse, sizeof *kb->cse);
-    if (!kb->cse)
-      abort();
+    kb->cse = coil_xcalloc(kb->capcse, sizeof *kb->cse);
     mask = kb->capcse - 1;
     for (int i = 0; i < kb->ninsts; i++) {
       if (kb->insts[i].op == COIL_KOP_STORE || kb->insts[i].op == COIL_KOP_REDUCE)
@@ -514,7 +510,7 @@ build_kernel(emitter *E, int gi, int pos, int *stored, int *nstored)
   k->insts = kb.insts;
   /* size symbols used by the loop sizes and indices, in program order */
   int nv = coil_sym_nvars(E->p->sym);
-  bool *used = calloc((size_t)nv + 1, sizeof(bool));
+  bool *used = coil_xcalloc((size_t)nv + 1, sizeof(bool));
   for (int i = 0; i < k->nx; i++)
     coil_sym_vars_used(k->xsize[i], used, nv);
   for (int i = 0; i < k->nr; i++)
@@ -535,7 +531,7 @@ build_kernel(emitter *E, int gi, int pos, int *stored, int *nstored)
   k->nsyms = nsyms;
   k->syms = syms;
   int id = coil_wir_add_kernel(E->p, k);
-  free(used);
+  coil_xfree(used);
   coil_strbuf_free(&names);
   coil_strbuf_free(&origins);
   /* the call: params in order, inputs by their buffers, outputs allocated now */
@@ -569,8 +565,8 @@ build_kernel(emitter *E, int gi, int pos, int *stored, int *nstored)
     wargs[i] = L->bufs[args[i]].wir;
   line(E, (coil_line){.kind = COIL_LINE_COMMENT, .text = E->p->kernels[id].source_ops ? E->p->kernels[id].source_ops : "copy"});
   line(E, (coil_line){.kind = COIL_LINE_KERNEL_CALL, .kernel = id, .nargs = kb.nparams, .args = wargs});
-  free(kb.insts);
-  free(kb.cse);
+  coil_xfree(kb.insts);
+  coil_xfree(kb.cse);
   return 0;
 }
 
@@ -661,10 +657,10 @@ coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
 {
   lowering *L = S->L;
   emitter E = {.S = S, .L = L, .p = p, .d = d, .sizes_known = true};
-  E.last_use = calloc((size_t)L->nbufs + 1, sizeof(int));
-  E.donated = calloc((size_t)L->nbufs + 1, sizeof(bool));
-  E.views = malloc(sizeof(int) * (size_t)(L->nviews + 1));
-  E.pool = malloc(sizeof(int) * (size_t)(L->nbufs + 1));
+  E.last_use = coil_xcalloc((size_t)L->nbufs + 1, sizeof(int));
+  E.donated = coil_xcalloc((size_t)L->nbufs + 1, sizeof(bool));
+  E.views = coil_xmalloc(sizeof(int) * (size_t)(L->nviews + 1));
+  E.pool = coil_xmalloc(sizeof(int) * (size_t)(L->nbufs + 1));
   for (int v = 0; v < L->nviews; v++)
     E.views[v] = -1;
   for (int b = 0; b < L->nbufs; b++)
@@ -677,7 +673,7 @@ coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
       if (E.last_use[S->reads[k].v[i]] < pos)
         E.last_use[S->reads[k].v[i]] = pos;
   }
-  sched_ints *dies = calloc((size_t)S->norder + 1, sizeof *dies); /* per position: last reads */
+  sched_ints *dies = coil_xcalloc((size_t)S->norder + 1, sizeof *dies); /* per position: last reads */
   for (int b = 0; b < L->nbufs; b++) {
     int pos = E.last_use[b];
     if (pos < 0)
@@ -685,9 +681,7 @@ coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
     sched_ints *s = &dies[pos];
     if (s->n == s->cap) {
       s->cap = s->cap ? 2 * s->cap : 4;
-      s->v = realloc(s->v, sizeof(int) * (size_t)s->cap);
-      if (!s->v)
-        abort();
+      s->v = coil_xrealloc(s->v, sizeof(int) * (size_t)s->cap);
     }
     s->v[s->n++] = b;
   }
@@ -719,21 +713,21 @@ coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
   for (int i = 0; i < L->ncopy_backs; i++) /* inputs written in place get their final values */
     line(&E, (coil_line){.kind = COIL_LINE_COPY_BACK, .buffer = L->bufs[L->copy_back_input[i]].wir,
                          .source = L->bufs[L->copy_back_buf[i]].wir});
-  int *outs = malloc(sizeof(int) * (size_t)(L->g->noutputs + 1)), rc = 0;
+  int *outs = coil_xmalloc(sizeof(int) * (size_t)(L->g->noutputs + 1)), rc = 0;
   for (int i = 0; i < L->g->noutputs && !rc; i++) {
     outs[i] = view_buffer(&E, L->outputs[i]);
     rc = check_output(&E, i, outs[i]);
   }
   if (!rc)
     line(&E, (coil_line){.kind = COIL_LINE_OUTPUT, .nargs = L->g->noutputs, .args = outs});
-  free(outs);
+  coil_xfree(outs);
   E.p->peak_bytes = E.sizes_known ? E.peak : -1;
   for (int i = 0; i < S->norder; i++)
-    free(dies[i].v);
-  free(dies);
-  free(E.last_use);
-  free(E.donated);
-  free(E.views);
-  free(E.pool);
+    coil_xfree(dies[i].v);
+  coil_xfree(dies);
+  coil_xfree(E.last_use);
+  coil_xfree(E.donated);
+  coil_xfree(E.views);
+  coil_xfree(E.pool);
   return rc;
 }

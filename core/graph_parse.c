@@ -391,13 +391,11 @@ define(parser *p, coil_value *v)
     coil_value **old = p->slots;
     size_t nold = p->nslots;
     p->nslots = nold ? 2 * nold : 64;
-    p->slots = calloc(p->nslots, sizeof *p->slots);
-    if (!p->slots)
-      abort();
+    p->slots = coil_xcalloc(p->nslots, sizeof *p->slots);
     for (size_t i = 0; i < nold; i++)
       if (old[i])
         *slot(p, old[i]->name, strlen(old[i]->name)) = old[i];
-    free(old);
+    coil_xfree(old);
   }
   *slot(p, v->name, strlen(v->name)) = v;
   p->nused++;
@@ -884,17 +882,17 @@ freeze(coil_graph *g)
   coil_value **in = COIL_ARENA_ARRAY(g->arena, coil_value *, g->ninputs);
   if (g->ninputs)
     memcpy(in, g->inputs, sizeof(coil_value *) * (size_t)g->ninputs);
-  free(g->inputs);
+  coil_xfree(g->inputs);
   g->inputs = in;
   coil_node *nodes = COIL_ARENA_ARRAY(g->arena, coil_node, g->nnodes);
   if (g->nnodes)
     memcpy(nodes, g->nodes, sizeof(coil_node) * (size_t)g->nnodes);
-  free(g->nodes);
+  coil_xfree(g->nodes);
   g->nodes = nodes;
 }
 
-coil_graph *
-coil_graph_parse(const char *file, const char *text, size_t len, coil_diag *d)
+static coil_graph *
+parse_graph(const char *file, const char *text, size_t len, coil_diag *d)
 {
   coil_arena *a = coil_arena_new();
   coil_graph *g = coil_arena_alloc(a, sizeof *g);
@@ -903,12 +901,30 @@ coil_graph_parse(const char *file, const char *text, size_t len, coil_diag *d)
   g->file = coil_arena_strdup(a, file);
   parser p = {.file = g->file, .text = text, .len = len, .line = 1, .col = 1, .g = g, .d = d};
   int rc = parse_file(&p);
-  free(p.slots);
+  coil_xfree(p.slots);
   freeze(g);
   if (rc) {
     coil_graph_free(g);
     return NULL;
   }
+  return g;
+}
+
+/* The parse inside an out-of-memory scope (arena.h): a graph too large for the memory there is
+ * gets an error, and what the parse allocated is freed. */
+coil_graph *
+coil_graph_parse(const char *file, const char *text, size_t len, coil_diag *d)
+{
+  coil_oom_scope oom;
+  if (!COIL_OOM_TRY(&oom)) {
+    if (d)
+      d->msg[0] = 0;
+    coil_diag_at(d, file, 0, 0, "out of memory parsing the graph (a request of %zu bytes failed)",
+                 oom.failed_bytes);
+    return NULL;
+  }
+  coil_graph *g = parse_graph(file, text, len, d);
+  coil_oom_end(&oom);
   return g;
 }
 
@@ -920,20 +936,36 @@ coil_graph_load(const char *path, coil_diag *d)
     coil_diag_at(d, path, 0, 0, "cannot open: %s", strerror(errno));
     return NULL;
   }
-  coil_strbuf b = {0};
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-    coil_strbuf_putn(&b, buf, n);
-  int bad = ferror(f);
+  /* read with plain realloc, checked: the parse's out-of-memory scope starts after this */
+  char *text = NULL;
+  size_t len = 0, cap = 0;
+  bool bad = false, oom = false;
+  for (;;) {
+    if (cap - len < 65536) {
+      char *grown = cap > ((size_t)-1 >> 2) ? NULL : realloc(text, cap ? 2 * cap : 65536 + 1);
+      if (!grown) {
+        oom = true;
+        break;
+      }
+      text = grown;
+      cap = cap ? 2 * cap : 65536 + 1;
+    }
+    size_t n = fread(text + len, 1, cap - len - 1, f);
+    len += n;
+    if (n == 0) {
+      bad = ferror(f) != 0;
+      break;
+    }
+  }
   fclose(f);
-  if (bad) {
-    coil_strbuf_free(&b);
-    coil_diag_at(d, path, 0, 0, "read error");
+  if (bad || oom) {
+    free(text);
+    coil_diag_at(d, path, 0, 0, "%s", oom ? "out of memory reading the file" : "read error");
     return NULL;
   }
-  coil_graph *g = coil_graph_parse(path, b.s ? b.s : "", b.len, d);
-  coil_strbuf_free(&b);
+  text[len] = 0;
+  coil_graph *g = coil_graph_parse(path, text, len, d);
+  free(text);
   return g;
 }
 

@@ -276,13 +276,11 @@ lx_subst(lowering *L, const lexpr *e, int n, const int *vars, const coil_sym *co
   m.cap = 64;
   while (m.cap < 4 * (size_t)e->size)
     m.cap *= 2;
-  m.keys = calloc(m.cap, sizeof *m.keys);
-  m.vals = calloc(m.cap, sizeof *m.vals);
-  if (!m.keys || !m.vals)
-    abort();
+  m.keys = coil_xcalloc(m.cap, sizeof *m.keys);
+  m.vals = coil_xcalloc(m.cap, sizeof *m.vals);
   const lexpr *r = subst(L, &m, e, n, vars, repl);
-  free(m.keys);
-  free(m.vals);
+  coil_xfree(m.keys);
+  coil_xfree(m.vals);
   return r;
 }
 

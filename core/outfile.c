@@ -49,7 +49,7 @@ write_replacing(const char *path, mode_t mode, coil_write_fn fn, void *ctx, coil
   if (fd < 0) {
     int e = errno;
     coil_diag_set(d, "%s: cannot create the temporary file %s: %s", path, tmp, strerror(e));
-    free(tmp);
+    coil_xfree(tmp);
     return -1;
   }
   /* fsync before rename: otherwise a crash can leave the new name pointing at an empty file */
@@ -74,7 +74,7 @@ write_replacing(const char *path, mode_t mode, coil_write_fn fn, void *ctx, coil
     unlink(tmp);
     rc = coil_diag_set(d, "%s: cannot %s the temporary file %s: %s", path, fail, tmp, strerror(e));
   }
-  free(tmp);
+  coil_xfree(tmp);
   return rc;
 }
 
@@ -102,7 +102,7 @@ coil_write_file(const char *path, coil_write_fn fn, void *ctx, coil_diag *d)
     rc = coil_diag_set(d, "%s: cannot write: it is %s, not a file", path,
                        S_ISDIR(st.st_mode) ? "a directory" : "a special file");
   }
-  free(resolved);
+  coil_xfree(resolved);
   return rc;
 }
 

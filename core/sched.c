@@ -31,9 +31,7 @@ push(ints *s, int x)
       return;
   if (s->n == s->cap) {
     s->cap = s->cap ? 2 * s->cap : 8;
-    s->v = realloc(s->v, sizeof(int) * (size_t)s->cap);
-    if (!s->v)
-      abort();
+    s->v = coil_xrealloc(s->v, sizeof(int) * (size_t)s->cap);
   }
   s->v[s->n++] = x;
 }
@@ -212,7 +210,7 @@ group_init(schedule *S, sgroup *g, int node)
 {
   const lnode *n = &S->L->nodes[node];
   memset(g, 0, sizeof *g);
-  g->members = malloc(sizeof(int));
+  g->members = coil_xmalloc(sizeof(int));
   g->members[0] = node;
   g->nmembers = 1;
   g->is_extern = n->kind == LN_EXTERN;
@@ -301,11 +299,11 @@ indirect_path(const schedule *S, int from, int to, char *seen, int *stack)
 static bool
 creates_cycle(const schedule *S, int a, int b)
 {
-  char *seen = malloc((size_t)S->ngroups + 1);
-  int *stack = malloc(sizeof(int) * (size_t)(S->ngroups + 1) * 2);
+  char *seen = coil_xmalloc((size_t)S->ngroups + 1);
+  int *stack = coil_xmalloc(sizeof(int) * (size_t)(S->ngroups + 1) * 2);
   bool bad = indirect_path(S, a, b, seen, stack) || indirect_path(S, b, a, seen, stack);
-  free(seen);
-  free(stack);
+  coil_xfree(seen);
+  coil_xfree(stack);
   return bad;
 }
 
@@ -350,7 +348,7 @@ coil_sched_can_fuse(schedule *S, int a, int b)
     }
   }
   bool too_many = bufs.n > COIL_KERNEL_MAX_BUFFERS;
-  free(bufs.v);
+  coil_xfree(bufs.v);
   if (too_many)
     return false;
   /* every member maps onto the merged space */
@@ -421,7 +419,7 @@ score_fusion(const schedule *S, int a, int b)
     for (int k = 0; k < wb.n; k++)
       if (wb.v[k] == ra.v[i])
         s += buffer_bytes(S->L, ra.v[i]);
-  free(wa.v), free(ra.v), free(wb.v), free(rb.v);
+  coil_xfree(wa.v), coil_xfree(ra.v), coil_xfree(wb.v), coil_xfree(rb.v);
   return s;
 }
 
@@ -431,12 +429,12 @@ merge(schedule *S, int a, int b)
   sgroup *ga = &S->groups[a], *gb = &S->groups[b];
   sgroup space;
   merged_space(ga, gb, &space);
-  int *m = malloc(sizeof(int) * (size_t)(ga->nmembers + gb->nmembers));
+  int *m = coil_xmalloc(sizeof(int) * (size_t)(ga->nmembers + gb->nmembers));
   int i = 0, j = 0, k = 0;
   while (i < ga->nmembers || j < gb->nmembers) /* keep node order: a topological order */
     m[k++] = j >= gb->nmembers || (i < ga->nmembers && ga->members[i] < gb->members[j]) ? ga->members[i++]
                                                                                            : gb->members[j++];
-  free(ga->members);
+  coil_xfree(ga->members);
   ga->members = m;
   ga->nmembers = k;
   ga->rank = space.rank;
@@ -446,7 +444,7 @@ merge(schedule *S, int a, int b)
   for (int q = 0; q < gb->nmembers; q++)
     S->L->nodes[gb->members[q]].group = a;
   gb->dead = true;
-  free(gb->members);
+  coil_xfree(gb->members);
   gb->members = NULL;
   gb->nmembers = 0;
   S->fusions++;
@@ -513,10 +511,10 @@ static void
 fuse(schedule *S)
 {
   for (int round = 0; round < MAX_ROUNDS; round++) {
-    ints *pairs = calloc((size_t)S->ngroups + 1, sizeof *pairs);
+    ints *pairs = coil_xcalloc((size_t)S->ngroups + 1, sizeof *pairs);
     related_pairs(S, pairs);
     int cap = 64, n = 0;
-    candidate *c = malloc(sizeof *c * (size_t)cap);
+    candidate *c = coil_xmalloc(sizeof *c * (size_t)cap);
     for (int a = 0; a < S->ngroups; a++) {
       for (int k = 0; k < pairs[a].n; k++) {
         int b = pairs[a].v[k];
@@ -526,12 +524,12 @@ fuse(schedule *S)
         if (sc <= 0)
           continue;
         if (n == cap)
-          c = realloc(c, sizeof *c * (size_t)(cap *= 2));
+          c = coil_xrealloc(c, sizeof *c * (size_t)(cap *= 2));
         c[n++] = (candidate){a, b, sc, abs(S->groups[b].members[0] - S->groups[a].members[0])};
       }
-      free(pairs[a].v);
+      coil_xfree(pairs[a].v);
     }
-    free(pairs);
+    coil_xfree(pairs);
     qsort(c, (size_t)n, sizeof *c, cmp_candidate);
     int merged = 0;
     for (int i = 0; i < n; i++)
@@ -539,7 +537,7 @@ fuse(schedule *S)
         merge(S, c[i].a, c[i].b);
         merged++;
       }
-    free(c);
+    coil_xfree(c);
     if (!merged)
       break;
   }
@@ -560,9 +558,7 @@ add_succ(void *user, int h)
     ints *s = &a->succ[a->cur];
     if (s->n == s->cap) {
       s->cap = s->cap ? 2 * s->cap : 4;
-      s->v = realloc(s->v, sizeof(int) * (size_t)s->cap);
-      if (!s->v)
-        abort();
+      s->v = coil_xrealloc(s->v, sizeof(int) * (size_t)s->cap);
     }
     s->v[s->n++] = h;
   }
@@ -574,8 +570,8 @@ static void
 order_groups(schedule *S)
 {
   int ng = S->ngroups;
-  adjacency a = {calloc((size_t)ng + 1, sizeof(ints)), malloc(sizeof(int) * (size_t)(ng + 1)), 0};
-  int *indeg = calloc((size_t)ng + 1, sizeof(int)), *heap = malloc(sizeof(int) * (size_t)(ng + 1));
+  adjacency a = {coil_xcalloc((size_t)ng + 1, sizeof(ints)), coil_xmalloc(sizeof(int) * (size_t)(ng + 1)), 0};
+  int *indeg = coil_xcalloc((size_t)ng + 1, sizeof(int)), *heap = coil_xmalloc(sizeof(int) * (size_t)(ng + 1));
   for (int g = 0; g < ng; g++)
     a.mark[g] = -1;
   for (int g = 0; g < ng; g++) {
@@ -598,7 +594,7 @@ order_groups(schedule *S)
         heap[(i - 1) / 2] = t;
       }
     }
-  S->order = malloc(sizeof(int) * (size_t)(ng + 1));
+  S->order = coil_xmalloc(sizeof(int) * (size_t)(ng + 1));
   S->norder = 0;
   while (hn) {
     int best = heap[0];
@@ -632,8 +628,8 @@ order_groups(schedule *S)
   }
 #undef KEY
   for (int g = 0; g < ng; g++)
-    free(a.succ[g].v);
-  free(a.succ), free(a.mark), free(indeg), free(heap);
+    coil_xfree(a.succ[g].v);
+  coil_xfree(a.succ), coil_xfree(a.mark), coil_xfree(indeg), coil_xfree(heap);
 }
 
 int
@@ -648,7 +644,7 @@ coil_sched_build(schedule *S, lowering *L, bool do_fuse, coil_diag *d)
     node_writes(n, &w);
     for (int i = 0; i < w.n; i++)
       n->live = n->live || L->bufs[w.v[i]].is_output;
-    free(w.v);
+    coil_xfree(w.v);
     if (!n->live)
       continue;
     ints r = {0};
@@ -656,11 +652,11 @@ coil_sched_build(schedule *S, lowering *L, bool do_fuse, coil_diag *d)
     for (int i = 0; i < r.n; i++)
       if (L->bufs[r.v[i]].kind == LB_COMPUTED && L->bufs[r.v[i]].node >= 0)
         L->nodes[L->bufs[r.v[i]].node].live = true;
-    free(r.v);
+    coil_xfree(r.v);
   }
-  S->reads = calloc((size_t)L->nnodes + 1, sizeof *S->reads);
-  S->writes = calloc((size_t)L->nnodes + 1, sizeof *S->writes);
-  S->readers = calloc((size_t)L->nbufs + 1, sizeof *S->readers);
+  S->reads = coil_xcalloc((size_t)L->nnodes + 1, sizeof *S->reads);
+  S->writes = coil_xcalloc((size_t)L->nnodes + 1, sizeof *S->writes);
+  S->readers = coil_xcalloc((size_t)L->nbufs + 1, sizeof *S->readers);
   for (int k = 0; k < L->nnodes; k++) {
     if (!L->nodes[k].live)
       continue;
@@ -671,7 +667,7 @@ coil_sched_build(schedule *S, lowering *L, bool do_fuse, coil_diag *d)
       push(&S->readers[S->reads[k].v[i]], k);
     }
   }
-  S->groups = calloc((size_t)L->nnodes + 1, sizeof *S->groups);
+  S->groups = coil_xcalloc((size_t)L->nnodes + 1, sizeof *S->groups);
   for (int k = 0; k < L->nnodes; k++) {
     if (!L->nodes[k].live)
       continue;
@@ -693,18 +689,18 @@ void
 coil_sched_free(schedule *S)
 {
   for (int g = 0; g < S->ngroups; g++)
-    free(S->groups[g].members);
+    coil_xfree(S->groups[g].members);
   for (int k = 0; S->reads && k < S->L->nnodes; k++) {
-    free(S->reads[k].v);
-    free(S->writes[k].v);
+    coil_xfree(S->reads[k].v);
+    coil_xfree(S->writes[k].v);
   }
   for (int b = 0; S->readers && b < S->L->nbufs; b++)
-    free(S->readers[b].v);
-  free(S->reads);
-  free(S->writes);
-  free(S->readers);
-  free(S->groups);
-  free(S->order);
+    coil_xfree(S->readers[b].v);
+  coil_xfree(S->reads);
+  coil_xfree(S->writes);
+  coil_xfree(S->readers);
+  coil_xfree(S->groups);
+  coil_xfree(S->order);
 }
 
 /* ---- dumps ---- */
@@ -791,7 +787,7 @@ dump_node(const lowering *L, int k, coil_strbuf *b)
   if (!r.n)
     coil_strbuf_puts(b, " nothing");
   coil_strbuf_printf(b, "  (%s)\n", n->origins ? n->origins : "");
-  free(r.v);
+  coil_xfree(r.v);
   if (n->kind != LN_EXTERN) {
     coil_strbuf_puts(b, "    ");
     dump_expr(L, n->body, b, 0);

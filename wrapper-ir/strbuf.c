@@ -73,7 +73,7 @@ coil_strbuf_take(coil_strbuf *b)
 void
 coil_strbuf_free(coil_strbuf *b)
 {
-  free(b->s);
+  coil_xfree(b->s);
   b->s = NULL;
   b->len = b->cap = 0;
 }

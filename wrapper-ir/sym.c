@@ -408,7 +408,7 @@ scaled(coil_symctx *c, const coil_sym *s, int64_t k, bool div)
   }
   lin_normalize(&l);
   const coil_sym *r = l.overflow ? NULL : lin_build(c, &l);
-  free(l.t);
+  coil_xfree(l.t);
   return r;
 }
 
@@ -450,7 +450,7 @@ coil_sym_add(coil_symctx *c, const coil_sym *a, const coil_sym *b)
   for (int guard = 0; guard < 8 && !l.overflow && lin_fold_divmod(c, &l); guard++)
     ;
   const coil_sym *r = l.overflow ? raw(c, COIL_SYM_ADD, a, b) : lin_build(c, &l);
-  free(l.t);
+  coil_xfree(l.t);
   return r;
 }
 
@@ -546,7 +546,7 @@ coil_sym_mul(coil_symctx *c, const coil_sym *a, const coil_sym *b)
     r = coil_sym_const(c, 0);
   else
     r = mul_build(c, coef, &f);
-  free(f.v);
+  coil_xfree(f.v);
   return r;
 }
 
@@ -572,7 +572,7 @@ split(coil_symctx *c, const coil_sym *s, int64_t k, lin *q, lin *r)
       lin_push(r, t.coef, t.rest);
     }
   }
-  free(l.t);
+  coil_xfree(l.t);
   lin_normalize(q);
   lin_normalize(r);
   uint64_t g = (uint64_t)k;
@@ -621,10 +621,10 @@ split_block(coil_symctx *c, const coil_sym *s, int64_t k, int64_t *m_out, const 
       *q_out = lin_build(c, &q);
       *r_out = rs;
     }
-    free(q.t);
-    free(r.t);
+    coil_xfree(q.t);
+    coil_xfree(r.t);
   }
-  free(l.t);
+  coil_xfree(l.t);
   *m_out = best;
   return best > 0;
 }
@@ -674,8 +674,8 @@ coil_sym_floordiv(coil_symctx *c, const coil_sym *a, const coil_sym *b)
   const coil_sym *res = NULL, *rg;
   if (!r.overflow && (q.n > 0 || g > 1) && (rg = scaled(c, lin_build(c, &r), g, true)))
     res = coil_sym_add(c, lin_build(c, &q), coil_sym_floordiv(c, rg, coil_sym_const(c, k / g)));
-  free(q.t);
-  free(r.t);
+  coil_xfree(q.t);
+  coil_xfree(r.t);
   return res ? res : raw(c, COIL_SYM_FLOORDIV, a, b);
 }
 
@@ -706,8 +706,8 @@ coil_sym_mod(coil_symctx *c, const coil_sym *a, const coil_sym *b)
   const coil_sym *res = NULL, *rg;
   if (!r.overflow && (q.n > 0 || g > 1) && (rg = scaled(c, lin_build(c, &r), g, true)))
     res = coil_sym_mul(c, coil_sym_const(c, g), coil_sym_mod(c, rg, coil_sym_const(c, k / g)));
-  free(q.t);
-  free(r.t);
+  coil_xfree(q.t);
+  coil_xfree(r.t);
   return res ? res : raw(c, COIL_SYM_MOD, a, b);
 }
 
@@ -769,7 +769,7 @@ minmax(coil_symctx *c, coil_sym_kind kind, const coil_sym *a, const coil_sym *b)
     memcpy(s->args, v.v, sizeof *v.v * (size_t)v.n);
     r = s;
   }
-  free(v.v);
+  coil_xfree(v.v);
   return r;
 }
 

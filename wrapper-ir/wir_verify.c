@@ -218,7 +218,7 @@ check_buffers(verifier *v)
     names[i] = p->buffers[i].name;
   const char *dup = duplicate(names, p->nbuffers);
   int rc = dup ? fail(v, "two buffers are named %s", dup) : 0;
-  free(names);
+  coil_xfree(names);
   return rc;
 }
 
@@ -534,20 +534,20 @@ check_kernel(verifier *v, const coil_kernel *k)
   const char *dup = rc ? NULL : duplicate(names, k->nparams);
   if (dup)
     rc = fail(v, "kernel %s: two params are named %s", k->name, dup);
-  free(names);
+  coil_xfree(names);
   if (rc)
     return -1;
   bool *per_r = coil_xmalloc(sizeof(bool) * (size_t)(k->ninsts + 1));
   bool *scanned = coil_xmalloc(sizeof(bool) * (size_t)(k->ninsts + 1));
-  bool *stored = calloc((size_t)k->nparams + 1, sizeof(bool));
+  bool *stored = coil_xcalloc((size_t)k->nparams + 1, sizeof(bool));
   for (int n = 0; n < k->ninsts && rc == 0; n++)
     rc = check_inst(v, k, n, per_r, scanned, stored);
   for (int i = 0; i < k->nparams && rc == 0; i++)
     if (k->params[i].is_output && !stored[i])
       rc = fail(v, "kernel %s: output param %s is never stored", k->name, k->params[i].name);
-  free(per_r);
-  free(scanned);
-  free(stored);
+  coil_xfree(per_r);
+  coil_xfree(scanned);
+  coil_xfree(stored);
   return rc;
 }
 
@@ -563,7 +563,7 @@ check_kernels(verifier *v)
     names[i] = p->kernels[i].name;
   const char *dup = duplicate(names, p->nkernels);
   int rc = dup ? fail(v, "two kernels are named %s", dup) : 0;
-  free(names);
+  coil_xfree(names);
   return rc;
 }
 
@@ -856,7 +856,7 @@ check_extern_call(verifier *v, const char *where, const coil_line *l)
   const char *dup = rc ? NULL : duplicate(names, l->nxparams);
   if (dup)
     rc = LFAIL("parameter %s is given twice", dup);
-  free(names);
+  coil_xfree(names);
   return rc;
 }
 
@@ -996,14 +996,12 @@ coil_wir_verify(const coil_wir_program *p, coil_diag *d)
                          (long long)p->peak_bytes);
   v.nvars = coil_sym_nvars(p->sym);
   size_t nv = (size_t)v.nvars + 1, nb = (size_t)p->nbuffers + 1;
-  v.used = calloc(nv, sizeof(bool));
-  v.allowed = calloc(nv, sizeof(bool));
+  v.used = coil_xcalloc(nv, sizeof(bool));
+  v.allowed = coil_xcalloc(nv, sizeof(bool));
   v.sym_line = coil_xmalloc(nv * sizeof(int));
   v.def_line = coil_xmalloc(nb * sizeof(int));
   v.free_line = coil_xmalloc(nb * sizeof(int));
   v.taken_by = coil_xmalloc(nb * sizeof(int));
-  if (!v.used || !v.allowed)
-    abort();
   for (size_t i = 0; i < nv; i++)
     v.sym_line[i] = -1;
   for (size_t i = 0; i < nb; i++) {
@@ -1015,12 +1013,12 @@ coil_wir_verify(const coil_wir_program *p, coil_diag *d)
     rc = check_line(&v, i);
   if (!rc && v.output_line < 0)
     rc = fail(&v, "%s", "the program has no output line");
-  free(v.used);
-  free(v.allowed);
-  free(v.sym_line);
-  free(v.def_line);
-  free(v.free_line);
-  free(v.taken_by);
+  coil_xfree(v.used);
+  coil_xfree(v.allowed);
+  coil_xfree(v.sym_line);
+  coil_xfree(v.def_line);
+  coil_xfree(v.free_line);
+  coil_xfree(v.taken_by);
   if (rc) {
     coil_diag_set(d, "%s", local.msg);
     return -1;
