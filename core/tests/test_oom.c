@@ -46,6 +46,7 @@ sweep(const char *path, bool persistent, long step)
   long total = coil_fault_alloc_count();
   coil_fault_alloc(0, false);
   cr_assert(p && total > 10, "%s: %ld allocations", path, total);
+  cr_log_info("%s: %ld allocations in a compile", path, total);
   coil_wir_free(p);
   size_t before = heap_in_use();
   long failures = 0;
@@ -114,6 +115,7 @@ Test(oom, parse_every_allocation, .timeout = 600)
     long total = coil_fault_alloc_count();
     coil_fault_alloc(0, false);
     coil_graph_free(g);
+    cr_log_info("%s: %ld allocations in a parse", path, total);
     size_t before = heap_in_use();
     for (long n = 1; n <= total; n++) {
       coil_diag e = {0};
