@@ -203,8 +203,11 @@ write_text(const char *path, const char *text, coil_diag *d)
     }
     off += (size_t)w;
   }
-  if (fsync(fd) != 0 || close(fd) != 0)
-    return coil_diag_set(d, "%s: cannot write: %s", path, strerror(errno));
+  int e = fsync(fd) != 0 ? errno : 0; /* closed either way: a failed sync must not leak it */
+  if (close(fd) != 0 && !e)
+    e = errno;
+  if (e)
+    return coil_diag_set(d, "%s: cannot write: %s", path, strerror(e));
   return 0;
 }
 

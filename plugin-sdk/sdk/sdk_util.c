@@ -66,11 +66,20 @@ coil_sdk_write_file(const char *dir, const char *name, const char *text)
   FILE *f = fopen(tmp, "w");
   if (!f)
     return coil_sdk_error(COIL_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
-  int bad = fputs(text, f) < 0;
-  bad |= fclose(f) != 0;
-  if (bad || rename(tmp, path) != 0) {
+  /* the first failure's errno is the reason (a full disk, an I/O error): keep it */
+  bool bad = fputs(text, f) < 0;
+  int e = errno;
+  if (fclose(f) != 0 && !bad) {
+    bad = true;
+    e = errno;
+  }
+  if (!bad && rename(tmp, path) != 0) {
+    bad = true;
+    e = errno;
+  }
+  if (bad) {
     remove(tmp);
-    return coil_sdk_error(COIL_ERR_IO, "cannot write %s", path);
+    return coil_sdk_error(COIL_ERR_IO, "cannot write %s: %s", path, strerror(e));
   }
   return NULL;
 }
