@@ -178,5 +178,63 @@ run_cpu_failed() { cache_ok; }
 sweep run_cpu compiles
 unset COIL_CACHE_DIR
 
+# ---- the C compiler killed, hanging, or killing coil during a cpu compile ----
+[ -z "${FAULTS_ONLY:-}" ] || [ "$FAULTS_ONLY" = cc ] && {
+d=$tmp/cc
+mkdir "$d"
+export COIL_CACHE_DIR=$d/cache
+# stale CACHE: the temporary directories in CACHE (none may be left once a run has finished)
+stale() { ls -A "$1" 2>/dev/null | grep -F tmp; }
+no_stale() { [ -z "$(stale "$1")" ]; }
+cat >"$d/killed-cc" <<'SH'
+#!/bin/sh
+# a C compiler killed midway: half a library written, then SIGKILL
+while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
+head -c 4096 /bin/sh >"$out"
+kill -KILL $$
+SH
+cat >"$d/hanging-cc" <<'SH'
+#!/bin/sh
+# a C compiler that never finishes
+echo $$ >"$(dirname "$0")/hanging.pid"
+exec sleep 300
+SH
+cat >"$d/killer-cc" <<'SH'
+#!/bin/sh
+# coil itself killed (SIGKILL) while its C compiler runs
+kill -KILL $PPID
+exit 1
+SH
+chmod +x "$d"/*-cc
+ref_run() { # the same run with the real compiler: it succeeds, with the right outputs
+  quiet "$coil" run "$mlp" --backend cpu --seed 1
+  [ $rc = 0 ] && cmp -s "$tmp/out" "$tmp/ref-cpu.stdout"
+}
+
+quiet env CC="$d/killed-cc" "$coil" run "$mlp" --backend cpu --seed 1
+check "killed cc: run fails" [ $rc = 1 ]
+check "killed cc: ... saying the compiler got signal 9" grep -qF "the C compiler failed (signal 9)" "$tmp/err"
+check "killed cc: ... leaving no cache entry and no temporary directory" only "$d/cache"
+check "killed cc: the next run with the real compiler succeeds" ref_run
+quiet env CC="$d/killed-cc" "$coil" compile "$mlp" --backend cpu -o "$d/art"
+check "killed cc: compile -o fails" [ $rc = 1 ]
+check "killed cc: ... leaving no artifact and no temporary directory" only "$d" cache hanging-cc killed-cc killer-cc
+
+rm -rf "$d/cache"
+quiet env CC="$d/hanging-cc" timeout 3 "$coil" run "$mlp" --backend cpu --seed 1
+[ -f "$d/hanging.pid" ] && kill "$(cat "$d/hanging.pid")" 2>/dev/null
+# the cpu plugin has no compile timeout (docs/reliability-faults.md): coil waits until it is killed
+check "hanging cc: run is ended by timeout (SIGTERM)" [ $rc = 124 ]
+check "hanging cc: the next run with the real compiler succeeds" ref_run
+check "hanging cc: ... and no temporary directory of the killed run is left in the cache (needs the sweep of dead writers' temporary directories)" no_stale "$d/cache"
+
+rm -rf "$d/cache"
+quiet env CC="$d/killer-cc" "$coil" run "$mlp" --backend cpu --seed 1 2>/dev/null # (no "Killed" from bash)
+check "coil killed during its compile: status 137 (SIGKILL)" [ $rc = 137 ]
+check "coil killed during its compile: the next run succeeds" ref_run
+check "coil killed during its compile: ... and no temporary directory of the killed run is left in the cache (needs the sweep of dead writers' temporary directories)" no_stale "$d/cache"
+unset COIL_CACHE_DIR
+}
+
 echo "faults: $pass passed, $failed failed"
 [ "$failed" -eq 0 ]
