@@ -78,21 +78,21 @@ says_why() {
 # a run that failed must exit with an error status of its own, not a signal or the timeout
 clean_failure() { [ $rc -ne 0 ] && [ $rc -lt 124 ]; }
 
-# sweep NAME [compiles]: for N over coil's write-side calls in a run of scenario NAME, each errno,
-# transient and persistent: NAME_setup (which empties the scenario's directory and sets cmd), the
-# run under the fault, then NAME_ok (after status 0), or NAME_failed, a run without faults and
-# NAME_ok. Every N for ENOSPC; for the scenarios that run the C compiler (compiles), which cost
-# 0.2 s a run, EIO takes every 4th N (transient from the 1st, persistent from the 3rd: coil's
-# error paths do not depend on the errno, only its messages do), and of the standard output's
-# calls only the first (run_ref covers them all).
+# sweep NAME [compiles|stdout]: for N over coil's write-side calls in a run of scenario NAME, each
+# errno, transient and persistent: NAME_setup (which empties the scenario's directory and sets
+# cmd), the run under the fault, then NAME_ok (after status 0), or NAME_failed, a run without
+# faults and NAME_ok. Every N for ENOSPC, except the standard output's calls after its first one
+# (stdout: all of them; run_ref sweeps them); for the scenarios that run the C compiler
+# (compiles), 0.2 s a run, EIO takes every 4th N (transient from the 1st, persistent from the
+# 3rd): coil's error paths do not depend on the errno, only its messages do.
 sweep() {
-  local name=$1 compiles=${2:-} e p n total list i before
+  local name=$1 how=${2:-} e p n total list i before
   [ -n "${FAULTS_ONLY:-}" ] && [ "$FAULTS_ONLY" != "$name" ] && return
   "${name}_setup"
   calls "$name" "${cmd[@]}"
   total=$(awk '/^calls/ { print $2 }' "$tmp/$name.calls")
-  list=$(awk -v out="$tmp/out" -v skip="$compiles" '/^call [0-9]+:/ { n = $2 + 0
-           if ($4 == out && skip && seen++) next; print n }' "$tmp/$name.calls")
+  list=$(awk -v out="$tmp/out" -v all="$([ "$how" = stdout ] && echo 1)" '/^call [0-9]+:/ {
+           n = $2 + 0; if ($4 == out && !all && seen++) next; print n }' "$tmp/$name.calls")
   [ -n "$list" ] || fail "$name: the run without faults makes write-side calls"
   echo "$name: $total write-side calls, $(echo $list | wc -w) swept"
   for e in ENOSPC EIO; do
@@ -100,7 +100,7 @@ sweep() {
       i=0
       for n in $list; do
         i=$((i + 1))
-        [ -n "$compiles" ] && [ $e = EIO ] && [ $(((i - 1 - 2 * p) % 4)) != 0 ] && continue
+        [ "$how" = compiles ] && [ $e = EIO ] && [ $(((i - 1 - 2 * p) % 4)) != 0 ] && continue
         before=$failed
         "${name}_setup"
         faulty "$n" "$e" "$p" "${cmd[@]}"
@@ -131,7 +131,7 @@ run_ref_setup() {
 }
 run_ref_ok() { cmp -s "$d/out.st" "$tmp/ref.st" && cmp -s "$tmp/out" "$tmp/ref.stdout" && only "$d" out.st; }
 run_ref_failed() { { cmp -s "$d/out.st" "$tmp/old.st" || cmp -s "$d/out.st" "$tmp/ref.st"; } && only "$d" out.st; }
-sweep run_ref
+sweep run_ref stdout
 
 # ---- compile -o FILE.wir where there is none ----
 d=$tmp/compile-wir
@@ -144,20 +144,43 @@ compile_wir_ok() { cmp -s "$d/prog.wir" "$tmp/ref.wir" && only "$d" prog.wir; }
 compile_wir_failed() { only "$d" || { cmp -s "$d/prog.wir" "$tmp/ref.wir" && only "$d" prog.wir; }; }
 sweep compile_wir
 
-# ---- compile --backend cpu -o DIR: an artifact ----
+# ---- compile --dump DIR: the compile stages' dumps ----
+d=$tmp/dump
+"$coil" compile "$mlp" --dump "$tmp/ref-dump" >/dev/null 2>&1
+dump_setup() {
+  rm -rf "$d" && mkdir "$d"
+  cmd=("$coil" compile "$mlp" --dump "$d/dump")
+}
+# every dump there is complete (the same as a run without faults), and no temporary file
+dumps_complete() {
+  local f
+  for f in "$d"/dump/*; do
+    [ -e "$f" ] || continue
+    cmp -s "$f" "$tmp/ref-dump/${f##*/}" || return 1
+  done
+}
+dump_ok() { only "$d" dump && [ "$(ls -A "$d/dump")" = "$(ls -A "$tmp/ref-dump")" ] && dumps_complete; }
+dump_failed() { only "$d" || { only "$d" dump && dumps_complete; }; }
+sweep dump
+
+# ---- compile --backend cpu -o DIR --embed-weights W: an artifact, with its weights ----
 d=$tmp/compile-cpu
+weights=$src/examples/mlp.weights.safetensors
 "$coil" run "$mlp" --backend cpu --seed 1 --no-cache --out "$tmp/ref-cpu.st" >"$tmp/ref-cpu.stdout" 2>/dev/null
-# the artifact at DIR runs and gives what a run of the graph gives
+"$coil" compile "$mlp" --backend cpu -o "$tmp/ref-art" --embed-weights "$weights" >/dev/null 2>&1
+"$coil" run "$tmp/ref-art" --seed 1 --out "$tmp/ref-art.st" >/dev/null 2>&1
+# artifact_ok DIR REFERENCE: the artifact at DIR runs, gives the outputs in REFERENCE, and holds
+# no temporary file
 artifact_ok() {
   rm -f "$tmp/art.st"
-  "$coil" run "$1" --seed 1 --out "$tmp/art.st" >/dev/null 2>&1 && cmp -s "$tmp/art.st" "$tmp/ref-cpu.st" &&
+  "$coil" run "$1" --seed 1 --out "$tmp/art.st" >/dev/null 2>&1 && cmp -s "$tmp/art.st" "$2" &&
     [ -z "$(find "$1" -name '*.tmp*')" ]
 }
 compile_cpu_setup() {
   rm -rf "$d" && mkdir "$d"
-  cmd=("$coil" compile "$mlp" --backend cpu -o "$d/art")
+  cmd=("$coil" compile "$mlp" --backend cpu -o "$d/art" --embed-weights "$weights")
 }
-compile_cpu_ok() { only "$d" art && artifact_ok "$d/art"; }
+compile_cpu_ok() { only "$d" art && artifact_ok "$d/art" "$tmp/ref-art.st"; }
 compile_cpu_failed() { only "$d" || compile_cpu_ok; }
 sweep compile_cpu compiles
 
@@ -171,7 +194,7 @@ run_cpu_setup() {
 # no cache (coil runs without one when it cannot make its directory), an empty one, or one
 # holding the right entry and nothing else (no temporary directory)
 cache_ok() {
-  only "$d" || { only "$d" cache && { only "$d/cache" || artifact_ok "$d/cache/$(ls -A "$d/cache")"; }; }
+  only "$d" || { only "$d" cache && { only "$d/cache" || artifact_ok "$d/cache/$(ls -A "$d/cache")" "$tmp/ref-cpu.st"; }; }
 }
 run_cpu_ok() { cmp -s "$tmp/out" "$tmp/ref-cpu.stdout" && cache_ok; }
 run_cpu_failed() { cache_ok; }
@@ -182,10 +205,13 @@ unset COIL_CACHE_DIR
 [ -z "${FAULTS_ONLY:-}" ] || [ "$FAULTS_ONLY" = cc ] && {
 d=$tmp/cc
 mkdir "$d"
+rm -f "$tmp/report"
 export COIL_CACHE_DIR=$d/cache
-# stale CACHE: the temporary directories in CACHE (none may be left once a run has finished)
-stale() { ls -A "$1" 2>/dev/null | grep -F tmp; }
-no_stale() { [ -z "$(stale "$1")" ]; }
+# no_stale CACHE: no temporary directory is left in CACHE (the names left go to $tmp/err)
+no_stale() {
+  ls -A "$1" 2>/dev/null | grep -F tmp | sed 's/^/left: /' >"$tmp/err"
+  [ ! -s "$tmp/err" ]
+}
 cat >"$d/killed-cc" <<'SH'
 #!/bin/sh
 # a C compiler killed midway: half a library written, then SIGKILL
