@@ -247,12 +247,21 @@ check "killed cc: compile -o fails" [ $rc = 1 ]
 check "killed cc: ... leaving no artifact and no temporary directory" only "$d" cache hanging-cc killed-cc killer-cc
 
 rm -rf "$d/cache"
-quiet env CC="$d/hanging-cc" timeout 3 "$coil" run "$mlp" --backend cpu --seed 1
+printf '[plugin.cpu]\ncflags = -O0\nportable = true\ncc_timeout = 1\n' >"$d/timeout.ini"
+quiet env CC="$d/hanging-cc" COIL_CONFIG="$d/timeout.ini" "$coil" run "$mlp" --backend cpu --seed 1
+check "hanging cc: run fails (before the script's 30 s timeout)" [ $rc = 1 ]
+check "hanging cc: ... saying the compiler ran past cc_timeout" grep -qF "ran past cc_timeout (1 s) and was killed" "$tmp/err"
+check "hanging cc: ... leaving no cache entry and no temporary directory" only "$d/cache"
+check "hanging cc: ... and the compiler was killed" eval '! kill -0 "$(cat "$d/hanging.pid")" 2>/dev/null'
+printf '[plugin.cpu]\ncc_timeout = -1\n' >"$d/bad.ini"
+quiet env COIL_CONFIG="$d/bad.ini" "$coil" run "$mlp" --backend cpu --seed 1
+check "cc_timeout = -1 is refused" grep -qF "option cc_timeout: expected 0 (no limit) to 86400 seconds, got '-1'" "$tmp/err"
+rm -f "$d/hanging.pid"
+quiet env CC="$d/hanging-cc" timeout 2 "$coil" run "$mlp" --backend cpu --seed 1
 [ -f "$d/hanging.pid" ] && kill "$(cat "$d/hanging.pid")" 2>/dev/null
-# the cpu plugin has no compile timeout (docs/reliability-faults.md): coil waits until it is killed
-check "hanging cc: run is ended by timeout (SIGTERM)" [ $rc = 124 ]
-check "hanging cc: the next run with the real compiler succeeds" ref_run
-check "hanging cc: ... and no temporary directory of the killed run is left in the cache (needs the sweep of dead writers' temporary directories)" no_stale "$d/cache"
+check "hanging cc, coil killed by timeout (SIGTERM) first" [ $rc = 124 ]
+check "hanging cc, coil killed: the next run with the real compiler succeeds" ref_run
+check "hanging cc, coil killed: ... and no temporary directory of the killed run is left in the cache (needs the sweep of dead writers' temporary directories)" no_stale "$d/cache"
 
 rm -rf "$d/cache"
 quiet env CC="$d/killer-cc" "$coil" run "$mlp" --backend cpu --seed 1 2>/dev/null # (no "Killed" from bash)
