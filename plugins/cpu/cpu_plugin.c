@@ -307,20 +307,26 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
     char kept[4200], cmd[2048] = "";
     const char *tmp = getenv("TMPDIR");
     snprintf(kept, sizeof kept, "%s/coil-cpu-failed-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    bool have = mkdtemp(kept) != NULL;
+    static const char *const files[] = {"kernels.c", "coil_cpu_math.h", "cc.log"};
+    bool have = mkdtemp(kept) != NULL, made = have;
     for (int i = 0; have && i < 3; i++) {
-      static const char *const files[] = {"kernels.c", "coil_cpu_math.h", "cc.log"};
       char from[4300], to[4300];
       snprintf(from, sizeof from, "%s/%s", dir, files[i]);
       snprintf(to, sizeof to, "%s/%s", kept, files[i]);
       char *text = coil_sdk_read_file(from, 64u << 20, NULL);
       FILE *f = text ? fopen(to, "w") : NULL;
-      if (f) {
-        fputs(text, f);
-        fclose(f);
-      }
+      have = f && fputs(text, f) >= 0;
+      if (f && fclose(f) != 0)
+        have = false;
       free(text);
     }
+    for (int i = 0; made && !have && i < 3; i++) { /* a partial copy (a full disk) is not kept */
+      char to[4300];
+      snprintf(to, sizeof to, "%s/%s", kept, files[i]);
+      remove(to);
+    }
+    if (made && !have)
+      rmdir(kept);
     for (int i = 0; argv[i]; i++)
       snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s%s", i ? " " : "", argv[i]);
     char *text = coil_sdk_read_file(log, 1200, NULL);

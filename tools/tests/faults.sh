@@ -246,6 +246,24 @@ quiet env CC="$d/killed-cc" "$coil" compile "$mlp" --backend cpu -o "$d/art"
 check "killed cc: compile -o fails" [ $rc = 1 ]
 check "killed cc: ... leaving no artifact and no temporary directory" only "$d" cache hanging-cc killed-cc killer-cc
 
+# a failed compile keeps its source in $TMPDIR; under ENOSPC at each of coil's write-side calls,
+# the message says so only when the copy is complete
+"$coil" compile "$mlp" --backend cpu -o "$d/good" >/dev/null 2>&1
+faulty 0 ENOSPC 0 env CC="$d/killed-cc" "$coil" compile "$mlp" --backend cpu -o "$d/art"
+bad=0
+for n in $(seq 1 "$(awk '/^calls/ { print $2 }' "$tmp/report")"); do
+  rm -rf "$TMPDIR"/*
+  faulty "$n" ENOSPC 0 env CC="$d/killed-cc" "$coil" compile "$mlp" --backend cpu -o "$d/art"
+  kept=$(sed -n 's|.*the source is kept in \(.*\)/kernels.c$|\1|p' "$tmp/err")
+  if [ $rc != 1 ] || { [ -n "$kept" ] && ! cmp -s "$kept/kernels.c" "$d/good/kernels.c"; } ||
+    { [ -z "$kept" ] && [ -n "$(ls -A "$TMPDIR")" ]; }; then
+    bad=$((bad + 1))
+    [ $bad = 1 ] && fail "failed compile, call $n fails: status 1, and the source kept complete or not at all"
+  fi
+done
+[ $bad = 0 ] && pass=$((pass + 1))
+rm -rf "$d/art" "$d/good" "$TMPDIR"/* "$tmp/report"
+
 rm -rf "$d/cache"
 printf '[plugin.cpu]\ncflags = -O0\nportable = true\ncc_timeout = 1\n' >"$d/timeout.ini"
 quiet env CC="$d/hanging-cc" COIL_CONFIG="$d/timeout.ini" "$coil" run "$mlp" --backend cpu --seed 1
