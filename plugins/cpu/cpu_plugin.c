@@ -11,17 +11,20 @@
  *
  * Options ([plugin.cpu] in the ini file): cc (the compiler; default $CC, else cc), cflags
  * (extra flags, space separated), threads (OpenMP threads; default: all), portable (true: no
- * -march=native, for artifacts that move between machines). */
+ * -march=native, for artifacts that move between machines), cc_timeout (seconds a compile may
+ * take before the compiler is killed; default 600, 0: no limit). */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "coil/coil_plugin.h"
@@ -39,6 +42,7 @@ typedef struct {
   char cflags[1024];
   int threads;
   bool portable;
+  int cc_timeout; /* seconds; 0: no limit */
 } cpu_options;
 
 static coil_error *
@@ -49,6 +53,7 @@ read_options(const coil_plugin_options *o, cpu_options *out)
   out->cflags[0] = 0;
   out->threads = 0;
   out->portable = false;
+  out->cc_timeout = 600;
   size_t n = o && COIL_STRUCT_HAS(o, coil_plugin_options, values) ? o->count : 0;
   for (size_t i = 0; i < n; i++) {
     const char *k = o->keys[i], *v = o->values[i];
@@ -72,8 +77,14 @@ read_options(const coil_plugin_options *o, cpu_options *out)
       if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
         return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: option portable: expected true or false, got '%s'", v);
       out->portable = strcmp(v, "true") == 0;
+    } else if (strcmp(k, "cc_timeout") == 0) {
+      char *end;
+      long t = strtol(v, &end, 10);
+      if (!*v || *end || t < 0 || t > 86400)
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: option cc_timeout: expected 0 (no limit) to 86400 seconds, got '%s'", v);
+      out->cc_timeout = (int)t;
     } else {
-      return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: unknown option '%s' (cpu accepts cc, cflags, threads, portable)", k);
+      return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: unknown option '%s' (cpu accepts cc, cflags, threads, portable, cc_timeout)", k);
     }
   }
   return NULL;
@@ -194,9 +205,11 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
 /* ---- compile ---- */
 
 
-/* Runs argv (argv[0] looked up on PATH) with stdout and stderr into log; 0 when it exits 0. */
+/* Runs argv (argv[0] looked up on PATH) with stdout and stderr into log: 0 once it has ended
+ * (*status says how), else an errno: ETIMEDOUT when it ran past timeout seconds (0: no limit)
+ * and was killed, so a hanging compiler cannot hang coil. */
 static int
-spawn(char *const *argv, const char *log, int *status)
+spawn(char *const *argv, const char *log, int timeout, int *status)
 {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
@@ -207,10 +220,27 @@ spawn(char *const *argv, const char *log, int *status)
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0)
     return rc;
-  while (waitpid(pid, status, 0) < 0)
-    if (errno != EINTR)
+  struct timespec start, now, nap = {0, 1000000}; /* polled from 1 ms, doubling to 64 ms */
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    pid_t r = waitpid(pid, status, timeout > 0 ? WNOHANG : 0);
+    if (r == pid)
+      return 0;
+    if (r < 0 && errno != EINTR)
       return errno;
-  return 0;
+    if (r != 0)
+      continue;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - start.tv_sec >= timeout) {
+      kill(pid, SIGKILL);
+      while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+        ;
+      return ETIMEDOUT;
+    }
+    nanosleep(&nap, NULL);
+    if (nap.tv_nsec < 64000000)
+      nap.tv_nsec *= 2;
+  }
 }
 
 
@@ -313,7 +343,10 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
   argv[n++] = source;
   argv[n++] = "-lm";
   argv[n] = NULL;
-  int status = 0, rc = spawn(argv, log, &status);
+  int status = 0, rc = spawn(argv, log, o.cc_timeout, &status);
+  if (rc == ETIMEDOUT)
+    return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cpu: the C compiler '%s' ran past cc_timeout (%d s) and was killed (set [plugin.cpu] cc_timeout; 0: no limit)",
+                          o.cc, o.cc_timeout);
   if (rc)
     return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cpu: cannot run the C compiler '%s': %s (set [plugin.cpu] cc)", o.cc,
                      strerror(rc));
@@ -322,20 +355,26 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
     char kept[4200], cmd[2048] = "";
     const char *tmp = getenv("TMPDIR");
     snprintf(kept, sizeof kept, "%s/coil-cpu-failed-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    bool have = mkdtemp(kept) != NULL;
+    static const char *const files[] = {"kernels.c", "coil_cpu_math.h", "cc.log"};
+    bool have = mkdtemp(kept) != NULL, made = have;
     for (int i = 0; have && i < 3; i++) {
-      static const char *const files[] = {"kernels.c", "coil_cpu_math.h", "cc.log"};
       char from[4300], to[4300];
       snprintf(from, sizeof from, "%s/%s", dir, files[i]);
       snprintf(to, sizeof to, "%s/%s", kept, files[i]);
       char *text = coil_sdk_read_file(from, 64u << 20, NULL);
       FILE *f = text ? fopen(to, "w") : NULL;
-      if (f) {
-        fputs(text, f);
-        fclose(f);
-      }
+      have = f && fputs(text, f) >= 0;
+      if (f && fclose(f) != 0)
+        have = false;
       free(text);
     }
+    for (int i = 0; made && !have && i < 3; i++) { /* a partial copy (a full disk) is not kept */
+      char to[4300];
+      snprintf(to, sizeof to, "%s/%s", kept, files[i]);
+      remove(to);
+    }
+    if (made && !have)
+      rmdir(kept);
     for (int i = 0; argv[i]; i++)
       snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s%s", i ? " " : "", argv[i]);
     char *text = coil_sdk_read_file(log, 1200, NULL);
