@@ -18,6 +18,8 @@ else
   missing+=(libcjson-dev libinih-dev libcriterion-dev libxxhash-dev libopenblas-dev)
 fi
 # OpenMP needs nothing more: gcc brings libgomp.
+# clang and its runtimes (libFuzzer, the sanitizers): test.sh's sanitizer build and fuzzing.
+bash "$(dirname "${BASH_SOURCE[0]}")/fuzz/have-libfuzzer.sh" || missing+=(clang libclang-rt-dev)
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then
