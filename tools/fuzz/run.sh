@@ -13,6 +13,7 @@ mkdir -p "$findings"
 if ! "$harness" "$work/corpus" -dict="$src/dict/$name.dict" -max_total_time="$seconds" \
      -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/" \
      2>"$work/log"; then
+  grep -m1 '^INFO: Seed:' "$work/log" || true # rerun with -seed=N to follow the same path
   tail -n 60 "$work/log"
   echo "fuzz_$name: finding kept in $findings/ (reproduce: $harness FILE)" >&2
   exit 1
