@@ -18,5 +18,6 @@ if ! "$harness" "$work/corpus" -dict="$src/dict/$name.dict" -max_total_time="$se
   echo "fuzz_$name: finding kept in $findings/ (reproduce: $harness FILE)" >&2
   exit 1
 fi
+rmdir "$findings" 2>/dev/null || true # nothing found: leave no empty folder
 grep -E '^(#[0-9]+.*DONE|stat::(number_of_executed_units|average_exec_per_sec|new_units_added))' \
   "$work/log" || true
