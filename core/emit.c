@@ -22,6 +22,8 @@ typedef struct {
   int npool;
   int64_t live_bytes, peak;
   bool sizes_known;
+  int too_large;             /* a Wrapper IR buffer whose bytes, or the sum of the live ones,
+                                exceed INT64_MAX, else -1 */
   int nbuf, nview;           /* name counters */
   coil_diag *d;
 } emitter;
@@ -72,7 +74,13 @@ account(emitter *E, const coil_buffer *b, int sign)
     E->sizes_known = false;
     return;
   }
-  E->live_bytes += sign * n * (int64_t)coil_dtype_size(b->dtype);
+  int64_t bytes;
+  if (__builtin_mul_overflow(n, (int64_t)coil_dtype_size(b->dtype), &bytes) ||
+      __builtin_add_overflow(E->live_bytes, sign * bytes, &E->live_bytes)) {
+    if (E->too_large < 0)
+      E->too_large = (int)(b - E->p->buffers);
+    return;
+  }
   if (E->live_bytes > E->peak)
     E->peak = E->live_bytes;
 }
@@ -101,7 +109,7 @@ allocate(emitter *E, int b)
   E->L->bufs[b].wir = id;
   line(E, (coil_line){.kind = w.kind == COIL_BUF_REUSE ? COIL_LINE_REUSE : COIL_LINE_ALLOC, .buffer = id});
   if (w.kind == COIL_BUF_ALLOC)
-    account(E, &w, +1);
+    account(E, &E->p->buffers[id], +1);
   return id;
 }
 
@@ -652,11 +660,31 @@ check_output(emitter *E, int i, int w)
   return -1;
 }
 
+/* The memory plan's sizes do not fit 64 bits: the graph cannot run anywhere. */
+static int
+too_large(emitter *E)
+{
+  const coil_buffer *b = &E->p->buffers[E->too_large];
+  coil_strbuf what = {0};
+  coil_strbuf_printf(&what, "%s[", coil_dtype_name(b->dtype));
+  for (int k = 0; k < b->rank; k++) {
+    coil_strbuf_puts(&what, k ? ", " : "");
+    coil_sym_print(E->p->sym, b->sizes[k], COIL_SYM_PY_SYNTAX, &what);
+  }
+  coil_strbuf_puts(&what, "]");
+  coil_diag_at(E->d, E->L->g->file, 0, 0,
+               "the graph needs more than 2^63 bytes of memory (at buffer %s: %s), expected "
+               "tensors whose sizes in bytes fit in 64 bits",
+               b->name, what.s);
+  coil_strbuf_free(&what);
+  return -1;
+}
+
 int
 coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
 {
   lowering *L = S->L;
-  emitter E = {.S = S, .L = L, .p = p, .d = d, .sizes_known = true};
+  emitter E = {.S = S, .L = L, .p = p, .d = d, .sizes_known = true, .too_large = -1};
   E.last_use = coil_xcalloc((size_t)L->nbufs + 1, sizeof(int));
   E.donated = coil_xcalloc((size_t)L->nbufs + 1, sizeof(bool));
   E.views = coil_xmalloc(sizeof(int) * (size_t)(L->nviews + 1));
@@ -721,6 +749,8 @@ coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
   if (!rc)
     line(&E, (coil_line){.kind = COIL_LINE_OUTPUT, .nargs = L->g->noutputs, .args = outs});
   coil_xfree(outs);
+  if (!rc && E.too_large >= 0)
+    rc = too_large(&E);
   E.p->peak_bytes = E.sizes_known ? E.peak : -1;
   for (int i = 0; i < S->norder; i++)
     coil_xfree(dies[i].v);

@@ -53,7 +53,12 @@ coil_type_print(const coil_graph *g, const coil_type *t, coil_strbuf *b)
   for (int i = 0; i < t->rank; i++) {
     if (i)
       coil_strbuf_puts(b, ", ");
-    coil_sym_print(g->sym, t->dims[i], COIL_SYM_PY_SYNTAX, b);
+    /* a dim is read back as an expression that starts with a number, a name or '(': one
+     * printed with a leading minus (-s1 + 1) goes in parentheses */
+    coil_strbuf dim = {0};
+    coil_sym_print(g->sym, t->dims[i], COIL_SYM_PY_SYNTAX, &dim);
+    coil_strbuf_printf(b, dim.s && dim.s[0] == '-' ? "(%s)" : "%s", dim.s ? dim.s : "");
+    coil_strbuf_free(&dim);
   }
   coil_strbuf_puts(b, "]");
 }

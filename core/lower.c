@@ -202,10 +202,10 @@ lx_cast(lowering *L, const lexpr *a, coil_dtype dt)
     return a;
   if (a->kind == LX_CONST) { /* fold: a constant in another dtype, converted as .to() would */
     double f = coil_dtype_is_float(a->dtype) ? a->f : (double)a->i;
-    int64_t i = coil_dtype_is_float(a->dtype) ? (int64_t)a->f : a->i;
+    int64_t i = coil_dtype_is_float(a->dtype) ? coil_f64_to_i64(a->f) : a->i;
     if (dt == COIL_BOOL)
       i = coil_dtype_is_float(a->dtype) ? a->f != 0 : a->i != 0;
-    if (!coil_dtype_is_float(dt) || coil_dtype_is_float(a->dtype) || (double)(int64_t)f == f)
+    if (!coil_dtype_is_float(dt) || coil_dtype_is_float(a->dtype) || (double)coil_f64_to_i64(f) == f)
       return lx_const(L, dt, f, i);
   }
   return lx_op(L, COIL_KOP_CAST, dt, a, NULL, NULL);

@@ -10,7 +10,7 @@
 static const lexpr *
 konst(lowering *L, coil_dtype dt, double v)
 {
-  return lx_const(L, dt, v, (int64_t)v);
+  return lx_const(L, dt, v, coil_f64_to_i64(v));
 }
 
 static const lexpr *
@@ -67,8 +67,8 @@ hardtanh(lowering *L, const lexpr *x, coil_dtype dt, const coil_node *n)
     l = konst(L, dt, num(lo));
     h = konst(L, dt, num(hi));
   } else {
-    l = lx_cast(L, lx_const(L, COIL_I64, 0, lo->kind == COIL_LIT_FLOAT ? (int64_t)lo->f : lo->i), dt);
-    h = lx_cast(L, lx_const(L, COIL_I64, 0, hi->kind == COIL_LIT_FLOAT ? (int64_t)hi->f : hi->i), dt);
+    l = lx_cast(L, lx_const(L, COIL_I64, 0, lo->kind == COIL_LIT_FLOAT ? coil_f64_to_i64(lo->f) : lo->i), dt);
+    h = lx_cast(L, lx_const(L, COIL_I64, 0, hi->kind == COIL_LIT_FLOAT ? coil_f64_to_i64(hi->f) : hi->i), dt);
   }
   return op2(L, COIL_KOP_MIN, dt, op2(L, COIL_KOP_MAX, dt, x, l), h);
 }

@@ -125,7 +125,7 @@ operand(lowering *L, const coil_lit *l, const lazy *z, const lazy *out, coil_dty
 {
   if (!z) {
     if (l->kind == COIL_LIT_FLOAT)
-      return lx_const(L, dt, l->f, (int64_t)l->f);
+      return lx_const(L, dt, l->f, coil_f64_to_i64(l->f));
     return lx_cast(L, lx_const(L, l->kind == COIL_LIT_BOOL ? COIL_BOOL : COIL_I64, (double)l->i, l->i), dt);
   }
   const coil_sym *idx[COIL_MAX_RANK];
@@ -325,8 +325,8 @@ lower_creation(lowering *L, const coil_node *n)
       step = trunc(step);
     }
     const lexpr *i = lx_cast(L, lx_index(L, out->dvars[0]), dt);
-    const lexpr *v = lx_op(L, COIL_KOP_ADD, dt, lx_const(L, dt, start, (int64_t)start),
-                           lx_op(L, COIL_KOP_MUL, dt, i, lx_const(L, dt, step, (int64_t)step), NULL), NULL);
+    const lexpr *v = lx_op(L, COIL_KOP_ADD, dt, lx_const(L, dt, start, coil_f64_to_i64(start)),
+                           lx_op(L, COIL_KOP_MUL, dt, i, lx_const(L, dt, step, coil_f64_to_i64(step)), NULL), NULL);
     out->expr = lx_cast(L, v, out->dtype);
   } else {
     const coil_lit *v = op->rule == COIL_RULE_FULL ? op_lit(n, op->sub ? "s" : "fill_value")
@@ -334,7 +334,7 @@ lower_creation(lowering *L, const coil_node *n)
                         : op->sub == 3             ? op_lit(n, "value") /* fill.Scalar */
                                                    : NULL;
     double f = v ? num(v) : op->sub == 2;
-    int64_t i = v ? (v->kind == COIL_LIT_FLOAT ? (int64_t)v->f : v->i) : op->sub == 2;
+    int64_t i = v ? (v->kind == COIL_LIT_FLOAT ? coil_f64_to_i64(v->f) : v->i) : op->sub == 2;
     coil_dtype src = v && v->kind == COIL_LIT_FLOAT ? COIL_F64 : COIL_I64;
     out->expr = lx_cast(L, lx_const(L, src, f, i), out->dtype);
   }
@@ -792,7 +792,7 @@ lower_pad(lowering *L, const coil_node *n)
     inside = inside ? lx_op(L, COIL_KOP_AND, COIL_BOOL, inside, ok, NULL) : ok;
     idx[i] = clamped_index(L, src, x->sizes[i]);
   }
-  const lexpr *fill = val->kind == COIL_LIT_FLOAT ? lx_const(L, out->dtype, val->f, (int64_t)val->f)
+  const lexpr *fill = val->kind == COIL_LIT_FLOAT ? lx_const(L, out->dtype, val->f, coil_f64_to_i64(val->f))
                                                   : lx_cast(L, lx_const(L, COIL_I64, 0, val->i), out->dtype);
   const lexpr *e = lz_at(L, x, idx);
   out->expr = inside ? lx_op(L, COIL_KOP_WHERE, out->dtype, inside, e, fill) : e;

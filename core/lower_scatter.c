@@ -163,7 +163,7 @@ lower_scatter_dim(lowering *L, const coil_node *n)
   } else {
     const coil_lit *v = op_lit(n, "value");
     body = lx_const(L, x->dtype, v->kind == COIL_LIT_FLOAT ? v->f : (double)v->i,
-                    v->kind == COIL_LIT_FLOAT ? (int64_t)v->f : v->i);
+                    v->kind == COIL_LIT_FLOAT ? coil_f64_to_i64(v->f) : v->i);
   }
   int dest = destination(L, n, 0);
   if (!include_self) /* the scattered elements start at the reduction's identity */

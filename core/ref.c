@@ -170,7 +170,7 @@ static int64_t
 get_i(const operand *o, const int64_t *idx, int rank)
 {
   if (!o->t)
-    return o->lit->kind == COIL_LIT_FLOAT ? (int64_t)o->lit->f : o->lit->i;
+    return o->lit->kind == COIL_LIT_FLOAT ? coil_f64_to_i64(o->lit->f) : o->lit->i;
   return coil_tensor_get_i64(o->t, offset_of(idx, o->st, rank));
 }
 
@@ -259,8 +259,8 @@ run_unary(rctx *r, coil_tensor *out)
     const coil_lit *lo = coil_ref_lit(r, "min_val"), *hi = coil_ref_lit(r, "max_val");
     prm.lo = round_to(compute, scalar_of(lo));
     prm.hi = round_to(compute, scalar_of(hi));
-    ilo = lo->kind == COIL_LIT_FLOAT ? (int64_t)lo->f : lo->i;
-    ihi = hi->kind == COIL_LIT_FLOAT ? (int64_t)hi->f : hi->i;
+    ilo = lo->kind == COIL_LIT_FLOAT ? coil_f64_to_i64(lo->f) : lo->i;
+    ihi = hi->kind == COIL_LIT_FLOAT ? coil_f64_to_i64(hi->f) : hi->i;
   }
   int64_t n = coil_tensor_numel(out), idx[COIL_MAX_RANK];
   for (int64_t i = 0; i < n; i++) {

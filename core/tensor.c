@@ -83,14 +83,7 @@ coil_tensor_get_i64(const coil_tensor *t, int64_t i)
   case COIL_BOOL: return p[i] != 0;
   default: {
     /* float to integer: truncation toward zero, as a C cast and torch's .to(int) */
-    double v = coil_tensor_get_f64(t, i);
-    if (isnan(v))
-      return 0;
-    if (v >= 9.2233720368547758e18)
-      return INT64_MAX;
-    if (v <= -9.2233720368547758e18)
-      return INT64_MIN;
-    return (int64_t)v;
+    return coil_f64_to_i64(coil_tensor_get_f64(t, i));
   }
   }
 }
@@ -108,16 +101,7 @@ coil_tensor_set_f64(coil_tensor *t, int64_t i, double v)
   case COIL_BF16: { uint16_t h = coil_f32_to_bf16((float)v); memcpy(p + 2 * i, &h, 2); return; }
   case COIL_BOOL: p[i] = v != 0; return;
   default: {
-    int64_t x;
-    if (isnan(v))
-      x = 0;
-    else if (v >= 9.2233720368547758e18)
-      x = INT64_MAX;
-    else if (v <= -9.2233720368547758e18)
-      x = INT64_MIN;
-    else
-      x = (int64_t)v;
-    coil_tensor_set_i64(t, i, x);
+    coil_tensor_set_i64(t, i, coil_f64_to_i64(v));
   }
   }
 }

@@ -19,6 +19,17 @@ else
   missing+=(libcjson-dev libinih-dev libcriterion-dev libxxhash-dev libsodium-dev libopenblas-dev)
 fi
 # OpenMP needs nothing more: gcc brings libgomp.
+# Tests only, so not required: clang and its runtimes (libFuzzer, the sanitizers) for test.sh's
+# sanitizer build and the fuzz harnesses. Installed as root; otherwise test.sh falls back to gcc.
+optional=()
+bash "$(dirname "${BASH_SOURCE[0]}")/fuzz/have-libfuzzer.sh" || optional+=(clang libclang-rt-dev)
+if [ ${#optional[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    missing+=("${optional[@]}")
+  else
+    echo "coil: for the clang sanitizer build and fuzzing: apt-get install -y ${optional[*]}" >&2
+  fi
+fi
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then

@@ -90,6 +90,18 @@ coil_dtype_promote(coil_dtype a, coil_dtype b)
   return info[a].size >= info[b].size ? a : b;
 }
 
+int64_t
+coil_f64_to_i64(double f)
+{
+  if (isnan(f))
+    return 0;
+  if (f >= 9.2233720368547758e18) /* 2^63 */
+    return INT64_MAX;
+  if (f <= -9.2233720368547758e18)
+    return INT64_MIN;
+  return (int64_t)f;
+}
+
 uint16_t
 coil_f32_to_bf16(float f)
 {

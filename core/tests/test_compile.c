@@ -471,3 +471,56 @@ Test(compile, static_lookups_need_no_indirect)
     coil_graph_free(g);
   }
 }
+
+/* Infinite and NaN scalars (the -inf masks and the division by inf of GPT-2's and BERT's
+ * exports) become constants without converting them to an integer in C: a cast of inf or NaN
+ * to int64_t is undefined behaviour, which the sanitizer build (float-cast-overflow) stops at. */
+Test(compile, infinite_and_nan_scalars)
+{
+  static const char *cases[] = {
+      "coil 1\ngraph t(%x: f32[4]) {\n  %y = aten.div.Tensor(%x, inf)\n  return (%y)\n}\n",
+      "coil 1\ngraph t(%x: f32[4]) {\n  %y = aten.mul.Tensor(%x, -inf)\n  return (%y)\n}\n",
+      ("coil 1\ngraph t(%x: f32[4]) {\n  %s = aten.scalar_tensor.default(-inf, dtype=f32, device=cpu)\n"
+       "  %y = aten.add.Tensor(%x, %s)\n  return (%y)\n}\n"),
+      "coil 1\ngraph t() {\n  %y = aten.full.default([4], nan, dtype=f32, device=cpu)\n  return (%y)\n}\n",
+      "coil 1\ngraph t(%x: f32[4]) {\n  %y = aten.fill.Scalar(%x, 1e300)\n  return (%y)\n}\n",
+      "coil 1\ngraph t(%x: f32[4]) {\n  %y = aten.constant_pad_nd.default(%x, [1, 1], -inf)\n  return (%y)\n}\n",
+      "coil 1\ngraph t(%x: i64[4]) {\n  %y = aten.hardtanh.default(%x, -inf, inf)\n  return (%y)\n}\n",
+      "coil 1\ngraph t() {\n  %y = aten.arange.start_step(0.0, 4.0, 1e300, dtype=f32, device=cpu)\n  return (%y)\n}\n",
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    coil_diag d = {0};
+    coil_graph *g = coil_graph_parse("t.coil", cases[i], strlen(cases[i]), &d);
+    cr_assert_not_null(g, "case %zu: %s", i, d.msg);
+    coil_compile_options o = {.fuse = true, .verify = true};
+    coil_wir_program *p = coil_compile_graph(g, &o, &d);
+    cr_expect_not_null(p, "case %zu: %s", i, d.msg);
+    coil_wir_free(p);
+    coil_graph_free(g);
+  }
+}
+
+/* Sizes whose bytes do not fit 64 bits (one buffer of 2^62 f32 elements, or two live buffers of
+ * 2^62 bytes each) are refused with a message naming the file, not planned as `peak 0` after a
+ * signed overflow. */
+Test(compile, memory_plan_beyond_64_bits)
+{
+  static const char *cases[] = {
+      ("coil 1\ngraph t(%x: f32[4611686018427387904]) {\n  %y = aten.relu.default(%x)\n"
+       "  return (%y)\n}\n"),
+      ("coil 1\ngraph t(%x: f32[1152921504606846976]) {\n  %y = aten.relu.default(%x)\n"
+       "  %z = aten.neg.default(%x)\n  return (%y, %z)\n}\n"),
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    coil_diag d = {0};
+    coil_graph *g = coil_graph_parse("t.coil", cases[i], strlen(cases[i]), &d);
+    cr_assert_not_null(g, "case %zu: %s", i, d.msg);
+    coil_compile_options o = {.fuse = true, .verify = true};
+    coil_wir_program *p = coil_compile_graph(g, &o, &d);
+    cr_expect_null(p, "case %zu: compiled, peak %lld", i, p ? (long long)p->peak_bytes : 0);
+    cr_expect(strncmp(d.msg, "t.coil: error: the graph needs more than 2^63 bytes", 51) == 0,
+              "case %zu: %s", i, d.msg);
+    coil_wir_free(p);
+    coil_graph_free(g);
+  }
+}

@@ -852,3 +852,12 @@ Test(graph, bad_corpus)
   closedir(dp);
   cr_assert_geq(cases, 30, "only %d corpus files in %s", cases, BAD);
 }
+
+/* A size whose expression prints with a leading minus (1 - s1 prints as -s1 + 1) is printed in
+ * parentheses, which the parser reads back (found by tools/fuzz/fuzz_graph). */
+Test(graph, negative_leading_term_round_trips)
+{
+  expect_print("coil 1\ngraph t(%x: f32[4, 1 - s1]) {\n  %r = aten.relu.default(%x)\n  return (%r)\n}\n",
+               "coil 1\ngraph t(%x: f32[4, (-s1 + 1)]) {\n"
+               "  %r: f32[4, (-s1 + 1)] = aten.relu.default(%x)\n  return (%r)\n}\n");
+}

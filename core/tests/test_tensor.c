@@ -162,3 +162,17 @@ Test(compare, default_tolerances)
   coil_tolerance_default(COIL_I32, &r, &a);
   cr_expect(r == 0 && a == 0);
 }
+
+/* Float to integer as .to(torch.int64): truncation, saturation out of range, NaN to 0, never
+ * the undefined C cast. */
+Test(tensor, f64_to_i64)
+{
+  cr_expect_eq(coil_f64_to_i64(2.9), 2);
+  cr_expect_eq(coil_f64_to_i64(-2.9), -2);
+  cr_expect_eq(coil_f64_to_i64(INFINITY), INT64_MAX);
+  cr_expect_eq(coil_f64_to_i64(-INFINITY), INT64_MIN);
+  cr_expect_eq(coil_f64_to_i64(NAN), 0);
+  cr_expect_eq(coil_f64_to_i64(9.2233720368547758e18), INT64_MAX);
+  cr_expect_eq(coil_f64_to_i64(-9.2233720368547758e18), INT64_MIN);
+  cr_expect_eq(coil_f64_to_i64(9.2233720368547748e18), 9223372036854774784);
+}

@@ -40,5 +40,9 @@ uint16_t coil_f32_to_f16(float f);
 float coil_f16_to_f32(uint16_t h);
 uint16_t coil_f32_to_bf16(float f);
 float coil_bf16_to_f32(uint16_t h);
+/* f to an integer as torch's .to(torch.int64) gives it on x86 for finite values in range:
+ * truncated toward zero. Out of range saturates to INT64_MIN/INT64_MAX, NaN gives 0 (a C cast
+ * of those is undefined behaviour). */
+int64_t coil_f64_to_i64(double f);
 
 #endif
