@@ -3,7 +3,7 @@
 # suite, then again under AddressSanitizer and UndefinedBehaviorSanitizer (float-cast-overflow
 # included, no recovery). The sanitizer build uses clang where it is there (deps.sh installs it):
 # then it also builds the libFuzzer harnesses of tools/fuzz, which CTest runs for
-# COIL_FUZZ_SECONDS each (docs/reliability-fuzz.md). Without clang it is gcc's, without fuzzing.
+# COIL_FUZZ_SECONDS each (docs/reliability.md ("Fuzzing")). Without clang it is gcc's, without fuzzing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/deps.sh

@@ -5,7 +5,7 @@
 # killed, hangs, or kills coil itself during a cpu compile. After each: exit status 0 and the
 # right output, or a non-zero status (never a signal, never a hang) with a message naming the file
 # and the error; never a partial file at an output path, no temporary file left, and the next run
-# without faults succeeds. docs/reliability-faults.md says more.
+# without faults succeeds. docs/reliability.md ("Fault injection") says more.
 # usage: faults.sh COIL_BINARY SOURCE_DIR FAULTWRITE_LIBRARY|none
 set -u
 coil=$1
