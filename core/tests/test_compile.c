@@ -506,8 +506,9 @@ Test(compile, infinite_and_nan_scalars)
 Test(compile, memory_plan_beyond_64_bits)
 {
   static const char *cases[] = {
-      ("coil 1\ngraph t(%x: f32[4611686018427387904]) {\n  %y = aten.relu.default(%x)\n"
-       "  return (%y)\n}\n"),
+      /* each tensor within the 2^62 bytes check allows, together beyond 2^63 */
+      ("coil 1\ngraph t(%x: f32[1152921504606846976]) {\n  %y = aten.relu.default(%x)\n"
+       "  %z = aten.neg.default(%x)\n  %w = aten.abs.default(%x)\n  return (%y, %z, %w)\n}\n"),
       ("coil 1\ngraph t(%x: f32[1152921504606846976]) {\n  %y = aten.relu.default(%x)\n"
        "  %z = aten.neg.default(%x)\n  return (%y, %z)\n}\n"),
   };
