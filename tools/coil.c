@@ -604,6 +604,11 @@ gather_inputs(const run_sig *sig, coil_tensor_list *given, uint64_t seed, char *
           return -1;
         }
       if (coil_tensor_init(&fresh, v->dtype, v->rank, shape, d)) {
+        char msg[sizeof d->msg];
+        snprintf(msg, sizeof msg, "%s", d->msg);
+        d->msg[0] = 0;
+        coil_diag_set(d, "%%%.200s (%s of %d dimensions): %.1500s", v->name, coil_dtype_name(v->dtype), v->rank,
+                      msg);
         free(bind);
         return -1;
       }
@@ -1043,8 +1048,15 @@ cmd_run(int argc, char **argv)
     if (!used)
       fprintf(stderr, "note: tensor '%s' is not an input of graph %s; ignored\n", given.names[i], sig.name);
   }
-  if (gather_inputs(&sig, &given, (uint64_t)seed, sizes, nsizes, &all, &d))
+  if (gather_inputs(&sig, &given, (uint64_t)seed, sizes, nsizes, &all, &d)) {
+    if (strncmp(d.msg, graph, strlen(graph)) != 0) { /* say which file the inputs are for */
+      char msg[sizeof d.msg];
+      snprintf(msg, sizeof msg, "%s", d.msg);
+      d.msg[0] = 0;
+      coil_diag_set(&d, "%.500s: error: the inputs: %.1500s", graph, msg);
+    }
     goto done;
+  }
   if (art) {
     coil_plugin_options opts = {.struct_size = sizeof opts, .count = (size_t)bs.env.noptions,
                                 .keys = bs.env.option_keys, .values = bs.env.option_values};

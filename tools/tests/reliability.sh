@@ -136,6 +136,10 @@ run "$coil" check "$tmp/huge2.coil"
 check "D6: check refuses a statement whose result is too large" rc_is 1
 check "D6: ... naming its line" err_has "huge2.coil:4:"
 
+run "$coil" run "$mlp" --backend ref --size s0=4611686018427387904
+check "D6: a run whose size binding makes an input too large fails" rc_is 1
+check "D6: ... naming the file and the input" err_has "mlp.coil: error: the inputs: %x (f32 of 2 dimensions)"
+
 # ---- D3: memory limits: an error or a result, never a hang ----
 if [ "$sanitized" != ON ]; then
   for kib in 100000 200000; do
