@@ -40,24 +40,6 @@
 
 /* ---- small helpers ---- */
 
-static char *
-xstrdup(const char *s)
-{
-  char *p = strdup(s ? s : "");
-  if (!p)
-    abort(); /* out of memory: the one exit coil.h allows */
-  return p;
-}
-
-static char *
-join(const char *dir, const char *name)
-{
-  size_t n = strlen(dir) + strlen(name) + 2;
-  char *p = coil_xmalloc(n);
-  snprintf(p, n, "%s/%s", dir, name);
-  return p;
-}
-
 static bool
 is_dir(const char *path)
 {
@@ -69,7 +51,7 @@ bool
 coil_artifact_is(const char *path)
 {
   struct stat st;
-  char *m = join(path, COIL_ARTIFACT_HOST_MANIFEST);
+  char *m = coil_path_join(path, COIL_ARTIFACT_HOST_MANIFEST);
   bool yes = is_dir(path) && lstat(m, &st) == 0;
   free(m);
   return yes;
@@ -160,11 +142,11 @@ split_path(const char *dir, char **parent, char **name)
 {
   const char *slash = strrchr(dir, '/');
   if (!slash) {
-    *parent = xstrdup(".");
-    *name = xstrdup(dir);
+    *parent = coil_xstrdup(".");
+    *name = coil_xstrdup(dir);
   } else {
-    *parent = slash == dir ? xstrdup("/") : strndup(dir, (size_t)(slash - dir));
-    *name = xstrdup(slash + 1);
+    *parent = slash == dir ? coil_xstrdup("/") : strndup(dir, (size_t)(slash - dir));
+    *name = coil_xstrdup(slash + 1);
     if (!*parent)
       abort();
   }
@@ -335,7 +317,7 @@ restrict_modes(int dfd, const char *root, const char *rel, mode_t keep, coil_dia
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
       continue;
     struct stat st;
-    char *sub = *rel ? join(rel, e->d_name) : xstrdup(e->d_name);
+    char *sub = *rel ? coil_path_join(rel, e->d_name) : coil_xstrdup(e->d_name);
     if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
       rc = restrict_modes(dfd, root, sub, keep, d);
     if (rc == 0 && fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(st.st_mode) &&
@@ -359,7 +341,7 @@ fill(const coil_loaded_plugin *lp, coil_plugin *inst, const coil_wir_program *p,
   static const char *const reserved[] = {COIL_ARTIFACT_HOST_MANIFEST, COIL_ARTIFACT_PROGRAM,
                                          COIL_ARTIFACT_WEIGHTS, COIL_ARTIFACT_MAC};
   for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++) {
-    char *f = join(tmp, reserved[i]);
+    char *f = coil_path_join(tmp, reserved[i]);
     struct stat st;
     bool taken = lstat(f, &st) == 0;
     free(f);
@@ -370,13 +352,13 @@ fill(const coil_loaded_plugin *lp, coil_plugin *inst, const coil_wir_program *p,
   }
   mode_t fmode = o->private_dir ? 0600 : 0644;
   char *text = coil_wir_print(p);
-  char *f = join(tmp, COIL_ARTIFACT_PROGRAM);
+  char *f = coil_path_join(tmp, COIL_ARTIFACT_PROGRAM);
   int rc = write_text(f, text, fmode, d);
   free(f);
   free(text);
   coil_tensor_list embedded = {0};
   if (rc == 0 && o->embed_weights) {
-    f = join(tmp, COIL_ARTIFACT_WEIGHTS);
+    f = coil_path_join(tmp, COIL_ARTIFACT_WEIGHTS);
     rc = gather_weights(p, o->embed_weights, &embedded, d) || coil_safetensors_write(f, &embedded, d) ? -1 : 0;
     free(f);
   }
@@ -422,14 +404,14 @@ fill(const coil_loaded_plugin *lp, coil_plugin *inst, const coil_wir_program *p,
     coil_strbuf b = {0};
     coil_strbuf_printf(&b, "%s\n", json);
     cJSON_free(json);
-    f = join(tmp, COIL_ARTIFACT_HOST_MANIFEST);
+    f = coil_path_join(tmp, COIL_ARTIFACT_HOST_MANIFEST);
     rc = write_text(f, b.s, fmode, d);
     free(f);
     if (rc == 0 && o->mac_key) {
       char hex[65], line[80];
       coil_trust_mac_end(&mac, b.s, b.len, hex);
       snprintf(line, sizeof line, "%s\n", hex);
-      f = join(tmp, COIL_ARTIFACT_MAC);
+      f = coil_path_join(tmp, COIL_ARTIFACT_MAC);
       rc = write_text(f, line, fmode, d);
       free(f);
     }
@@ -502,7 +484,7 @@ coil_artifact_write(const coil_loaded_plugin *lp, coil_plugin *inst, const coil_
   o = o ? o : &none;
   if (!dir || !*dir)
     return coil_diag_set(d, "no artifact directory named");
-  char *target = xstrdup(dir);
+  char *target = coil_xstrdup(dir);
   for (size_t n = strlen(target); n > 1 && target[n - 1] == '/'; n--)
     target[n - 1] = 0;
   struct stat st;
@@ -576,7 +558,7 @@ read_manifest(int dfd, const char *dir, const coil_artifact_trust *t, cJSON **ou
 {
   *out = NULL;
   *text = NULL;
-  char *path = join(dir, COIL_ARTIFACT_HOST_MANIFEST);
+  char *path = coil_path_join(dir, COIL_ARTIFACT_HOST_MANIFEST);
   coil_diag why = {{0}};
   char *body = coil_trust_read_text_at(dfd, dir, COIL_ARTIFACT_HOST_MANIFEST, t, MANIFEST_MAX_BYTES, len, &why);
   if (!body) {
@@ -646,7 +628,7 @@ check_files(int dfd, const char *dir, const cJSON *m, const char *manifest, size
       break;
     }
     coil_file_entry *f = &rec.files[rec.n++];
-    f->path = xstrdup(path);
+    f->path = coil_xstrdup(path);
     f->bytes = (uint64_t)bytes->valuedouble;
     memcpy(f->hash, hash, 33);
   }
@@ -753,7 +735,7 @@ coil_artifact_close(coil_stored_artifact *a)
 static coil_wir_program *
 read_wir(const coil_stored_artifact *a, const char *rel, coil_diag *d)
 {
-  char *path = join(a->dir, rel);
+  char *path = coil_path_join(a->dir, rel);
   size_t len = 0;
   char *text = coil_trust_read_text_at(a->fd, a->dir, rel, NULL, SIZE_MAX / 2, &len, d);
   coil_wir_program *p = NULL;
@@ -812,14 +794,14 @@ read_signature(coil_stored_artifact *a, const cJSON *m, coil_diag *d)
     const char *name = str_field(cJSON_GetArrayItem(outs, i), "name");
     char fallback[32];
     snprintf(fallback, sizeof fallback, "out%d", i);
-    a->output_names[i] = xstrdup(name ? name : fallback);
+    a->output_names[i] = coil_xstrdup(name ? name : fallback);
   }
   const cJSON *ew = cJSON_GetObjectItemCaseSensitive(m, "embedded_weights");
   int nw = cJSON_IsArray(ew) ? cJSON_GetArraySize(ew) : 0;
   if (nw == 0)
     return 0;
-  char *path = join(a->dir, COIL_ARTIFACT_WEIGHTS);
-  char *checked = join(a->load_path, COIL_ARTIFACT_WEIGHTS); /* the file checked, by its fd */
+  char *path = coil_path_join(a->dir, COIL_ARTIFACT_WEIGHTS);
+  char *checked = coil_path_join(a->load_path, COIL_ARTIFACT_WEIGHTS); /* the file checked, by its fd */
   int rc = coil_safetensors_read(checked, &a->weights, d);
   free(checked);
   const cJSON *e;
@@ -840,7 +822,7 @@ coil_artifact_open_at(int dirfd, const char *dir, const coil_artifact_trust *t,
   coil_stored_artifact *a = calloc(1, sizeof *a);
   if (!a)
     abort();
-  a->dir = xstrdup(dir);
+  a->dir = coil_xstrdup(dir);
   a->fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
   if (a->fd < 0) {
     coil_diag_set(d, "%s: cannot open: %s", dir, strerror(errno));
@@ -861,10 +843,10 @@ coil_artifact_open_at(int dirfd, const char *dir, const coil_artifact_trust *t,
     if (!v)
       rc = coil_diag_set(d, "%s/%s: no \"%s\" (damaged)", dir, COIL_ARTIFACT_HOST_MANIFEST, fields[i]);
     else
-      *slots[i] = xstrdup(v);
+      *slots[i] = coil_xstrdup(v);
   }
   if (rc == 0 && str_field(m, "cache_key"))
-    a->cache_key = xstrdup(str_field(m, "cache_key"));
+    a->cache_key = coil_xstrdup(str_field(m, "cache_key"));
   if (rc == 0)
     rc = read_program(a, d);
   if (rc == 0)

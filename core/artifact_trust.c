@@ -19,10 +19,10 @@
 
 #include "coil/strbuf.h"
 
-/* ---- small helpers (artifact.c and runtime.c keep their own copies) ---- */
+/* ---- small helpers (artifact_trust.h: artifact.c and cache.c use them too) ---- */
 
-static char *
-xstrdup(const char *s)
+char *
+coil_xstrdup(const char *s)
 {
   char *p = strdup(s ? s : "");
   if (!p)
@@ -30,8 +30,8 @@ xstrdup(const char *s)
   return p;
 }
 
-static char *
-join(const char *dir, const char *name)
+char *
+coil_path_join(const char *dir, const char *name)
 {
   size_t n = strlen(dir) + strlen(name) + 2;
   char *p = coil_xmalloc(n);
@@ -39,8 +39,8 @@ join(const char *dir, const char *name)
   return p;
 }
 
-static void
-hex128(XXH128_hash_t h, char out[33])
+void
+coil_hex128(XXH128_hash_t h, char out[33])
 {
   XXH128_canonical_t c;
   XXH128_canonicalFromHash(&c, h);
@@ -80,7 +80,7 @@ coil_trust_check_mode(const struct stat *st, const char *path, const coil_artifa
 int
 coil_trust_open_beneath(int dfd, const char *rel, int flags)
 {
-  char *copy = xstrdup(rel);
+  char *copy = coil_xstrdup(rel);
   int at = dfd, fd = -1;
   char *s = copy;
   for (;;) {
@@ -151,8 +151,8 @@ coil_trust_list_files(int dfd, const char *root, const char *rel, const coil_art
     if (!*rel && (strcmp(e->d_name, COIL_ARTIFACT_HOST_MANIFEST) == 0 ||
                   strcmp(e->d_name, COIL_ARTIFACT_MAC) == 0))
       continue;
-    char *sub = *rel ? join(rel, e->d_name) : xstrdup(e->d_name);
-    char *full = join(root, sub);
+    char *sub = *rel ? coil_path_join(rel, e->d_name) : coil_xstrdup(e->d_name);
+    char *full = coil_path_join(root, sub);
     struct stat st;
     if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
       rc = coil_diag_set(d, "%s: cannot stat: %s", full, strerror(errno));
@@ -198,7 +198,7 @@ coil_trust_hash_file(int dfd, const char *root, const char *rel, bool sync,
                      const coil_artifact_trust *t, crypto_generichash_state *mac, coil_file_entry *f,
                      coil_diag *d)
 {
-  char *full = join(root, rel);
+  char *full = coil_path_join(root, rel);
   int fd = coil_trust_open_beneath(dfd, rel, O_RDONLY);
   struct stat st;
   int rc = 0;
@@ -240,7 +240,7 @@ coil_trust_hash_file(int dfd, const char *root, const char *rel, bool sync,
   close(fd);
   if (mac)
     mac_length(mac, total);
-  hex128(XXH3_128bits_digest(xs), f->hash);
+  coil_hex128(XXH3_128bits_digest(xs), f->hash);
   XXH3_freeState(xs);
   free(buf);
   f->bytes = total;
@@ -289,7 +289,7 @@ coil_trust_content_hash(const coil_file_list *l, char out[33])
     XXH3_128bits_update(st, size, sizeof size);
     XXH3_128bits_update(st, f->hash, 32);
   }
-  hex128(XXH3_128bits_digest(st), out);
+  coil_hex128(XXH3_128bits_digest(st), out);
   XXH3_freeState(st);
 }
 
@@ -309,7 +309,7 @@ coil_trust_read_text_at(int dfd, const char *root, const char *rel, const coil_a
     errno = EINVAL;
     return NULL;
   }
-  char *full = join(root, rel);
+  char *full = coil_path_join(root, rel);
   int bad = coil_trust_check_mode(&st, full, t, d);
   free(full);
   FILE *f = bad ? NULL : fdopen(fd, "rb");
@@ -332,7 +332,7 @@ coil_trust_read_text_at(int dfd, const char *root, const char *rel, const coil_a
   }
   *len = b.len;
   char *text = coil_strbuf_take(&b);
-  return text ? text : xstrdup("");
+  return text ? text : coil_xstrdup("");
 }
 
 /* ---- the key ---- */

@@ -13,7 +13,16 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include <xxhash.h>
+
 #include "artifact.h"
+
+/* strdup that aborts on out-of-memory (NULL copies as ""); free with free. */
+char *coil_xstrdup(const char *s);
+/* "dir/name", malloc'd. */
+char *coil_path_join(const char *dir, const char *name);
+/* h as 32 lowercase hex digits (its canonical, big-endian bytes) and a NUL. */
+void coil_hex128(XXH128_hash_t h, char out[33]);
 
 /* One file of an artifact. */
 typedef struct coil_file_entry {

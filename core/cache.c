@@ -80,11 +80,8 @@ coil_cache_key_make(const char *wir_text, const char *plugin_name, const char *p
   }
   free(pairs);
   field(st, toolchain ? toolchain : "");
-  XXH128_canonical_t c;
-  XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
+  coil_hex128(XXH3_128bits_digest(st), out->hex);
   XXH3_freeState(st);
-  for (int i = 0; i < 16; i++)
-    snprintf(out->hex + 2 * i, 3, "%02x", c.digest[i]);
 }
 
 /* ---- the cache directory ---- */
