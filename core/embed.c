@@ -729,6 +729,12 @@ coil_model_bind(coil_model *m, int ninputs, const coil_dltensor *inputs, coil_bi
                 coil_model_device_type(m) == COIL_DEVICE_CUDA ? " and CUDA devices" : " only");
       break;
     }
+    if (x->device.device_type != COIL_DEVICE_CPU && x->device.device_id != 0) {
+      /* the cuda plugin runs on the first GPU; devices in the ABI are issue G6's */
+      rc = fail(d, COIL_ERR_UNSUPPORTED, "%s %%%s: on device %d; backend %s runs on device 0 only", what,
+                p->inputs[i].label, x->device.device_id, coil_model_backend(m));
+      break;
+    }
     if (!device_set || x->device.device_type != COIL_DEVICE_CPU)
       b->device = x->device;
     device_set = true;

@@ -9,6 +9,7 @@ cd "$(dirname "$0")/../.."
 rm -rf .deps
 mkdir -p .deps/plugins .deps/lib
 cp build/tools/coil build/conformance/coil-conformance .deps/
+cp -P build/core/libcoil.so* .deps/lib/ 2>/dev/null || true # the embedding API (the Python package loads it)
 cp build/plugins/libcoil_*.so build/plugins/coil-cuda-tune .deps/plugins/
 for f in $(ldd .deps/coil .deps/coil-conformance .deps/plugins/* | awk '/=>/ {print $3}' | sort -u); do
   case "$(basename "$f")" in
@@ -29,4 +30,20 @@ if [ -n "$blas" ]; then
 fi
 strip --strip-unneeded .deps/coil .deps/coil-conformance .deps/plugins/* .deps/lib/* 2>/dev/null || true
 cp ../shared/anchors/*.py .deps/ 2>/dev/null || true
+du -sh .deps
+# A sysroot with the headers and pkg-config files of the libraries coil builds against, and
+# pkgconf itself, so `pip install tools/python` can build coil on the GPU machine (which has
+# cmake and a compiler but none of our Debian packages): tools/device/g2_gpu.sh points
+# PKG_CONFIG_SYSROOT_DIR at it.
+debs=$(mktemp -d)
+(cd "$debs" && apt-get download libcjson-dev libinih-dev libxxhash-dev libsodium-dev pkgconf-bin libpkgconf3 >/dev/null 2>&1) || true
+if ls "$debs"/*.deb >/dev/null 2>&1; then
+  mkdir -p .deps/sysroot
+  for d in "$debs"/*.deb; do dpkg -x "$d" .deps/sysroot; done
+  rm -rf .deps/sysroot/usr/share/doc .deps/sysroot/usr/share/man
+  # the -dev packages' libX.so links point at runtime libraries they do not hold: put those there
+  cp -L .deps/lib/libcjson.so.1 .deps/lib/libinih.so.1 .deps/lib/libxxhash.so.0 .deps/lib/libsodium.so.23 \
+    .deps/sysroot/usr/lib/x86_64-linux-gnu/ 2>/dev/null || true
+fi
+rm -rf "$debs"
 du -sh .deps
