@@ -22,7 +22,7 @@ import re
 import shutil
 import subprocess
 
-__all__ = ["export", "ExportReport", "coil_ops", "print_graph", "PrintedGraph"]
+__all__ = ["export", "ExportReport", "coil_ops", "print_graph", "PrintedGraph", "exported_graph"]
 
 _DTYPES = None
 
@@ -322,20 +322,12 @@ def _save(tensors, path, report):
     report.files.append(path)
 
 
-def export(model, example_args, out_dir, dynamic_shapes=None, extra_args=(), name=None, coil=None,
-           strict=False):
-    """Exports model(*example_args) into out_dir (created; files there are replaced).
-
-    dynamic_shapes: as torch.export.export takes it. extra_args: more argument tuples (other
-    sizes of the dynamic dims) whose inputs and eager outputs are written as inputs_K /
-    expected_K. name: the graph's name (default: the directory's). coil: the coil binary for the
-    op check (default: $COIL, else `coil` on PATH). Returns an ExportReport."""
+def exported_graph(model, example_args, dynamic_shapes=None, strict=False):
+    """torch.export.export(model, example_args).run_decompositions() (core ATen), in eval mode
+    without grad: returns (model, graph_module, kinds), model wrapped as a Module if it was a
+    function, kinds the print_graph() argument (params, buffers and constants with their
+    tensors)."""
     import torch
-    os.makedirs(out_dir, exist_ok=True)
-    report = ExportReport(out_dir)
-    gname = re.sub(r"[^A-Za-z0-9_]", "_", name or os.path.basename(os.path.normpath(out_dir)))
-    if not re.match(r"[A-Za-z_]", gname):
-        gname = "g_" + gname
     if not isinstance(model, torch.nn.Module):  # a plain function: torch.export takes modules
         fn = model
 
@@ -366,7 +358,24 @@ def export(model, example_args, out_dir, dynamic_shapes=None, extra_args=(), nam
             kinds[arg] = ("input", None)
         else:
             raise ValueError("input %s of kind %s cannot be exported" % (arg, kind))
+    return model, gm, kinds
 
+
+def export(model, example_args, out_dir, dynamic_shapes=None, extra_args=(), name=None, coil=None,
+           strict=False):
+    """Exports model(*example_args) into out_dir (created; files there are replaced).
+
+    dynamic_shapes: as torch.export.export takes it. extra_args: more argument tuples (other
+    sizes of the dynamic dims) whose inputs and eager outputs are written as inputs_K /
+    expected_K. name: the graph's name (default: the directory's). coil: the coil binary for the
+    op check (default: $COIL, else `coil` on PATH). Returns an ExportReport."""
+    import torch
+    os.makedirs(out_dir, exist_ok=True)
+    report = ExportReport(out_dir)
+    gname = re.sub(r"[^A-Za-z0-9_]", "_", name or os.path.basename(os.path.normpath(out_dir)))
+    if not re.match(r"[A-Za-z_]", gname):
+        gname = "g_" + gname
+    model, gm, kinds = exported_graph(model, example_args, dynamic_shapes, strict)
     known = coil_ops(coil)
     printed = print_graph(gm, gname, kinds=kinds, known=None if known is None else known.__contains__,
                           comment="exported from PyTorch %s by torch.export + run_decompositions (tools/export)"
