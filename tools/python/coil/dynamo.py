@@ -97,7 +97,11 @@ def coil_backend(gm, example_inputs, mode=None, options=None, **_):
                                                                               e.message)
             return make_boxed_func(_fallback(what, opts, aten_gm.forward))
 
-    return aot_autograd(fw_compiler=forward, decompositions=core_aten_decompositions())(gm, example_inputs)
+    # Attention is traced in its math form (bmm, softmax), which coil lowers and fuses: the fused
+    # kernels SDPA would pick on CUDA (flash, efficient) have no ATen decomposition.
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    with sdpa_kernel([SDPBackend.MATH]):
+        return aot_autograd(fw_compiler=forward, decompositions=core_aten_decompositions())(gm, example_inputs)
 
 
 def register():
