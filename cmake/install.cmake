@@ -47,3 +47,23 @@ install(TARGETS coil_cuda_tune RUNTIME DESTINATION ${COIL_INSTALL_PLUGINDIR}) # 
 
 # ---- the conformance suite's data: coil-conformance finds <prefix>/share/coil/conformance/models ----
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/conformance/models DESTINATION ${CMAKE_INSTALL_DATADIR}/coil/conformance)
+
+# ---- the Python package (tools/python, built by scikit-build-core, which sets SKBUILD) ----
+# Component "python" only (pyproject.toml installs no other): inside the package's directory,
+#   coil/lib/libcoil.so            the embedding API (coil/embed.h) the package loads with ctypes
+#   coil/lib/coil/plugins/         the plugins: where libcoil.so and bin/coil look beside them
+#   coil/bin/coil                  the command line tool (`coil run DIR` on an AOT artifact)
+# The system libraries they need (cJSON, inih, xxHash, libsodium) are the system's.
+if(SKBUILD)
+  set(COIL_PYTHON_PACKAGE_DEFAULT ON)
+else()
+  set(COIL_PYTHON_PACKAGE_DEFAULT OFF)
+endif()
+option(COIL_PYTHON_PACKAGE "Install the Python package's native parts (component python)" ${COIL_PYTHON_PACKAGE_DEFAULT})
+if(COIL_PYTHON_PACKAGE)
+  install(TARGETS coil_shared LIBRARY DESTINATION coil/lib COMPONENT python)
+  install(TARGETS coil_plugin_interp coil_plugin_cpu coil_plugin_cuda LIBRARY DESTINATION coil/lib/coil/plugins
+          COMPONENT python)
+  install(TARGETS coil_cuda_tune RUNTIME DESTINATION coil/lib/coil/plugins COMPONENT python)
+  install(TARGETS coil RUNTIME DESTINATION coil/bin COMPONENT python)
+endif()

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "sched.h"
+#include "schedule.h"
 
 /* Writes text to DIR/NAME (through a temporary file and a rename). */
 static int

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched.h"
+#include "schedule.h"
 
 typedef struct {
   schedule *S;

@@ -668,6 +668,15 @@ coil_plugin_run(const coil_loaded_plugin *lp, coil_artifact *art, int ninputs,
                 const coil_plugin_tensor *const *inputs, int noutputs,
                 const coil_plugin_tensor *const *outputs, coil_diag *d)
 {
+  return coil_plugin_run_stream(lp, art, ninputs, inputs, noutputs, outputs, false, NULL, d);
+}
+
+int
+coil_plugin_run_stream(const coil_loaded_plugin *lp, coil_artifact *art, int ninputs,
+                       const coil_plugin_tensor *const *inputs, int noutputs,
+                       const coil_plugin_tensor *const *outputs, bool has_stream, void *stream,
+                       coil_diag *d)
+{
   if (!lp->api.run || !art)
     return fail(d, COIL_ERR_UNSUPPORTED, "%s: plugin '%s' cannot run artifacts", lp->path,
                 lp->label);
@@ -678,6 +687,7 @@ coil_plugin_run(const coil_loaded_plugin *lp, coil_artifact *art, int ninputs,
     .struct_size = sizeof args,
     .ninputs = (size_t)ninputs, .inputs = inputs,
     .noutputs = (size_t)noutputs, .outputs = outputs,
+    .has_stream = has_stream, .stream = stream,
   };
   coil_error *e = lp->api.run(art, &args);
   return e ? take_error(lp, e, "run", d) : 0;

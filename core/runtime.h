@@ -107,6 +107,11 @@ int coil_plugin_load(const coil_loaded_plugin *lp, coil_plugin *inst, const char
 int coil_plugin_run(const coil_loaded_plugin *lp, coil_artifact *art, int ninputs,
                     const coil_plugin_tensor *const *inputs, int noutputs,
                     const coil_plugin_tensor *const *outputs, coil_diag *d);
+/* The same on the caller's stream when has_stream (ABI 1.2: queued there, no synchronize). */
+int coil_plugin_run_stream(const coil_loaded_plugin *lp, coil_artifact *art, int ninputs,
+                           const coil_plugin_tensor *const *inputs, int noutputs,
+                           const coil_plugin_tensor *const *outputs, bool has_stream, void *stream,
+                           coil_diag *d);
 void coil_plugin_artifact_free(const coil_loaded_plugin *lp, coil_artifact *art);
 
 /* Describes a host tensor (contiguous, on the CPU) for run: strides is caller storage of

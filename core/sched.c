@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched.h"
+#include "schedule.h"
 
 #define MAX_ROUNDS 10
 #define MAX_GROUP 64

@@ -137,7 +137,15 @@ struct coil_artifact {
   const cuda_driver *cu;
   CUdevice dev;
   CUcontext ctx;             /* the device's primary context (retained) */
-  CUstream stream;
+  CUstream stream;           /* what a run queues on: own_stream, or during a run given a
+                                caller's stream (ABI 1.2) that stream */
+  CUstream own_stream;       /* created at load; captures always run on it */
+  CUstream last_stream;      /* the stream the previous run queued on (a run on another stream
+                                first waits for it: they share the workspace and the pool) */
+  CUstream handles_stream;   /* the stream the cuBLAS and cuDNN handles are set to */
+  CUevent switch_event;      /* recorded on last_stream when the stream changes */
+  bool caller_streams;       /* a run was queued on a caller's stream: free synchronizes the
+                                context, not only own_stream */
   CUmemoryPool pool;         /* intermediates: a pool of its own that keeps its memory between
                                 runs (the default pool returns it to the driver at every
                                 synchronize, and mapping it again costs milliseconds) */

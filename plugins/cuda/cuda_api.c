@@ -133,6 +133,8 @@ load_driver(void)
   SYM(driver, EventElapsedTime, "cuEventElapsedTime");
   SYM(driver, EventDestroy, "cuEventDestroy_v2");
   SYM(driver, ModuleLoad, "cuModuleLoad");
+  SYM(driver, StreamWaitEvent, "cuStreamWaitEvent");
+  SYM(driver, CtxSynchronize, "cuCtxSynchronize");
   int n = 0;
   if (driver.Init(0) != 0 || driver.DeviceGetCount(&n) != 0 || n < 1)
     return "the CUDA driver found no usable GPU (cuInit or cuDeviceGetCount failed)";

@@ -109,6 +109,9 @@ typedef struct cuda_driver {
   CUresult (*EventElapsedTime)(float *ms, CUevent a, CUevent b);
   CUresult (*EventDestroy)(CUevent e);
   CUresult (*ModuleLoad)(CUmodule *m, const char *path);
+  /* a caller's stream (ABI 1.2): ordering a run after another stream's work */
+  CUresult (*StreamWaitEvent)(CUstream s, CUevent e, unsigned flags);
+  CUresult (*CtxSynchronize)(void);
 } cuda_driver;
 
 /* The driver, loaded and initialised (cuInit) on first use; NULL with why when there is none. */

@@ -360,8 +360,12 @@ artifact_free(coil_artifact *a)
     return;
   if (a->cu) {
     a->cu->CtxSetCurrent(a->ctx);
-    if (a->stream)
+    if (a->caller_streams)
+      a->cu->CtxSynchronize(); /* runs queued on a caller's stream may be in flight */
+    else if (a->stream)
       a->cu->StreamSynchronize(a->stream); /* unsynchronized runs (sync = false) may be in flight */
+    if (a->switch_event)
+      a->cu->EventDestroy(a->switch_event);
     cuda_graph_free(a);
     cuda_lt_plans_free(a);
     cuda_dnn_plans_free(a);
@@ -480,6 +484,9 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
    * as PyTorch produce device inputs), and that stream's later work after ours */
   if (!r && (r = cu->StreamCreate(&a->stream, CU_STREAM_DEFAULT)))
     call = "cuStreamCreate";
+  a->own_stream = a->last_stream = a->handles_stream = a->stream;
+  if (!r && (r = cu->EventCreate(&a->switch_event, 0x2 /* CU_EVENT_DISABLE_TIMING */)))
+    call = "cuEventCreate";
   if (!r) {
     cuda_mem_pool_props props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED, .locationType = CU_MEM_LOCATION_TYPE_DEVICE,
                                  .locationId = a->dev};

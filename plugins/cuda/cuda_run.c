@@ -1297,6 +1297,37 @@ slot_copy(coil_artifact *a, const gslot *s, const coil_plugin_tensor *t, bool in
             : a->cu->MemcpyDtoHAsync(t->data, s->buf, s->bytes, a->stream);
 }
 
+/* Points the cuBLAS and cuDNN handles at s (they queue on their handle's stream). */
+static coil_error *
+handles_on(coil_artifact *a, CUstream s)
+{
+  if (s == a->handles_stream)
+    return NULL;
+  if ((a->blas_handle && a->blas->SetStream(a->blas_handle, s)) || (a->dnn_handle && a->dnn->SetStream(a->dnn_handle, s)))
+    return coil_sdk_error(COIL_ERR_RUNTIME, "cuda: %s: cannot set the cuBLAS/cuDNN stream", a->program->name);
+  a->handles_stream = s;
+  return NULL;
+}
+
+/* Makes s the stream this run queues on. A run on another stream than the previous run's waits
+ * for that one first: both use the cuBLAS workspace and the pool's blocks. */
+static coil_error *
+use_stream(coil_artifact *a, CUstream s)
+{
+  if (s != a->last_stream) {
+    CUresult r = a->cu->EventRecord(a->switch_event, a->last_stream);
+    if (!r)
+      r = a->cu->StreamWaitEvent(s, a->switch_event, 0);
+    else /* the previous stream is gone (a caller destroyed it): wait for everything */
+      r = a->cu->CtxSynchronize();
+    if (r)
+      return graph_fail(a, r, "ordering the run after the previous one (cuStreamWaitEvent)");
+    a->last_stream = s;
+  }
+  a->stream = s;
+  return handles_on(a, s);
+}
+
 /* Captures the run with the slots' proxies. On failure *refuse says whether graphs should be
  * given up for this artifact (the driver could not capture) rather than the run being wrong. */
 static coil_error *
@@ -1322,18 +1353,27 @@ capture(coil_artifact *a, cuda_graph *g, bool *refuse)
   }
   coil_plugin_run_args pa = {.struct_size = sizeof pa, .ninputs = g->nin, .inputs = ptrs, .noutputs = g->n - g->nin,
                              .outputs = ptrs + g->nin};
-  CUresult r = a->cu->StreamBeginCapture(a->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
-  if (r) {
+  /* captured on the artifact's own stream whatever the run's (a caller's may be the legacy
+   * default stream, which cannot capture); the graph is launched on the run's */
+  CUstream run_stream = a->stream;
+  a->stream = a->own_stream;
+  coil_error *e = handles_on(a, a->stream);
+  CUresult r = e ? 0 : a->cu->StreamBeginCapture(a->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  if (e || r) {
     free(ptrs);
+    a->stream = run_stream;
     *refuse = true;
-    return graph_fail(a, r, "cuStreamBeginCapture");
+    return e ? e : graph_fail(a, r, "cuStreamBeginCapture");
   }
   a->capturing = true;
-  coil_error *e = run_lines(a, &pa);
+  e = run_lines(a, &pa);
   a->capturing = false;
   free(ptrs);
   CUgraph graph = NULL;
   r = a->cu->StreamEndCapture(a->stream, &graph);
+  a->stream = run_stream;
+  if (!e)
+    e = handles_on(a, run_stream);
   if (e) {
     if (graph)
       a->cu->GraphDestroy(graph);
@@ -1432,8 +1472,15 @@ cuda_run(coil_artifact *a, const coil_plugin_run_args *args)
   CUresult r = a->cu->CtxSetCurrent(a->ctx);
   if (r)
     return graph_fail(a, r, "cuCtxSetCurrent");
-  coil_error *e = NULL;
   pthread_mutex_lock(&a->lock);
+  bool caller = COIL_STRUCT_HAS(args, coil_plugin_run_args, stream) && args->has_stream;
+  coil_error *e = use_stream(a, caller ? (CUstream)args->stream : a->own_stream);
+  if (e) {
+    a->stream = a->own_stream;
+    pthread_mutex_unlock(&a->lock);
+    return e;
+  }
+  a->caller_streams = a->caller_streams || caller;
   bool plain = !a->opt.graphs || a->graph_refused[0];
   if (!plain) {
     bool refuse = false;
@@ -1458,7 +1505,9 @@ cuda_run(coil_artifact *a, const coil_plugin_run_args *args)
     const coil_plugin_tensor *t = slot_tensor(args, i);
     all_device = all_device && t && t->device_type == COIL_DEVICE_CUDA;
   }
-  if (e || a->opt.sync || !all_device) { /* the outputs are the caller's when this returns */
+  /* the outputs are the caller's when this returns, unless they are on the device and the
+   * caller gave a stream (they are ready in its order) or said sync = false */
+  if (e || !all_device || (a->opt.sync && !caller)) {
     r = a->cu->StreamSynchronize(a->stream);
     if (!e && r)
       e = graph_fail(a, r, "cuStreamSynchronize (a kernel failed)");
@@ -1470,12 +1519,13 @@ cuda_run(coil_artifact *a, const coil_plugin_run_args *args)
     if (!e && oob[0]) { /* the outputs hold garbage where the index was: the run failed */
       e = coil_sdk_error(COIL_ERR_RUNTIME, "cuda: index %lld is out of range in program %s (an indirect load: "
                          "embedding, gather or index%s)", oob[1], a->program->name,
-                         a->opt.sync ? "" : "; in this run or an earlier one that returned unsynchronized");
+                         a->opt.sync && !a->caller_streams ? "" : "; in this run or an earlier one that returned unsynchronized");
       /* cleared only here, so a run that finds every index in range costs no memset */
       if (!a->cu->MemsetD8Async(a->oob, 0, sizeof oob, a->stream))
         a->cu->StreamSynchronize(a->stream);
     }
   }
+  a->stream = a->own_stream; /* a caller's stream is used during its run only */
   pthread_mutex_unlock(&a->lock);
   return e;
 }

@@ -42,6 +42,10 @@ extern "C" {
 
 #define COIL_EMBED_API_VERSION 1 /* bumped when a function's meaning changes */
 
+/* COIL_EMBED_API_VERSION as the library was built (a binding loaded with dlopen or ctypes checks
+ * it against the one it was written for). */
+int coil_embed_api_version(void);
+
 /* ---- tensors: DLPack's DLTensor, field for field ---- */
 
 typedef struct coil_dldevice {

@@ -63,7 +63,7 @@ extern "C" {
 /* ---- versions ---- */
 
 #define COIL_PLUGIN_ABI_MAJOR 1
-#define COIL_PLUGIN_ABI_MINOR 1
+#define COIL_PLUGIN_ABI_MINOR 2
 
 #define COIL_PLUGIN_ENTRY_SYMBOL "coil_plugin_entry"
 
@@ -215,9 +215,18 @@ typedef struct coil_plugin_tensor {
  * program's output buffer i, its size symbols bound from the inputs (the `symbol` lines), on the
  * device the plugin runs on; the plugin writes every element of every output and nothing else
  * of theirs. Outputs are dense, row-major (Wrapper IR 1.2). Outputs never alias inputs or each
- * other; when the program returns an input or a view of one, the plugin copies. The run is synchronous: when it returns, the outputs hold the
- * results (a device plugin has synchronized), unless the user set a plugin option that says
- * otherwise (cuda: sync = false, for runs whose tensors all live on the device). */
+ * other; when the program returns an input or a view of one, the plugin copies. The run is
+ * synchronous: when it returns, the outputs hold the results (a device plugin has synchronized),
+ * unless the caller gave a stream (1.2, below) or the user set a plugin option that says
+ * otherwise (cuda: sync = false, for runs whose tensors all live on the device).
+ *
+ * A stream (1.2): has_stream nonzero means stream is the caller's (a CUstream for cuda, a
+ * hipStream_t for hip; 0 is then the legacy default stream, not "none"). A device plugin queues
+ * the run on it, ordered after what the caller queued there before, and returns without
+ * synchronizing: the caller's later work on that stream sees the outputs. A plugin may use its
+ * own streams inside the run as long as that order holds. A host-only plugin ignores both
+ * fields (its runs are synchronous) and a 1.0/1.1 plugin never sees them (they lie past its
+ * struct_size): it synchronizes, which is slower, never wrong. */
 typedef struct coil_plugin_run_args {
   size_t struct_size;
   size_t ninputs;                           /* == program->ninputs */
@@ -227,6 +236,9 @@ typedef struct coil_plugin_run_args {
   size_t noutputs;                          /* == buffers in the program's output line */
   const coil_plugin_tensor *const *outputs; /* descriptors borrowed for the call; data owned by
                                                the host, written by the plugin */
+  /* ---- ABI 1.2 ---- */
+  int32_t has_stream;                       /* nonzero: stream is the caller's (see above) */
+  void *stream;                             /* the caller's stream when has_stream */
 } coil_plugin_run_args;
 
 /* ---- the host's table (filled by the host, read by the plugin) ---- */
@@ -311,7 +323,7 @@ struct coil_plugin_api {
    * Returns a string owned by the instance, valid until destroy; NULL or absent: nothing. */
   const char *(*identity)(coil_plugin *self);
 
-  /* ---- ABI 1.2 and later append here ---- */
+  /* ---- ABI 1.3 and later append here (1.2 added fields to coil_plugin_run_args only) ---- */
 };
 
 /* The size of the 1.0 plugin table: the least struct_size a host accepts. */

@@ -1,4 +1,4 @@
-/* sched.h — scheduling the loop IR into kernels and writing the Wrapper IR (core-internal). */
+/* schedule.h — (named so, not sched.h, so <pthread.h> finds the system <sched.h>) scheduling the loop IR into kernels and writing the Wrapper IR (core-internal). */
 #ifndef COIL_SCHED_H
 #define COIL_SCHED_H
 
