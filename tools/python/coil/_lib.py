@@ -78,6 +78,7 @@ _DLT = ctypes.POINTER(DLTensor)
 
 # name: (restype, argtypes)
 _SIGNATURES = {
+    "coil_embed_api_version": (_I, []),
     "coil_dtype_to_dl": (DLDataType, [_I]),
     "coil_dtype_from_dl": (_I, [DLDataType]),
     "coil_session_new": (_I, [ctypes.POINTER(SessionOptions), _PP, _DIAG]),
@@ -106,7 +107,7 @@ _SIGNATURES = {
 
 def _candidates():
     here = os.path.dirname(os.path.abspath(__file__))
-    yield os.path.join(here, "lib", "libcoil.so")
+    yield os.path.join(here, "lib", "libcoil.so")  # the wheel: coil/lib/libcoil.so
     env = os.environ.get("COIL_LIBRARY")
     if env:
         yield env
@@ -115,6 +116,17 @@ def _candidates():
 
 
 _lib = None
+
+
+def tool_path():
+    """The `coil` command line tool: the wheel's coil/bin/coil, else $COIL, else the source
+    tree's build/tools/coil; None when none exists."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    repo = os.path.normpath(os.path.join(here, "..", "..", ".."))
+    for p in (os.path.join(here, "bin", "coil"), os.environ.get("COIL"), os.path.join(repo, "build", "tools", "coil")):
+        if p and os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    return None
 
 
 def library_path():
@@ -135,6 +147,12 @@ def load():
         raise CoilError(ERR_IO, "libcoil.so not found: looked in %s; set $COIL_LIBRARY to the library"
                         % ", ".join(p for p in _candidates() if p))
     lib = ctypes.CDLL(path)
+    lib.coil_embed_api_version.restype = _I
+    lib.coil_embed_api_version.argtypes = []
+    built = lib.coil_embed_api_version()
+    if built != API_VERSION:
+        raise CoilError(ERR_VERSION, "%s has embedding API version %d; this package was written for %d: install the "
+                        "package and the library together" % (path, built, API_VERSION))
     for name, (res, args) in _SIGNATURES.items():
         fn = getattr(lib, name)
         fn.restype = res
