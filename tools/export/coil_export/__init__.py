@@ -22,7 +22,7 @@ import re
 import shutil
 import subprocess
 
-__all__ = ["export", "ExportReport", "coil_ops"]
+__all__ = ["export", "ExportReport", "coil_ops", "print_graph", "PrintedGraph", "exported_graph"]
 
 _DTYPES = None
 
@@ -212,26 +212,122 @@ def _flat(x):
     raise ValueError("an output of type %s is not a tensor" % type(x).__name__)
 
 
+class GraphInput:
+    """One input of a printed graph: the FX node (a placeholder, or a get_attr constant), its
+    name in the .coil text, its kind ("input", "param", "buffer") and, for params, buffers and
+    constants, the tensor."""
+
+    def __init__(self, node, name, kind, tensor):
+        self.node, self.name, self.kind, self.tensor = node, name, kind, tensor
+
+
+class PrintedGraph:
+    """What print_graph made: the .coil text, its inputs in order (GraphInput), the tensors of
+    the param and buffer inputs by name, the FX nodes it returns, the ops the `known` predicate
+    rejected (op -> model lines) and the number of statements."""
+
+    def __init__(self):
+        self.text = ""
+        self.inputs = []
+        self.weights = {}
+        self.outputs = []
+        self.unsupported = {}
+        self.statements = 0
+
+
+def print_graph(gm, name, kinds=None, known=None, outputs=None, comment=None):
+    """Prints an ATen-level FX GraphModule (torch.export's after run_decompositions, or AOT
+    autograd's) as `.coil` text, with PyTorch's inferred type on every statement.
+
+    kinds: placeholder name -> (kind, tensor) with kind "input", "param" or "buffer" (default:
+    every placeholder an input). get_attr nodes (constants AOT autograd lifts into the module)
+    become inputs too, with their tensor. Placeholders holding a symbolic size (SymInt) are not
+    inputs: coil binds sizes from the tensors. known: a predicate on op names ("aten.add.Tensor");
+    the ops it rejects are collected in .unsupported with the user's line that made each, and
+    printed anyway. outputs: the FX nodes to return (default: the graph's output node's).
+    Raises ValueError for what the format cannot hold."""
+    import torch
+    import torch.fx
+    kinds = kinds or {}
+    pg = PrintedGraph()
+    names = {}
+    for n in gm.graph.nodes:
+        nm = n.name if _NAME.match(n.name) else re.sub(r"[^A-Za-z0-9_]", "_", n.name)[:256]
+        if not re.match(r"[A-Za-z_]", nm):
+            nm = "v_" + nm
+        while nm in names.values():
+            nm += "_"
+        names[n.name] = nm
+
+    inputs, body = [], []
+    for n in gm.graph.nodes:
+        if n.op in ("placeholder", "get_attr"):
+            if n.op == "placeholder":
+                if _is_sym(n):
+                    continue  # a size: bound from the tensors' sizes
+                kind, t = kinds.get(n.name, ("input", None))
+                val = n.meta["val"]
+            else:
+                t = gm
+                for part in n.target.split("."):
+                    t = getattr(t, part)
+                if not isinstance(t, torch.Tensor):
+                    raise ValueError("constant %s of type %s is not a tensor" % (n.target, type(t).__name__))
+                kind, val = "input", n.meta.get("val", t)
+            suffix = "" if kind == "input" else " " + kind
+            inputs.append("%%%s: %s%s" % (names[n.name], _type(val), suffix))
+            pg.inputs.append(GraphInput(n, names[n.name], kind, t))
+            if kind != "input":
+                pg.weights[names[n.name]] = t
+        elif n.op == "call_function":
+            if _is_sym(n):  # a size computation: its uses are rewritten (_size_list) or reported
+                continue
+            if n.target is operator.getitem:
+                op = "getitem"
+            else:
+                op = str(n.target)
+                if not op.startswith("aten."):
+                    op = "aten." + op if "." in op else op
+                if known is not None and not known(op):
+                    pg.unsupported.setdefault(op, []).append(_model_line(n))
+            fixed = _size_list(op, n)
+            pos = list(n.args) if fixed is None else [n.args[0], fixed] + list(n.args[2:])
+            if fixed is None and any(_is_sym(x) for a in n.args for x in (a if isinstance(a, (list, tuple)) else [a])):
+                pg.unsupported.setdefault("%s (with a symbolic size argument)" % op, []).append(_model_line(n))
+            args = [_value(a, names) for a in pos]
+            args += ["%s=%s" % (k, _value(v, names)) for k, v in n.kwargs.items()]
+            val = n.meta.get("val")
+            typ = ": " + _type(val) if val is not None else ""
+            body.append("  %%%s%s = %s(%s)" % (names[n.name], typ, op, ", ".join(args)))
+        elif n.op == "output":
+            outs = outputs
+            if outs is None:
+                outs = n.args[0] if isinstance(n.args[0], (tuple, list)) else [n.args[0]]
+            for o in outs:
+                if not isinstance(o, torch.fx.Node):
+                    raise ValueError("output %r is not a tensor computed by the graph" % (o,))
+            pg.outputs = list(outs)
+            body.append("  return (%s)" % ", ".join("%" + names[o.name] for o in outs))
+        else:
+            raise ValueError("FX node %s of kind %s cannot be exported" % (n.name, n.op))
+    pg.statements = len(body) - 1
+    head = ["coil 1"] + (["# " + comment] if comment else [])
+    pg.text = "\n".join(head + ["graph %s(%s) {" % (name, ", ".join(inputs))] + body + ["}", ""])
+    return pg
+
+
 def _save(tensors, path, report):
     from safetensors.torch import save_file
     save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, path)
     report.files.append(path)
 
 
-def export(model, example_args, out_dir, dynamic_shapes=None, extra_args=(), name=None, coil=None,
-           strict=False):
-    """Exports model(*example_args) into out_dir (created; files there are replaced).
-
-    dynamic_shapes: as torch.export.export takes it. extra_args: more argument tuples (other
-    sizes of the dynamic dims) whose inputs and eager outputs are written as inputs_K /
-    expected_K. name: the graph's name (default: the directory's). coil: the coil binary for the
-    op check (default: $COIL, else `coil` on PATH). Returns an ExportReport."""
+def exported_graph(model, example_args, dynamic_shapes=None, strict=False):
+    """torch.export.export(model, example_args).run_decompositions() (core ATen), in eval mode
+    without grad: returns (model, graph_module, kinds), model wrapped as a Module if it was a
+    function, kinds the print_graph() argument (params, buffers and constants with their
+    tensors)."""
     import torch
-    os.makedirs(out_dir, exist_ok=True)
-    report = ExportReport(out_dir)
-    gname = re.sub(r"[^A-Za-z0-9_]", "_", name or os.path.basename(os.path.normpath(out_dir)))
-    if not re.match(r"[A-Za-z_]", gname):
-        gname = "g_" + gname
     if not isinstance(model, torch.nn.Module):  # a plain function: torch.export takes modules
         fn = model
 
@@ -245,16 +341,6 @@ def export(model, example_args, out_dir, dynamic_shapes=None, extra_args=(), nam
         ep = torch.export.export(model, tuple(example_args), dynamic_shapes=dynamic_shapes, strict=strict)
         ep = ep.run_decompositions()
     gm, sig = ep.graph_module, ep.graph_signature
-    known = coil_ops(coil)
-
-    names = {}
-    for n in gm.graph.nodes:
-        nm = n.name if _NAME.match(n.name) else re.sub(r"[^A-Za-z0-9_]", "_", n.name)[:256]
-        if not re.match(r"[A-Za-z_]", nm):
-            nm = "v_" + nm
-        while nm in names.values():
-            nm += "_"
-        names[n.name] = nm
 
     kinds = {}  # placeholder name -> (kind, tensor or None)
     state = dict(ep.state_dict)
@@ -272,51 +358,35 @@ def export(model, example_args, out_dir, dynamic_shapes=None, extra_args=(), nam
             kinds[arg] = ("input", None)
         else:
             raise ValueError("input %s of kind %s cannot be exported" % (arg, kind))
+    return model, gm, kinds
 
-    inputs, body, weights, user = [], [], {}, []
-    for n in gm.graph.nodes:
-        if n.op == "placeholder":
-            kind, t = kinds.get(n.name, ("input", None))
-            suffix = "" if kind == "input" else " " + kind
-            inputs.append("%%%s: %s%s" % (names[n.name], _type(n.meta["val"]), suffix))
-            if kind == "input":
-                user.append(names[n.name])
-            else:
-                weights[names[n.name]] = t
-        elif n.op == "call_function":
-            if _is_sym(n):  # a size computation: its uses are rewritten (_size_list) or reported
-                continue
-            if n.target is operator.getitem:
-                op = "getitem"
-            else:
-                op = str(n.target)
-                if not op.startswith("aten."):
-                    op = "aten." + op if "." in op else op
-                if known is not None and op not in known:
-                    report.unsupported.setdefault(op, []).append(_model_line(n))
-            fixed = _size_list(op, n)
-            pos = list(n.args) if fixed is None else [n.args[0], fixed] + list(n.args[2:])
-            if fixed is None and any(_is_sym(x) for a in n.args for x in (a if isinstance(a, (list, tuple)) else [a])):
-                report.unsupported.setdefault("%s (with a symbolic size argument)" % op, []).append(_model_line(n))
-            args = [_value(a, names) for a in pos]
-            args += ["%s=%s" % (k, _value(v, names)) for k, v in n.kwargs.items()]
-            val = n.meta.get("val")
-            typ = ": " + _type(val) if val is not None else ""
-            body.append("  %%%s%s = %s(%s)" % (names[n.name], typ, op, ", ".join(args)))
-        elif n.op == "output":
-            outs = n.args[0] if isinstance(n.args[0], (tuple, list)) else [n.args[0]]
-            for o in outs:
-                if not isinstance(o, torch.fx.Node):
-                    raise ValueError("output %r is not a tensor computed by the graph" % (o,))
-            body.append("  return (%s)" % ", ".join("%" + names[o.name] for o in outs))
-        else:
-            raise ValueError("FX node %s of kind %s cannot be exported" % (n.name, n.op))
-    report.statements = len(body) - 1
-    text = ["coil 1", "# exported from PyTorch %s by torch.export + run_decompositions (tools/export)" % torch.__version__,
-            "graph %s(%s) {" % (gname, ", ".join(inputs))] + body + ["}", ""]
+
+def export(model, example_args, out_dir, dynamic_shapes=None, extra_args=(), name=None, coil=None,
+           strict=False):
+    """Exports model(*example_args) into out_dir (created; files there are replaced).
+
+    dynamic_shapes: as torch.export.export takes it. extra_args: more argument tuples (other
+    sizes of the dynamic dims) whose inputs and eager outputs are written as inputs_K /
+    expected_K. name: the graph's name (default: the directory's). coil: the coil binary for the
+    op check (default: $COIL, else `coil` on PATH). Returns an ExportReport."""
+    import torch
+    os.makedirs(out_dir, exist_ok=True)
+    report = ExportReport(out_dir)
+    gname = re.sub(r"[^A-Za-z0-9_]", "_", name or os.path.basename(os.path.normpath(out_dir)))
+    if not re.match(r"[A-Za-z_]", gname):
+        gname = "g_" + gname
+    model, gm, kinds = exported_graph(model, example_args, dynamic_shapes, strict)
+    known = coil_ops(coil)
+    printed = print_graph(gm, gname, kinds=kinds, known=None if known is None else known.__contains__,
+                          comment="exported from PyTorch %s by torch.export + run_decompositions (tools/export)"
+                          % torch.__version__)
+    report.unsupported = printed.unsupported
+    report.statements = printed.statements
+    weights = printed.weights
+    user = [p.name for p in printed.inputs if p.kind == "input"]
     path = os.path.join(out_dir, "graph.coil")
     with open(path + ".tmp", "w") as f:
-        f.write("\n".join(text))
+        f.write(printed.text)
     os.replace(path + ".tmp", path)
     report.files.append(path)
     if weights:
