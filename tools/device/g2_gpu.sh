@@ -33,11 +33,11 @@ python3 -c 'import coil, torch; print("coil", coil.__file__); from torch._dynamo
 
 part=${1:-all}
 if [ "$part" != bench ]; then
-  python3 -m pytest tools/python/tests -q -rs --junitxml="$out/pytest.xml" >"$out/pytest.log" 2>&1
+  python3 -m pytest tools/python/tests -q -rs -p no:cacheprovider --junitxml="$out/pytest.xml" >"$out/pytest.log" 2>&1
   echo "pytest: exit $?" >>"$out/g2_env.log"
 fi
 if [ "$part" != test ]; then
-  python3 tools/python/bench_models.py --json "$out/bench_models.json" >"$out/bench_models.log" 2>&1
+  python3 tools/python/bench_models.py --device cuda --iters 200 --json "$out/bench_models.json" >"$out/bench_models.log" 2>&1
   echo "bench: exit $?" >>"$out/g2_env.log"
 fi
 cat "$out/g2_env.log"
