@@ -42,8 +42,12 @@ if ls "$debs"/*.deb >/dev/null 2>&1; then
   for d in "$debs"/*.deb; do dpkg -x "$d" .deps/sysroot; done
   rm -rf .deps/sysroot/usr/share/doc .deps/sysroot/usr/share/man
   # the -dev packages' libX.so links point at runtime libraries they do not hold: put those there
-  cp -L .deps/lib/libcjson.so.1 .deps/lib/libinih.so.1 .deps/lib/libxxhash.so.0 .deps/lib/libsodium.so.23 \
-    .deps/sysroot/usr/lib/x86_64-linux-gnu/ 2>/dev/null || true
+  # (and no static archives: a shared libcoil.so cannot take non-PIC ones)
+  lib=.deps/sysroot/usr/lib/x86_64-linux-gnu
+  rm -f "$lib"/*.a
+  for so in libcjson.so.1 libinih.so.1 libxxhash.so.0 libsodium.so.23; do
+    cp -L ".deps/lib/$so" "$lib/" && ln -sf "$so" "$lib/${so%%.so.*}.so"
+  done
 fi
 rm -rf "$debs"
 du -sh .deps
