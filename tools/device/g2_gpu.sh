@@ -19,6 +19,7 @@ export PKG_CONFIG_LIBDIR=$S/usr/lib/x86_64-linux-gnu/pkgconfig:$S/usr/share/pkgc
 export PYTHONUNBUFFERED=1 COIL_CACHE_DIR=$out/coil-cache
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'; } >"$out/g2_env.log" 2>&1
 
+rm -rf tools/python/build # a stale CMake cache from another machine or sysroot
 start=$(date +%s)
 python3 -m pip install --no-build-isolation --no-deps -v \
   -C cmake.define.CMAKE_PROGRAM_PATH=$S/usr/bin -C cmake.define.PKG_CONFIG_EXECUTABLE=$PKG_CONFIG \
