@@ -694,6 +694,25 @@ parse_input(parser *p, coil_value *v)
   return 0;
 }
 
+/* _native_batch_norm_legit_no_training's second and third results (the statistics a backward
+ * would save) are empty on the CPU and per-channel on CUDA, so a graph traced on a GPU says
+ * f32[C] where the CPU's says f32[0]. Nothing in an inference graph reads them (coil makes them
+ * zeros either way): the annotation decides which of the two sizes they have. */
+static void
+batch_norm_saved_stats(const coil_type *annot, coil_type *inferred)
+{
+  if (annot->kind != COIL_TYPE_TUPLE || inferred->kind != COIL_TYPE_TUPLE || annot->nelems != 3 ||
+      inferred->nelems != 3 || inferred->elems[0].rank < 2)
+    return;
+  for (int k = 1; k < 3; k++) {
+    const coil_type *a = &annot->elems[k];
+    coil_type *t = &inferred->elems[k];
+    if (a->kind == COIL_TYPE_TENSOR && a->dtype == t->dtype && a->rank == 1 && t->rank == 1 &&
+        coil_sym_cmp(a->dims[0], inferred->elems[0].dims[1]) == 0)
+      t->dims[0] = a->dims[0];
+  }
+}
+
 /* stmt := "%" NAME [":" type] "=" OP "(" [arg {"," arg}] ")" NL
  * arg  := value | NAME "=" value */
 static int
@@ -751,6 +770,8 @@ parse_stmt(parser *p, coil_node *n, int index)
   if (coil_infer_node(p->g, n, p->d) || coil_graph_note_mutation(p->g, n, (int)(n - p->g->nodes), p->d) ||
       check_extent(p, n->line, n->col, &v->type))
     return -1;
+  if (n->annotated && n->op->rule == COIL_RULE_BATCH_NORM)
+    batch_norm_saved_stats(&annot, &v->type);
   if (n->annotated && !coil_type_equal(&annot, &v->type)) {
     coil_strbuf want = {0}, got = {0};
     coil_type_print(p->g, &annot, &want);

@@ -494,6 +494,15 @@ Test(infer, softmax_and_norms)
   bad("%x: f32[4, 3, 5, 5], %m: f32[4], %v: f32[3]",
       "%r = aten._native_batch_norm_legit_no_training.default(%x, None, None, %m, %v, 0.1, 1e-05)",
       "'running_mean' must be a 1-D tensor of size 3");
+  /* traced on CUDA, the saved statistics are per channel: the annotation may say either */
+  ty("%x: f32[4, 3, 5, 5], %w: f32[3], %b: f32[3], %m: f32[3], %v: f32[3]",
+     "%r: (f32[4, 3, 5, 5], f32[3], f32[3]) = aten._native_batch_norm_legit_no_training.default(%x, %w, %b, %m, %v, "
+     "0.1, 1e-05)",
+     "(f32[4, 3, 5, 5], f32[3], f32[3])");
+  bad("%x: f32[4, 3, 5, 5], %w: f32[3], %b: f32[3], %m: f32[3], %v: f32[3]",
+      "%r: (f32[4, 3, 5, 5], f32[4], f32[3]) = aten._native_batch_norm_legit_no_training.default(%x, %w, %b, %m, "
+      "%v, 0.1, 1e-05)",
+      "does not match the inferred type (f32[4, 3, 5, 5], f32[0], f32[3])");
 }
 
 /* ---------------------------------------------------------------- views ---- */

@@ -109,3 +109,39 @@ def test_mode_and_plugin_options_reach_the_session():
     with torch.no_grad():
         assert_matches(fn(x), x * 3, "mode")
     assert coil.session({"backend": "cpu", "mode": "max-autotune"}).get("mode") == "max-autotune"
+
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@needs_cuda
+def test_cuda_runs_in_the_callers_stream_order():
+    """On a side stream, the input is made by slow kernels queued just before the call and the
+    output is read by a kernel queued just after: right only if coil's run is ordered between
+    them on that stream (it does not synchronize, so nothing else orders it)."""
+    w = torch.randn(512, 512, device="cuda") / 23
+    fn = torch.compile(lambda x: torch.softmax(x * 3, -1) + x, backend="coil", options={"strict": True})
+    s = torch.cuda.Stream()
+    with torch.no_grad():
+        fn(torch.randn(512, 512, device="cuda"))  # compiled outside the timed order
+        torch.cuda.synchronize()
+        with torch.cuda.stream(s):
+            a = torch.randn(512, 512, device="cuda")
+            for _ in range(200):
+                a = torch.tanh(a @ w)
+            got = fn(a) * 2
+        s.synchronize()
+        want = (torch.softmax(a * 3, -1) + a) * 2
+    assert_matches(got, want, "side stream")
+
+
+@needs_cuda
+def test_cuda_reduce_overhead_replays_with_new_inputs():
+    lin = torch.nn.Linear(64, 32).cuda()
+    fn = torch.compile(lambda x: torch.nn.functional.gelu(lin(x)), backend="coil",
+                       options={"mode": "reduce-overhead", "strict": True})
+    with torch.no_grad():
+        for k in range(4):
+            x = torch.randn(16, 64, device="cuda") * (k + 1)
+            assert_matches(fn(x), torch.nn.functional.gelu(lin(x)), "replay %d" % k)
+    assert C["compiled"] == 1
