@@ -19,6 +19,9 @@ import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# `python3 tools/python/bench_models.py` puts tools/python first on the path, where the source
+# copy of the package has no libcoil.so: use the installed package, the source one only without
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
 try:
     import coil  # noqa: F401
 except ImportError:
@@ -74,15 +77,18 @@ def bench_model(make, device, iters):
         for label, backend, mode in CONFIGS:
             torch._dynamo.reset()
             try:
+                fallbacks = coil.dynamo.counters["fallbacks"]
                 if backend is None:
                     fn, compile_s = m, 0.0
                 else:
-                    fn = torch.compile(m, backend=backend, mode=None if mode == "default" else mode)
+                    # coil strict: a graph it cannot compile is an error here, never eager's time
+                    kw = {"options": {"strict": True, "mode": mode}} if backend == "coil" else \
+                        {"mode": None if mode == "default" else mode}
+                    fn = torch.compile(m, backend=backend, **kw)
                     t0 = time.perf_counter()
                     fn(*args)
                     _sync(device)
                     compile_s = time.perf_counter() - t0
-                fallbacks = coil.dynamo.counters["fallbacks"]
                 row[label + "_ms"] = _time_calls(fn, args, device, iters)
                 if backend is not None:
                     row[label + "_compile_s"] = compile_s
@@ -102,7 +108,8 @@ def host_overhead(device, iters):
     with torch.no_grad():
         for label, backend in [("eager", None), ("inductor", "inductor"), ("coil", "coil")]:
             torch._dynamo.reset()
-            fn = (lambda t: t + 1) if backend is None else torch.compile(lambda t: t + 1, backend=backend)
+            opts = {"options": {"strict": True}} if backend == "coil" else {}
+            fn = (lambda t: t + 1) if backend is None else torch.compile(lambda t: t + 1, backend=backend, **opts)
             for _ in range(50):
                 fn(x)
             _sync(device)
