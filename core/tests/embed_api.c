@@ -415,3 +415,43 @@ Test(embed, dlpack_dtypes_round_trip)
   cr_assert_eq(coil_dtype_from_dl((coil_dldtype){5, 64, 1}), -1); /* complex */
   cr_assert_eq(coil_embed_api_version(), COIL_EMBED_API_VERSION);
 }
+
+/* Two different programs loaded at once on cpu: each runs its own code. (The cpu plugin loads a
+ * library by a /proc/self/fd name, and a number freed by the first load was the second's: the
+ * loader handed back the first library for it.) */
+Test(embed, two_programs_loaded_at_once_each_run_their_own_code)
+{
+  static const char add1[] = "coil 1\ngraph a(%x: f32[16]) {\n  %y: f32[16] = aten.add.Tensor(%x, 1)\n  return (%y)\n}\n";
+  static const char mul3[] = "coil 1\ngraph b(%x: f32[16]) {\n  %y: f32[16] = aten.mul.Tensor(%x, 3)\n  return (%y)\n}\n";
+  for (int cached = 0; cached < 2; cached++) {
+    char cache[] = "/tmp/coil-embed-two-XXXXXX";
+    cr_assert(mkdtemp(cache));
+    coil_session *s = session("cpu", cached ? cache : NULL);
+    coil_model *ma = NULL, *mb = NULL, *mc = NULL;
+    coil_diag d = {{0}};
+    cr_assert_eq(coil_model_compile(s, "a.coil", add1, sizeof add1 - 1, &ma, &d), 0, "%s", d.msg);
+    cr_assert_eq(coil_model_compile(s, "b.coil", mul3, sizeof mul3 - 1, &mb, &d), 0, "%s", d.msg);
+    coil_model_free(ma); /* its descriptor numbers are free again; its library may stay loaded */
+    cr_assert_eq(coil_model_compile(s, "a.coil", add1, sizeof add1 - 1, &ma, &d), 0, "%s", d.msg);
+    cr_assert_eq(coil_model_compile(s, "b2.coil", mul3, sizeof mul3 - 1, &mc, &d), 0, "%s", d.msg);
+    float x[16], y[16];
+    int64_t xs[] = {16};
+    for (int i = 0; i < 16; i++)
+      x[i] = (float)i;
+    coil_model *models[] = {mb, ma, mc};
+    float scale[] = {3, 1, 3}, shift[] = {0, 1, 0};
+    for (int k = 0; k < 3; k++) {
+      coil_dltensor in = dl(x, 1, xs, NULL), out = dl(y, 1, xs, NULL);
+      cr_assert_eq(coil_model_run(models[k], 1, &in, 1, &out, NULL, &d), 0, "%s", d.msg);
+      for (int i = 0; i < 16; i++)
+        cr_assert_float_eq(y[i], x[i] * scale[k] + shift[k], 1e-6, "cache %d, model %d, element %d: %g", cached, k, i, y[i]);
+    }
+    coil_model_free(ma);
+    coil_model_free(mb);
+    coil_model_free(mc);
+    coil_session_free(s);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
+    cr_assert_eq(system(cmd), 0);
+  }
+}

@@ -273,11 +273,26 @@ open_library(const char *dir, coil_cpu_entry_fn *entry, char *why, size_t size)
     close(fd);
     return NULL;
   }
-  snprintf(via, sizeof via, "/proc/self/fd/%d", fd);
+  /* The loader knows a library by the name it was opened with and hands back the loaded one for
+   * that name without looking at the file. An artifact loaded earlier, still loaded, may have
+   * been opened as /proc/self/fd/N with an N that is free again and is ours now: then the name
+   * is taken, and the descriptor is duplicated to the next number until one is not. */
+  int fds[64], nfds = 0, cur = fd;
+  snprintf(via, sizeof via, "/proc/self/fd/%d", cur);
+  for (void *taken; nfds < 64 && (taken = dlopen(via, RTLD_LAZY | RTLD_NOLOAD));) {
+    dlclose(taken); /* the reference RTLD_NOLOAD added */
+    if ((cur = fcntl(cur, F_DUPFD_CLOEXEC, cur + 1)) < 0)
+      break;
+    fds[nfds++] = cur;
+    snprintf(via, sizeof via, "/proc/self/fd/%d", cur);
+  }
   struct stat check;
-  const char *name = stat(via, &check) == 0 && check.st_ino == st.st_ino ? via : path; /* no /proc */
+  const char *name = cur >= 0 && nfds < 64 && stat(via, &check) == 0 && check.st_ino == st.st_ino ? via : path;
   void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-  close(fd); /* the mapping outlives the descriptor */
+  close(fd); /* the mapping outlives the descriptors */
+  for (int i = 0; i < nfds; i++)
+    if (fds[i] >= 0)
+      close(fds[i]);
   if (!lib) {
     snprintf(why, size, "cannot load %s: %s", path, dlerror());
     return NULL;

@@ -19,6 +19,7 @@
  * epilogue; other library ops are refused at compile as not supported (issue [F5] leaves them
  * for later: convolution, pooling, index, gather, embedding, topk). */
 #include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,9 @@
 #include "cuda.h"
 
 #define CUDA_VERSION_STR "0.2.0"
-#define COMPILE_THREADS 8
+/* NVRTC compiles kernels on this many threads at most: one per online CPU, at least 8 (a
+ * compile waits on NVRTC's own work as much as on a core) */
+#define COMPILE_THREADS 32
 
 struct coil_plugin {
   cuda_options opt;   /* arch "" until first needed when not set by an option (finding the
@@ -300,7 +303,9 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
   }
   compile_job j = {.p = p, .plans = plans, .arch = arch, .dir = args->artifact_dir};
   pthread_mutex_init(&j.lock, NULL);
-  int nt = p->nkernels < COMPILE_THREADS ? p->nkernels : COMPILE_THREADS;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int nt = cpus > COMPILE_THREADS ? COMPILE_THREADS : cpus < 8 ? 8 : (int)cpus;
+  nt = p->nkernels < nt ? p->nkernels : nt;
   pthread_t th[COMPILE_THREADS];
   int started = 0;
   for (int t = 1; t < nt; t++)

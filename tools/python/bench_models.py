@@ -78,6 +78,7 @@ def bench_model(make, device, iters):
             torch._dynamo.reset()
             try:
                 fallbacks = coil.dynamo.counters["fallbacks"]
+                coil_s = coil.dynamo.counters["coil_compile_s"]
                 if backend is None:
                     fn, compile_s = m, 0.0
                 else:
@@ -92,6 +93,8 @@ def bench_model(make, device, iters):
                 row[label + "_ms"] = _time_calls(fn, args, device, iters)
                 if backend is not None:
                     row[label + "_compile_s"] = compile_s
+                if backend == "coil":  # of which coil's own compile (the rest: Dynamo, AOT autograd)
+                    row[label + "_coil_s"] = coil.dynamo.counters["coil_compile_s"] - coil_s
                 if backend == "coil" and coil.dynamo.counters["fallbacks"] != fallbacks:
                     row[label + "_note"] = "fell back to eager"
             except Exception as e:  # one compiler's failure is a table entry
@@ -102,16 +105,23 @@ def bench_model(make, device, iters):
 
 def host_overhead(device, iters):
     """Microseconds per call of a tiny graph (x + 1 on 16 floats), from Python, no sync between
-    calls: the host's cost, since the device work is ~nothing."""
+    calls: the host's cost, since the device work is ~nothing. Besides eager, Inductor and coil
+    through torch.compile, the parts: Dynamo alone (backend "eager": its guards and frame, the
+    graph run eagerly), Dynamo and AOT autograd ("aot_eager"), and coil's compiled callable
+    called directly, as Dynamo calls it (coil's own cost from Python)."""
     x = torch.randn(16, device=device)
     out = {}
     with torch.no_grad():
-        for label, backend in [("eager", None), ("inductor", "inductor"), ("coil", "coil")]:
+        for label, backend in [("eager", None), ("dynamo", "eager"), ("dynamo+aot", "aot_eager"),
+                               ("inductor", "inductor"), ("coil", "coil"), ("coil-callable", "coil")]:
             torch._dynamo.reset()
             opts = {"options": {"strict": True}} if backend == "coil" else {}
             fn = (lambda t: t + 1) if backend is None else torch.compile(lambda t: t + 1, backend=backend, **opts)
             for _ in range(50):
                 fn(x)
+            if label == "coil-callable":
+                runner = coil.dynamo.last_runner
+                fn = lambda t: runner([t])  # noqa: E731
             _sync(device)
             best = []
             for _ in range(5):
@@ -126,14 +136,14 @@ def host_overhead(device, iters):
 
 def table(rows, device):
     head = ["model", "eager ms", "inductor ms", "inductor r-o ms", "coil ms", "coil r-o ms", "inductor compile s",
-            "coil compile s"]
+            "coil compile s", "of which coil's own s"]
     keys = ["eager_ms", "inductor_ms", "inductor-ro_ms", "coil_ms", "coil-ro_ms", "inductor_compile_s",
-            "coil_compile_s"]
+            "coil_compile_s", "coil_coil_s"]
     lines = ["| %s |" % " | ".join(head), "|%s" % ("---|" * len(head))]
     for r in rows:
         cells = [r["model"]]
         for k in keys:
-            label = k.rsplit("_", 2)[0] if k.endswith("_compile_s") else k[:-3]
+            label = k.rsplit("_", 2)[0] if k.endswith(("_compile_s", "_coil_s")) else k[:-3]
             if k in r:
                 v = r[k]
                 cells.append("%.3f" % v if k.endswith("_ms") else "%.2f" % v)
@@ -148,6 +158,17 @@ def table(rows, device):
     return "\n".join(["device: %s, torch %s" % (device, torch.__version__)] + lines + errors)
 
 
+def cold_caches():
+    """First calls compile from nothing: Inductor's and Triton's caches in fresh directories (a
+    machine that ran this before would hand Inductor its FX graphs and kernels), and coil's too."""
+    import tempfile
+    root = tempfile.mkdtemp(prefix="bench-caches-")
+    for var, sub in [("TORCHINDUCTOR_CACHE_DIR", "inductor"), ("TRITON_CACHE_DIR", "triton"),
+                     ("COIL_CACHE_DIR", "coil")]:
+        os.environ[var] = os.path.join(root, sub)
+    return root
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -155,6 +176,7 @@ def main(argv):
     ap.add_argument("--json", default="bench_models.json")
     ap.add_argument("--models", default="", help="comma-separated function names of models.py (default: all)")
     a = ap.parse_args(argv)
+    print("compiler caches (cold): %s" % cold_caches(), file=sys.stderr)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     want = set(filter(None, a.models.split(",")))

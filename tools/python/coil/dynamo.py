@@ -21,6 +21,7 @@ A graph coil cannot compile (an op it lacks, a compile error, a graph needing au
 eagerly with a FallbackWarning naming the op and the user's line; options={"strict": True}
 raises instead. Options: docs/python.md."""
 import ctypes
+import time
 import warnings
 
 import torch
@@ -31,7 +32,9 @@ from . import _lib
 __all__ = ["coil_backend", "register", "counters", "OPTIONS"]
 
 # What the backend did in this process (tests and the benchmark read it).
-counters = {"graphs": 0, "compiled": 0, "fallbacks": 0, "bindings": 0, "input_copies": 0, "output_copies": 0}
+counters = {"graphs": 0, "compiled": 0, "fallbacks": 0, "lean": 0, "bindings": 0, "input_copies": 0,
+            "output_copies": 0, "coil_compile_s": 0.0}
+last_runner = None  # the callable of the last graph compiled (the benchmark times it alone)
 
 OPTIONS = {
     "backend": "coil backend to compile for (cpu, cuda, ...); default: cuda for CUDA inputs, else cpu",
@@ -89,9 +92,13 @@ def coil_backend(gm, example_inputs, mode=None, options=None, **_):
     from torch._decomp import core_aten_decompositions
     from torch._dynamo.backends.common import aot_autograd
 
+    compiled = {}
+
     def forward(aten_gm, aten_inputs):
         try:
-            return _compile(aten_gm, aten_inputs, opts)
+            runner = _compile(aten_gm, aten_inputs, opts)
+            compiled["lean"] = _lean(runner, len(example_inputs), len(aten_inputs))
+            return runner
         except CoilError as e:
             what = e.message if isinstance(e, Unsupported) else "%s: %s" % (_lib.ERROR_NAMES.get(e.code, "error"),
                                                                               e.message)
@@ -101,7 +108,43 @@ def coil_backend(gm, example_inputs, mode=None, options=None, **_):
     # kernels SDPA would pick on CUDA (flash, efficient) have no ATen decomposition.
     from torch.nn.attention import SDPBackend, sdpa_kernel
     with sdpa_kernel([SDPBackend.MATH]):
-        return aot_autograd(fw_compiler=forward, decompositions=core_aten_decompositions())(gm, example_inputs)
+        wrapped = aot_autograd(fw_compiler=forward, decompositions=core_aten_decompositions())(gm, example_inputs)
+    # Where AOT autograd's wrappers around the compiled graph have nothing to do (below), Dynamo
+    # calls the runner itself: those wrappers cost more per call than the whole coil run.
+    return compiled.get("lean") or wrapped
+
+
+def _lean(runner, n_dynamo, n_aten):
+    """The runner as Dynamo may call it (unboxed, with Dynamo's arguments), when AOT autograd's
+    runtime wrappers would only pass arguments and results through: the graph takes exactly
+    Dynamo's inputs, mutates none, returns no alias of an input or of another output, needs no
+    effect tokens, RNG state or tensor subclasses, and autocast is off. Otherwise None."""
+    if not isinstance(runner, _Runner) or n_dynamo != n_aten or torch.is_autocast_enabled():
+        return None
+    try:
+        from torch._guards import TracingContext
+        from torch._functorch._aot_autograd.schemas import OutputType
+        ctx = TracingContext.try_get()
+        meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
+        if meta is None or meta.num_intermediate_bases or getattr(meta, "tokens", None) or \
+                getattr(meta, "num_graphsafe_rng_states", 0) or getattr(meta, "is_rng_op_functionalized", False):
+            return None
+        if any(i.mutates_data or i.mutates_metadata or getattr(i, "mutates_storage_metadata", False)
+               for i in meta.input_info):
+            return None
+        if any(o.output_type != OutputType.non_alias for o in meta.output_info):
+            return None
+        if any(type(x).__name__ == "SubclassCreationMeta" for x in (meta.subclass_inp_meta or [])):
+            return None
+        if len(meta.output_info) != len(runner.results):
+            return None
+    except (ImportError, AttributeError):  # another torch: keep its wrappers
+        return None
+    counters["lean"] += 1
+
+    def run(*args):
+        return runner(list(args))
+    return run
 
 
 def register():
@@ -155,6 +198,7 @@ def _evaluate(x, env):
 
 def _compile(gm, example_inputs, opts):
     """Prints and compiles one AOT graph: a boxed callable, or CoilError/Unsupported."""
+    global last_runner
     from ._printer import coil_export
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     position = {n: i for i, n in enumerate(placeholders)}
@@ -192,12 +236,15 @@ def _compile(gm, example_inputs, opts):
             "%s is not supported by coil (%s%s)" % (op, lines[0], ", and %d more" % (len(lines) - 1) if len(lines) > 1 else "")
             for op, lines in sorted(pg.unsupported.items())))
     s = opts.session(device)
+    t0 = time.perf_counter()
     model = s.compile(pg.text, file="dynamo_%d.coil" % counters["graphs"])
+    counters["coil_compile_s"] += time.perf_counter() - t0
     if model.ninputs != len(pg.inputs) or model.noutputs != len(computed):
         raise CoilError(_lib.ERR_INTERNAL, "the compiled model takes %d inputs and gives %d outputs; the graph has "
                         "%d and %d" % (model.ninputs, model.noutputs, len(pg.inputs), len(computed)))
     counters["compiled"] += 1
-    return _Runner(model, pg, placeholders, position, computed, results, device)
+    last_runner = _Runner(model, pg, placeholders, position, computed, results, device)
+    return last_runner
 
 
 def _attr(gm, target):
@@ -257,6 +304,7 @@ class _Runner:
         self.bindings = {}
         self.binding = None
         self.ro_size = ctypes.sizeof(_lib.RunOptions)
+        self.ro = {}  # raw stream -> its RunOptions (one object per stream: safe from several threads)
         self.diag = _lib.Diag()
         self.diag_p = ctypes.pointer(self.diag)
         self.run_c = self.lib.coil_binding_run
@@ -310,7 +358,10 @@ class _Runner:
         ptrs = b._ptrs(*[t.data_ptr() for t in ts], *[o.data_ptr() for o in outs])
         ro = None
         if self.cuda:
-            ro = _lib.RunOptions(self.ro_size, 1, torch._C._cuda_getCurrentRawStream(self.device_index))
+            raw = torch._C._cuda_getCurrentRawStream(self.device_index)
+            ro = self.ro.get(raw)
+            if ro is None:
+                ro = self.ro[raw] = _lib.RunOptions(self.ro_size, 1, raw)
         rc = self.run_c(b._h, ptrs, ro, self.diag_p)
         if rc:
             _lib.check(rc, self.diag)
