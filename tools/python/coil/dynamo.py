@@ -141,10 +141,7 @@ def _lean(runner, n_dynamo, n_aten):
     except (ImportError, AttributeError):  # another torch: keep its wrappers
         return None
     counters["lean"] += 1
-
-    def run(*args):
-        return runner(list(args))
-    return run
+    return runner.unboxed()
 
 
 def register():
@@ -330,6 +327,37 @@ class _Runner:
         b.out_spec = [(s, dt) for s, dt in b.outputs]
         b.eager_strides = strides
         return b
+
+    def unboxed(self):
+        """The runner in Dynamo's calling convention (arguments unpacked). For a static graph
+        whose inputs are dense and whose outputs are coil's as they are (the usual case), a call
+        after the first is output allocation, data pointers and the run, nothing else."""
+        general = self
+        if self.dynamic or self.consts or self.contig or not self.simple:
+            return lambda *args: general(list(args))
+        idx, run_c, diag, diag_p = tuple(self.args), self.run_c, self.diag, self.diag_p
+        empty, dev, cuda, ro_cache, ro_size, dix = self.empty, self.device, self.cuda, self.ro, self.ro_size, \
+            self.device_index
+        raw_stream = torch._C._cuda_getCurrentRawStream if cuda else None
+        RunOptions, check = _lib.RunOptions, _lib.check
+
+        def run(*args):
+            b = general.binding
+            if b is None:  # the first call binds the sizes
+                return general(list(args))
+            outs = [empty(s, dtype=dt, device=dev) for s, dt in b.out_spec]
+            ptrs = b._ptrs(*[args[i].data_ptr() for i in idx], *[o.data_ptr() for o in outs])
+            ro = None
+            if cuda:
+                raw = raw_stream(dix)
+                ro = ro_cache.get(raw)
+                if ro is None:
+                    ro = ro_cache[raw] = RunOptions(ro_size, 1, raw)
+            rc = run_c(b._h, ptrs, ro, diag_p)
+            if rc:
+                check(rc, diag)
+            return outs
+        return run
 
     def __call__(self, args):
         ts = [args[i] for i in self.args]
