@@ -16,7 +16,7 @@ dnn=$(python3 -c 'import sys, glob; print(next(iter(sorted(g for p in sys.path f
 # pkg-config for CMake: the carried pkgconf, looking only in the sysroot
 export PKG_CONFIG=$S/usr/bin/pkgconf PKG_CONFIG_SYSROOT_DIR=$S
 export PKG_CONFIG_LIBDIR=$S/usr/lib/x86_64-linux-gnu/pkgconfig:$S/usr/share/pkgconfig
-export PYTHONUNBUFFERED=1 COIL_CACHE_DIR=$out/coil-cache
+export PYTHONUNBUFFERED=1 COIL_CACHE_DIR=/tmp/coil-cache-$$ # outside $OUT: the cache need not come back
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'; } >"$out/g2_env.log" 2>&1
 
 rm -rf tools/python/build # a stale CMake cache from another machine or sysroot
