@@ -335,11 +335,16 @@ class _Runner:
         general = self
         if self.dynamic or self.consts or self.contig or not self.simple:
             return lambda *args: general(list(args))
-        idx, run_c, diag, diag_p = tuple(self.args), self.run_c, self.diag, self.diag_p
+        idx, diag, diag_p = tuple(self.args), self.diag, self.diag_p
         empty, dev, cuda, ro_cache, ro_size, dix = self.empty, self.device, self.cuda, self.ro, self.ro_size, \
             self.device_index
         raw_stream = torch._C._cuda_getCurrentRawStream if cuda else None
-        RunOptions, check = _lib.RunOptions, _lib.check
+        RunOptions, check, pointer = _lib.RunOptions, _lib.check, ctypes.pointer
+        ro_ptrs = {}  # raw stream -> a pointer to its RunOptions
+        # coil_binding_run without argtypes: every argument below is a ctypes object already, and
+        # ctypes' per-argument conversion is a third of the call's cost
+        run_c = self.lib["coil_binding_run"]
+        run_c.restype = ctypes.c_int
 
         def run(*args):
             b = general.binding
@@ -350,9 +355,9 @@ class _Runner:
             ro = None
             if cuda:
                 raw = raw_stream(dix)
-                ro = ro_cache.get(raw)
+                ro = ro_ptrs.get(raw)
                 if ro is None:
-                    ro = ro_cache[raw] = RunOptions(ro_size, 1, raw)
+                    ro = ro_ptrs[raw] = pointer(ro_cache.setdefault(raw, RunOptions(ro_size, 1, raw)))
             rc = run_c(b._h, ptrs, ro, diag_p)
             if rc:
                 check(rc, diag)
