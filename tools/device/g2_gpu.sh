@@ -4,7 +4,8 @@
 # builds libcoil.so and the plugins there, against the headers of .deps/sysroot), then
 #   g2_gpu.sh test    the pytest suite (tools/python/tests) on cpu and cuda
 #   g2_gpu.sh bench   tools/python/bench_models.py: eager, torch.compile and coil side by side
-#   g2_gpu.sh         both
+#   g2_gpu.sh profile kernels per model under Inductor and coil (g2_profile.py), host overhead
+#   g2_gpu.sh         test and bench
 # Logs and JSON under $OUT.
 cd "$(dirname "$0")/../.." || exit 1
 out=${OUT:-/tmp}
@@ -33,6 +34,14 @@ fi
 python3 -c 'import coil, torch; print("coil", coil.__file__); from torch._dynamo import list_backends; print("coil" in list_backends())' >>"$out/g2_env.log" 2>&1
 
 part=${1:-all}
+if [ "$part" = profile ]; then # where forward time goes (tools/device/g2_profile.py), and the host overhead again
+  { python3 tools/device/g2_profile.py small_cnn squeezenet
+    python3 tools/device/g2_profile.py mobilenet bert --mode reduce-overhead; } >"$out/g2_profile.log" 2>&1
+  python3 tools/python/bench_models.py --device cuda --models none --json "$out/overhead.json" >"$out/overhead.log" 2>&1
+  tail -n 3 "$out/overhead.log"
+  grep -E "launches|us/call" "$out/g2_profile.log" | head -120
+  exit 0
+fi
 if [ "$part" != bench ]; then
   python3 -m pytest tools/python/tests -q -rs -p no:cacheprovider --junitxml="$out/pytest.xml" >"$out/pytest.log" 2>&1
   echo "pytest: exit $?" >>"$out/g2_env.log"
