@@ -205,8 +205,8 @@ sizes_json(const coil_wir_program *p, const coil_buffer *b)
   return a;
 }
 
-static const coil_line *
-output_line(const coil_wir_program *p)
+const coil_line *
+coil_program_output_line(const coil_wir_program *p)
 {
   for (int i = p->nlines - 1; i >= 0; i--)
     if (p->lines[i].kind == COIL_LINE_OUTPUT)
@@ -245,7 +245,7 @@ manifest_json(const coil_loaded_plugin *lp, const coil_wir_program *p,
     cJSON_AddItemToArray(ins, e);
   }
   cJSON *outs = cJSON_AddArrayToObject(m, "outputs");
-  const coil_line *ol = output_line(p);
+  const coil_line *ol = coil_program_output_line(p);
   for (int i = 0; ol && i < ol->nargs; i++) {
     const coil_buffer *b = &p->buffers[ol->args[i]];
     cJSON *e = cJSON_CreateObject();
@@ -781,7 +781,7 @@ read_program(coil_stored_artifact *a, coil_diag *d)
 static int
 read_signature(coil_stored_artifact *a, const cJSON *m, coil_diag *d)
 {
-  const coil_line *ol = output_line(a->program);
+  const coil_line *ol = coil_program_output_line(a->program);
   a->noutputs = ol ? ol->nargs : 0;
   a->output_names = calloc((size_t)a->noutputs + 1, sizeof *a->output_names);
   if (!a->output_names)
@@ -951,7 +951,7 @@ coil_artifact_exec_checked(const coil_loaded_plugin *lp, coil_artifact *art, con
                            const coil_exec_checks *chk, coil_tensor_list *outputs, coil_diag *d)
 {
   memset(outputs, 0, sizeof *outputs);
-  const coil_line *ol = output_line(p);
+  const coil_line *ol = coil_program_output_line(p);
   if (!ol)
     return coil_diag_set(d, "program %s has no output line", p->name ? p->name : "?");
   int offset = chk && chk->input_offset > 0 ? chk->input_offset : 0;

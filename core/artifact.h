@@ -78,6 +78,9 @@ int coil_artifact_write(const coil_loaded_plugin *lp, coil_plugin *inst, const c
                         const coil_plugin_options *opts, const coil_artifact_write_opts *o,
                         const char *dir, coil_diag *d);
 
+/* The program's output line (the last line of kind output), or NULL when it has none. */
+const coil_line *coil_program_output_line(const coil_wir_program *p);
+
 /* Whether path is a directory holding coil.json (an artifact, maybe a damaged one). */
 bool coil_artifact_is(const char *path);
 

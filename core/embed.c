@@ -302,20 +302,11 @@ struct coil_model {
   pthread_mutex_t lock;        /* one run of the artifact at a time */
 };
 
-static const coil_line *
-output_line(const coil_wir_program *p)
-{
-  for (int i = p->nlines - 1; i >= 0; i--)
-    if (p->lines[i].kind == COIL_LINE_OUTPUT)
-      return &p->lines[i];
-  return NULL;
-}
-
 /* The parts every model has once its artifact is loaded. */
 static int
 model_finish(coil_model *m, coil_diag *d)
 {
-  m->ol = output_line(m->p);
+  m->ol = coil_program_output_line(m->p);
   if (!m->ol)
     return fail(d, COIL_ERR_INVALID_ARGUMENT, "program %s has no output line", m->p->name ? m->p->name : "?");
   int n = m->p->ninputs;
@@ -359,6 +350,27 @@ coil_model_free(coil_model *m)
   if (m->ol)
     pthread_mutex_destroy(&m->lock);
   free(m);
+}
+
+/* The plugin's error code from a runtime.c helper's return (-code), or fallback. */
+static int
+code_of(int rc, int fallback)
+{
+  return rc < 0 && rc >= -COIL_ERR_IO ? rc : -fallback;
+}
+
+/* The end of making a model: finished and handed out when rc is 0, else freed. */
+static int
+model_done(coil_model *m, int rc, coil_model **out, coil_diag *d)
+{
+  if (rc == 0)
+    rc = model_finish(m, d);
+  if (rc) {
+    coil_model_free(m);
+    return code_of(rc, COIL_ERR_INVALID_ARGUMENT);
+  }
+  *out = m;
+  return 0;
 }
 
 /* Parses and compiles text for the session's backend: the plugin's slot and the program. */
@@ -406,12 +418,6 @@ slot_release(coil_session *s, plugin_slot *p)
   pthread_mutex_unlock(&s->lock);
 }
 
-/* The plugin's error code from a runtime.c helper's return (-code), or fallback. */
-static int
-code_of(int rc, int fallback)
-{
-  return rc < 0 && rc >= -COIL_ERR_IO ? rc : -fallback;
-}
 
 int
 coil_model_compile(coil_session *s, const char *file, const char *text, size_t len, coil_model **out,
@@ -464,14 +470,7 @@ coil_model_compile(coil_session *s, const char *file, const char *text, size_t l
     rc = coil_plugin_load(p->lp, p->inst, load_path, &opts, &m->art, d);
     pthread_mutex_unlock(&s->lock);
   }
-  if (rc == 0)
-    rc = model_finish(m, d);
-  if (rc) {
-    coil_model_free(m);
-    return code_of(rc, COIL_ERR_INVALID_ARGUMENT);
-  }
-  *out = m;
-  return 0;
+  return model_done(m, rc, out, d);
 }
 
 int
@@ -543,14 +542,7 @@ coil_model_load(coil_session *s, const char *dir, coil_model **out, coil_diag *d
     rc = coil_plugin_load(p->lp, p->inst, m->stored->load_path, &opts, &m->art, d);
   }
   pthread_mutex_unlock(&s->lock);
-  if (rc == 0)
-    rc = model_finish(m, d);
-  if (rc) {
-    coil_model_free(m);
-    return code_of(rc, COIL_ERR_INVALID_ARGUMENT);
-  }
-  *out = m;
-  return 0;
+  return model_done(m, rc, out, d);
 }
 
 int
