@@ -1,5 +1,5 @@
 """ctypes binding of coil's embedding API (core/include/coil/embed.h), mirrored struct for
-struct. The library is looked up in this package's lib/ (a wheel), else at $COIL_LIBRARY, else in
+struct. The library is $COIL_LIBRARY when set, else this package's lib/libcoil.so (a wheel), else
 the source tree's build/core/libcoil.so (a checkout used without installing). Every fallible
 call goes through check(), which turns a negative return into CoilError or Unsupported."""
 import ctypes
@@ -106,11 +106,11 @@ _SIGNATURES = {
 
 
 def _candidates():
-    here = os.path.dirname(os.path.abspath(__file__))
-    yield os.path.join(here, "lib", "libcoil.so")  # the wheel: coil/lib/libcoil.so
-    env = os.environ.get("COIL_LIBRARY")
+    env = os.environ.get("COIL_LIBRARY")  # overrides the others
     if env:
         yield env
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, "lib", "libcoil.so")  # the wheel: coil/lib/libcoil.so
     repo = os.path.normpath(os.path.join(here, "..", "..", ".."))  # tools/python/coil -> repo
     yield os.path.join(repo, "build", "core", "libcoil.so")
 
