@@ -7,10 +7,10 @@
  * change in the core's lowering does not show up here), the code generator runs as the plugin
  * runs it without a GPU, and four texts are checked:
  *
- *   kernels.cu   cuda_program_source with the default plans: the artifact's readable source;
- *   per-kernel   cuda_kernel_source of each kernel: what NVRTC compiles;
- *   plans        each kernel's default plan and max-autotune's candidates (cuda_plan_candidates);
- *   candidates   cuda_candidates_source of those candidates: the autotuner's source.
+ *   kernels.cu   coil_gpu_program_source with the default plans: the artifact's readable source;
+ *   per-kernel   coil_gpu_kernel_source of each kernel: what NVRTC compiles;
+ *   plans        each kernel's default plan and max-autotune's candidates (coil_gpu_plan_candidates);
+ *   candidates   coil_gpu_candidates_source of those candidates: the autotuner's source.
  *
  * Each text's size and 64-bit FNV-1a hash are compared with GOLDEN_DIR/hashes.txt (a line per
  * program: NAME, then SIZE:HASH of the four texts in that order), and where
@@ -79,7 +79,7 @@ first_diff_line(const char *a, const char *b)
 }
 
 static void
-plan_line(coil_strbuf *b, const char *what, int k, int i, const cuda_plan *q)
+plan_line(coil_strbuf *b, const char *what, int k, int i, const coil_gpu_plan *q)
 {
   coil_strbuf_printf(b, "k%d %s%d: kind %d threads %u per_thread %d vec %d vec_per_thread %d tvar %d rows %d\n", k, what,
                      i, q->kind, q->threads, q->per_thread, q->vec, q->vec_per_thread, q->tvar, q->rows);
@@ -92,15 +92,15 @@ hash_lines(const char *name, const coil_wir_program *p, const char *kernels_cu, 
 {
   coil_strbuf per = {0}, plans = {0}, cand = {0};
   for (int k = 0; k < p->nkernels; k++) {
-    cuda_kernel_source(p, k, NULL, &per);
-    cuda_plan c[MAX_CANDIDATES];
-    int n = cuda_plan_candidates(p, &p->kernels[k], c, MAX_CANDIDATES);
-    cuda_plan d;
-    cuda_plan_kernel(p, &p->kernels[k], &d);
+    coil_gpu_kernel_source(&cuda_dialect, p, k, NULL, &per);
+    coil_gpu_plan c[MAX_CANDIDATES];
+    int n = coil_gpu_plan_candidates(&cuda_dialect, p, &p->kernels[k], c, MAX_CANDIDATES);
+    coil_gpu_plan d;
+    coil_gpu_plan_kernel(&cuda_dialect, p, &p->kernels[k], &d);
     plan_line(&plans, "default", k, 0, &d);
     for (int i = 0; i < n; i++)
       plan_line(&plans, "candidate", k, i, &c[i]);
-    cuda_candidates_source(p, k, c, n, &cand);
+    coil_gpu_candidates_source(&cuda_dialect, p, k, c, n, &cand);
   }
   const char *texts[] = {kernels_cu, per.s ? per.s : "", plans.s ? plans.s : "", cand.s ? cand.s : ""};
   coil_strbuf_puts(out, name);
@@ -134,7 +134,7 @@ print_one(const char *path)
   if (!p)
     return 1;
   coil_strbuf cu = {0};
-  cuda_program_source(p, NULL, &cu);
+  coil_gpu_program_source(&cuda_dialect, p, NULL, &cu);
   fputs(cu.s ? cu.s : "", stdout);
   coil_strbuf_free(&cu);
   coil_wir_free(p);
@@ -181,7 +181,7 @@ main(int argc, char **argv)
       continue;
     }
     coil_strbuf cu = {0};
-    cuda_program_source(p, NULL, &cu);
+    coil_gpu_program_source(&cuda_dialect, p, NULL, &cu);
     const char *got = cu.s ? cu.s : "";
     all_bytes += strlen(got);
     hash_lines(name, p, got, &hashes);
