@@ -198,7 +198,21 @@ coil_gpu_prelude(const coil_gpu_dialect *dl, coil_strbuf *b)
     }
     s += n;
   }
-  coil_c_combining_stores(b, true); /* the CUDA family's atomics: atomicAdd, atomicCAS, ... */
+  /* combining stores: the SDK writes them for CUDA (its bit casts and atomics, which HIP shares:
+   * __uint_as_float, atomicAdd, atomicCAS, atomicMax, atomicMin; another language defines those
+   * in its head), its function qualifiers respelled here */
+  coil_strbuf stores = {0};
+  coil_c_combining_stores(&stores, true);
+  static const char cuda_fn[] = "static __device__ __forceinline__ ";
+  for (const char *t = stores.s ? stores.s : "", *e; *t; t = e + strlen(cuda_fn)) {
+    if (!(e = strstr(t, cuda_fn))) {
+      coil_strbuf_puts(b, t);
+      break;
+    }
+    coil_strbuf_putn(b, t, (size_t)(e - t));
+    coil_strbuf_printf(b, "static %s %s ", dl->device, dl->forceinline);
+  }
+  coil_strbuf_free(&stores);
   expand(dl, reductions, b);
   coil_strbuf_puts(b, dl->helpers);
   expand(dl, combiners, b);
