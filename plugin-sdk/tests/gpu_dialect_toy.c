@@ -75,21 +75,11 @@ static const char program[] = /* softmax over rows of 1024, then sin: a persiste
     "kernel_call k0(arg0, buf0)\n"
     "output buf0\n";
 
+/* The whole file, NUL-terminated (malloc'd), or NULL. */
 static char *
-slurp(const char *path)
+slurp(const char *path, size_t *len)
 {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  size_t got = s ? fread(s, 1, (size_t)n, f) : 0;
-  fclose(f);
-  if (s)
-    s[got] = 0;
-  return s;
+  return coil_sdk_read_file(path, (size_t)1 << 30, len);
 }
 
 int
@@ -137,7 +127,7 @@ main(int argc, char **argv)
     failed++;
   }
   /* the guide shows this file's dialect as it is */
-  char *self = slurp(argv[1]), *guide = slurp(argv[2]);
+  char *self = slurp(argv[1], NULL), *guide = slurp(argv[2], NULL);
   const char *a = self ? strstr(self, "/* [doc] */\n") : NULL, *b = self ? strstr(self, "/* [/doc] */") : NULL;
   if (!a || !b || !guide) {
     fprintf(stderr, "FAIL: cannot read %s or %s, or no [doc] markers\n", argv[1], argv[2]);

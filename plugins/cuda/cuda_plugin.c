@@ -1,8 +1,9 @@
-/* cuda_plugin.c — the `cuda` plugin: CUDA C++ kernels (cuda_codegen.c) compiled by NVRTC into
- * cubins, loaded and launched through the driver API, with a wrapper in C (cuda_run.c). NVRTC,
- * the driver, cuBLAS and cuBLASLt are dlopen'd (cuda_api.c). On a machine without a GPU driver
- * the entry returns an emit-only table: compile still runs NVRTC (CI compiles every kernel that
- * way), load and run are absent.
+/* cuda_plugin.c — the `cuda` plugin: CUDA C++ kernels (coil-sdk's GPU emitter, coil/coil_gpu.h,
+ * with the CUDA dialect of cuda_codegen.c) compiled by NVRTC into cubins, loaded and launched
+ * through the driver API, with a wrapper in C (cuda_run.c). NVRTC, the driver, cuBLAS and
+ * cuBLASLt are dlopen'd (cuda_api.c). On a machine without a GPU driver the entry returns an
+ * emit-only table: compile still runs NVRTC (CI compiles every kernel that way), load and run
+ * are absent.
  *
  * Options ([plugin.cuda]): arch = sm_XY (default: the GPU's, or sm_90 without one); sync =
  * true|false (default true; false: a run whose inputs and outputs all live on the GPU returns

@@ -37,24 +37,11 @@ fnv1a(const char *s, size_t n)
   return h;
 }
 
+/* The whole file, NUL-terminated (malloc'd), or NULL. */
 static char *
 slurp(const char *path, size_t *len)
 {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  size_t got = s ? fread(s, 1, (size_t)n, f) : 0;
-  fclose(f);
-  if (!s)
-    return NULL;
-  s[got] = 0;
-  if (len)
-    *len = got;
-  return s;
+  return coil_sdk_read_file(path, (size_t)1 << 30, len);
 }
 
 static int
