@@ -376,7 +376,8 @@ emit_params(kgen *g, const char *suffix)
   const coil_kernel *k = g->k;
   coil_strbuf *b = g->b;
   coil_strbuf_printf(b, "%s void ", g->dl->kernel_decl);
-  coil_strbuf_printf(b, g->dl->launch_bounds, g->plan.threads ? g->plan.threads : 256);
+  if (g->dl->launch_bounds)
+    coil_strbuf_printf(b, g->dl->launch_bounds, g->plan.threads ? g->plan.threads : 256);
   coil_strbuf_printf(b, "\n%s%s(", k->name, suffix);
   for (int i = 0; i < k->nparams; i++)
     coil_strbuf_printf(b, "%s%s%s *%s %s", i ? ", " : "", k->params[i].is_output ? "" : "const ",

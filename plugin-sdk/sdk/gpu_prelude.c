@@ -171,8 +171,8 @@ static const char combiners[] =
 void
 coil_gpu_prelude(const coil_gpu_dialect *dl, coil_strbuf *b)
 {
-  coil_strbuf_puts(b, dl->head);
-  coil_strbuf_puts(b, dl->half);
+  coil_strbuf_puts(b, dl->head ? dl->head : "");
+  coil_strbuf_puts(b, dl->half ? dl->half : "");
   /* the SDK prelude without its #includes, each static inline made a device function, and the
    * f16/bf16 conversions replaced by the dialect's (the hardware's) */
   static const char *const hw[] = {"static inline float coil_h2f(", "static inline uint16_t coil_f2h(",
@@ -214,6 +214,6 @@ coil_gpu_prelude(const coil_gpu_dialect *dl, coil_strbuf *b)
   }
   coil_strbuf_free(&stores);
   expand(dl, reductions, b);
-  coil_strbuf_puts(b, dl->helpers);
+  coil_strbuf_puts(b, dl->helpers ? dl->helpers : "");
   expand(dl, combiners, b);
 }

@@ -32,7 +32,7 @@ typedef struct coil_gpu_dialect {
                                 params aligned to it */
   const char *kernel_decl;   /* before `void`: "extern \"C\" __global__" */
   const char *launch_bounds; /* printf format of the block size (%u), after `void`:
-                                "__launch_bounds__(%u)"; "" when the language has none */
+                                "__launch_bounds__(%u)"; NULL when the language has none */
   const char *restrict_kw;   /* on pointer params: "__restrict__" */
   const char *thread_idx;    /* the thread's index in its block: "threadIdx.x" */
   const char *block_idx;     /* "blockIdx.x" */
@@ -53,7 +53,8 @@ typedef struct coil_gpu_dialect {
   /* The prelude: head (integer types, limits, INFINITY and NAN for a compiler without system
    * headers), half (coil_h2f, coil_f2h, coil_b2f and coil_f2b as device functions: the hardware's
    * conversions, round to nearest even), helpers (device functions the dialect's math names call,
-   * after the vector type). The SDK adds the C helpers, combining stores, reductions, scans. */
+   * after the vector type); NULL: none. The SDK adds the C helpers, combining stores,
+   * reductions, scans. */
   const char *head, *half, *helpers;
   coil_c_dialect c; /* math function names (NULL math_fn: libm's) */
 } coil_gpu_dialect;
