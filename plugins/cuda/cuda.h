@@ -1,81 +1,28 @@
-/* cuda.h — the cuda plugin's internals: code generation (cuda_codegen.c) and the run-time
- * wrapper (cuda_run.c), shared by the plugin's table (cuda_plugin.c). */
+/* cuda.h — the cuda plugin's internals: its dialect of the SDK's GPU emitter (cuda_codegen.c) and
+ * the run-time wrapper (cuda_run.c), shared by the plugin's table (cuda_plugin.c). */
 #ifndef COIL_CUDA_H
 #define COIL_CUDA_H
 
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "coil/coil_gpu.h"
 #include "coil/coil_plugin.h"
 #include "coil/coil_sdk.h"
 #include "coil/wir.h"
 #include "cuda_api.h"
 
 
-/* How a kernel is laid out on the GPU, decided from the Wrapper IR alone (so compile and load
- * agree without recording it):
- *   POINTWISE   a block takes a tile of threads * per_thread consecutive x elements; each thread
- *               per_thread of them, threads apart (coalesced), unrolled, so its loads are all in
- *               flight before the first use; blocks stride over the tiles;
- *   PERSISTENT  a reduction whose r extent is a constant of at most CUDA_PERSISTENT_MAX: one
- *               block per x point keeps the whole row in registers (per_thread elements per
- *               thread), so each r value is loaded and computed once; with rows > 1, a block
- *               takes `rows` x points at once, one warp each (threads = 32 * rows), and reduces
- *               with warp shuffles alone: short rows (GPT-2's 768) skip the block-wide
- *               barriers; or one thread each (threads = rows), which reduces alone: tiny rows
- *               (a 3x3 pooling window) no longer leave most of a block idle;
- *   LOOPED      any other reduction: one block per x point, every reduce re-reading its cone in
- *               a strided loop (threads decided at launch from the r extent);
- *   TRANSPOSE   a pointwise kernel whose stores run along the innermost x variable but some load
- *               runs along another one (x variable tvar): 32 x 32 tiles of the two, those loads
- *               read coalesced into shared memory first, then the body runs with coalesced
- *               stores. */
-enum { CUDA_POINTWISE, CUDA_PERSISTENT, CUDA_LOOPED, CUDA_TRANSPOSE };
-#define CUDA_PERSISTENT_MAX 8192
-#define CUDA_THREAD_ROW_MAX 32      /* in kernels of at least CUDA_WARP_ROWS_MIN_X x points, rows */
-#define CUDA_WARP_ROW_MAX 1024      /* up to the first take a thread each (rows = threads = 128), */
-#define CUDA_WARP_ROWS_MIN_X 2048   /* up to the second a warp each (rows = 4) */
-typedef struct {
-  int kind;
-  unsigned threads;  /* block size: fixed by the code for POINTWISE and PERSISTENT; 0 for LOOPED */
-  int per_thread;    /* x elements (POINTWISE) or r elements (PERSISTENT) per thread */
-  int vec;           /* POINTWISE: > 1 when the kernel has a vectorised variant (under the Wrapper
-                        IR name) taking vec consecutive elements per access, vec_per_thread
-                        accesses per thread, for params all 16-byte aligned; the scalar kernel is
-                        then NAME__unaligned. 1: only the scalar kernel, under NAME */
-  int vec_per_thread;
-  int tvar;          /* TRANSPOSE: the index in the kernel's x variables of the loads' unit dim */
-  int rows;          /* PERSISTENT: x points per block (> 1), a warp each (threads = 32 * rows)
-                        or a thread each (threads = rows); 0: one per block */
-} cuda_plan;
-#define CUDA_UNALIGNED_SUFFIX "__unaligned"
-void cuda_plan_kernel(const coil_wir_program *p, const coil_kernel *k, cuda_plan *out);
-/* max-autotune's configurations for kernel k: the default first, then other block sizes and
- * elements per thread (at most max). LOOPED kernels get a fixed block size (threads > 0). */
-int cuda_plan_candidates(const coil_wir_program *p, const coil_kernel *k, cuda_plan *out, int max);
+/* The CUDA dialect of the SDK's GPU emitter (cuda_codegen.c): kernels, launch plans
+ * (coil_gpu_plan) and sources come from coil/coil_gpu.h with it. */
+extern const coil_gpu_dialect cuda_dialect;
 
-/* Whether pl is a plan kernel k can run with (a plans.txt read back is checked with it). */
-bool cuda_plan_valid(const coil_wir_program *p, const coil_kernel *k, const cuda_plan *pl);
 /* max-autotune: times kernel k's candidate plans in coil-cuda-tune (a separate process with a
  * deadline) and sets *best to the fastest (the default when it cannot tune: symbolic sizes, no
  * GPU, no worker); appends what it did to log. */
-void cuda_tune_kernel(const coil_wir_program *p, int k, const char *arch, cuda_plan *best, coil_strbuf *log);
+void cuda_tune_kernel(const coil_wir_program *p, int k, const char *arch, coil_gpu_plan *best, coil_strbuf *log);
 /* NVRTC: src compiled for arch into the cubin at path (what and dir: for messages). */
 coil_error *cuda_nvrtc_compile(const char *src, const char *arch, const char *what, const char *dir, const char *path);
-
-/* The CUDA C++ source of kernel k of p with plan pl (NULL: the default), prelude included. */
-void cuda_kernel_source(const coil_wir_program *p, int k, const cuda_plan *pl, coil_strbuf *out);
-/* Kernel k once per candidate plan, as NAME__cand<i> (and their unaligned variants). */
-void cuda_candidates_source(const coil_wir_program *p, int k, const cuda_plan *cands, int n, coil_strbuf *out);
-/* All kernels after one prelude (plans: per kernel, NULL: defaults): kernels.cu, the artifact's
- * readable source. */
-void cuda_program_source(const coil_wir_program *p, const cuda_plan *plans, coil_strbuf *out);
-
-/* Threads per block and the block count the launcher uses for kernel k with plan pl, given its
- * x and r element counts (LOOPED: a multiple of 32 in 32..256 covering the row); vec: the
- * vectorised variant is launched. */
-unsigned cuda_block_threads(const cuda_plan *pl, int64_t rnumel);
-unsigned cuda_grid_blocks(const cuda_plan *pl, bool vec, int64_t xnumel, unsigned threads);
 
 /* A GEMM line's cuBLASLt setup, reused while its operands keep their layout and alignment. */
 typedef struct {
@@ -154,7 +101,7 @@ struct coil_artifact {
   CUmodule *modules;         /* per kernel */
   CUfunction *functions;     /* per kernel (the vectorised variant where there is one) */
   CUfunction *unaligned;     /* per kernel: the scalar variant of a vectorised kernel, or NULL */
-  cuda_plan *plans;          /* per kernel */
+  coil_gpu_plan *plans;      /* per kernel */
   const cuda_cublas *blas;   /* for programs with mm/bmm lines; else NULL */
   cublasHandle_t blas_handle;
   CUdeviceptr blas_workspace; /* CUDA_BLAS_WORKSPACE bytes given to cuBLAS up front (cuDNN uses

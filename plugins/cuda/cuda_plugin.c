@@ -1,8 +1,9 @@
-/* cuda_plugin.c — the `cuda` plugin: CUDA C++ kernels (cuda_codegen.c) compiled by NVRTC into
- * cubins, loaded and launched through the driver API, with a wrapper in C (cuda_run.c). NVRTC,
- * the driver, cuBLAS and cuBLASLt are dlopen'd (cuda_api.c). On a machine without a GPU driver
- * the entry returns an emit-only table: compile still runs NVRTC (CI compiles every kernel that
- * way), load and run are absent.
+/* cuda_plugin.c — the `cuda` plugin: CUDA C++ kernels (coil-sdk's GPU emitter, coil/coil_gpu.h,
+ * with the CUDA dialect of cuda_codegen.c) compiled by NVRTC into cubins, loaded and launched
+ * through the driver API, with a wrapper in C (cuda_run.c). NVRTC, the driver, cuBLAS and
+ * cuBLASLt are dlopen'd (cuda_api.c). On a machine without a GPU driver the entry returns an
+ * emit-only table: compile still runs NVRTC (CI compiles every kernel that way), load and run
+ * are absent.
  *
  * Options ([plugin.cuda]): arch = sm_XY (default: the GPU's, or sm_90 without one); sync =
  * true|false (default true; false: a run whose inputs and outputs all live on the GPU returns
@@ -184,7 +185,7 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
 
 typedef struct {
   const coil_wir_program *p;
-  const cuda_plan *plans; /* per kernel */
+  const coil_gpu_plan *plans; /* per kernel */
   const char *arch, *dir;
   int next;             /* the next kernel to take (under lock) */
   pthread_mutex_t lock;
@@ -238,7 +239,7 @@ static coil_error *
 compile_one(compile_job *j, int k)
 {
   coil_strbuf src = {0};
-  cuda_kernel_source(j->p, k, &j->plans[k], &src);
+  coil_gpu_kernel_source(&cuda_dialect, j->p, k, &j->plans[k], &src);
   char path[4096], what[600];
   snprintf(path, sizeof path, "%s/k%d.cubin", j->dir, k);
   snprintf(what, sizeof what, "kernel %s", j->p->kernels[k].name);
@@ -288,7 +289,7 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
   if (p->nkernels && !cuda_nvrtc_get(&why))
     return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cuda: %s", why);
   /* each kernel's plan: the default, or with max-autotune the fastest candidate on this GPU */
-  cuda_plan *plans = calloc((size_t)p->nkernels + 1, sizeof *plans);
+  coil_gpu_plan *plans = calloc((size_t)p->nkernels + 1, sizeof *plans);
   coil_strbuf tlog = {0}, ptext = {0};
   if (!plans)
     return coil_sdk_out_of_memory();
@@ -296,8 +297,8 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
     if (opt.autotune)
       cuda_tune_kernel(p, k, arch, &plans[k], &tlog);
     else
-      cuda_plan_kernel(p, &p->kernels[k], &plans[k]);
-    const cuda_plan *q = &plans[k];
+      coil_gpu_plan_kernel(&cuda_dialect, p, &p->kernels[k], &plans[k]);
+    const coil_gpu_plan *q = &plans[k];
     coil_strbuf_printf(&ptext, "k%d %d %u %d %d %d %d %d\n", k, q->kind, q->threads, q->per_thread, q->vec,
                        q->vec_per_thread, q->tvar, q->rows);
   }
@@ -316,7 +317,7 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
     pthread_join(th[t], NULL);
   pthread_mutex_destroy(&j.lock);
   coil_strbuf all = {0}, files = {0};
-  cuda_program_source(p, plans, &all);
+  coil_gpu_program_source(&cuda_dialect, p, plans, &all);
   free(plans);
   for (int k = 0; k < p->nkernels; k++)
     coil_strbuf_printf(&files, ", \"k%d.cubin\"", k);
@@ -408,7 +409,7 @@ artifact_free(coil_artifact *a)
 
 /* Kernel k's line of plans.txt ("k<k> kind threads per_thread vec vec_per_thread tvar rows"). */
 static bool
-plan_from_file(const char *text, int k, cuda_plan *out)
+plan_from_file(const char *text, int k, coil_gpu_plan *out)
 {
   char head[32];
   snprintf(head, sizeof head, "k%d ", k);
@@ -565,7 +566,7 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
       artifact_free(a);
       return coil_sdk_error(COIL_ERR_IO, "cuda: cannot read %s", path);
     }
-    if (!plan_from_file(plans, k, &a->plans[k]) || !cuda_plan_valid(p, &p->kernels[k], &a->plans[k])) {
+    if (!plan_from_file(plans, k, &a->plans[k]) || !coil_gpu_plan_valid(&cuda_dialect, p, &p->kernels[k], &a->plans[k])) {
       free(cubin), free(plans);
       artifact_free(a);
       return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: %s/plans.txt: no valid launch plan for kernel k%d (%s)",
@@ -577,7 +578,7 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
       call = "cuModuleGetFunction";
     else if (a->plans[k].vec > 1) {
       char uname[600];
-      snprintf(uname, sizeof uname, "%s" CUDA_UNALIGNED_SUFFIX, p->kernels[k].name);
+      snprintf(uname, sizeof uname, "%s" COIL_GPU_UNALIGNED_SUFFIX, p->kernels[k].name);
       if ((r = cu->ModuleGetFunction(&a->unaligned[k], a->modules[k], uname)))
         call = "cuModuleGetFunction (the unaligned variant)";
     }

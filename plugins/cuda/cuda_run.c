@@ -237,14 +237,14 @@ run_kernel(rctx *c, const coil_line *l)
       return fail(c, COIL_ERR_INTERNAL, "kernel %s has indirect loads but no index check", k->name);
     params[k->nparams + k->nsyms] = &oob;
   }
-  const cuda_plan *pl = &c->a->plans[l->kernel];
+  const coil_gpu_plan *pl = &c->a->plans[l->kernel];
   CUfunction f = c->a->functions[l->kernel];
   bool vec = pl->vec > 1;
   for (int i = 0; i < k->nparams && vec; i++)
     vec = ptrs[i] % 16 == 0;
   if (pl->vec > 1 && !vec)
     f = c->a->unaligned[l->kernel]; /* the scalar variant */
-  unsigned threads = cuda_block_threads(pl, rnumel), blocks = cuda_grid_blocks(pl, vec, xnumel, threads);
+  unsigned threads = coil_gpu_block_threads(&cuda_dialect, pl, rnumel), blocks = coil_gpu_grid_blocks(pl, vec, xnumel, threads);
   CUresult r = c->cu->LaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, c->a->stream, params, NULL);
   return r ? cufail(c, r, "cuLaunchKernel") : NULL;
 }
@@ -1138,35 +1138,6 @@ bind_inputs(rctx *c, const coil_plugin_run_args *args)
     }
   }
   return NULL;
-}
-
-unsigned
-cuda_block_threads(const cuda_plan *pl, int64_t rnumel)
-{
-  if (pl->kind != CUDA_LOOPED || pl->threads) /* fixed by the code, or tuned */
-    return pl->threads;
-  unsigned t = 32;
-  while (t < 256 && (int64_t)t < rnumel)
-    t *= 2;
-  return t;
-}
-
-unsigned
-cuda_grid_blocks(const cuda_plan *pl, bool vec, int64_t xnumel, unsigned threads)
-{
-  if (pl->kind == CUDA_TRANSPOSE) { /* tiles of 32 x 32 (the kernel strides over them) */
-    int64_t b = (xnumel + 1023) / 1024 + 1;
-    return b > (1 << 22) ? 1u << 22 : (unsigned)b;
-  }
-  int64_t tile = pl->kind != CUDA_POINTWISE ? 0
-                 : vec                      ? (int64_t)threads * pl->vec_per_thread * pl->vec
-                                            : (int64_t)threads * pl->per_thread;
-  if (pl->kind == CUDA_PERSISTENT && pl->rows > 1) /* rows x points per block */
-    tile = pl->rows;
-  int64_t b = tile ? (xnumel + tile - 1) / tile : xnumel; /* kernels stride by the grid */
-  if (b > (1 << 22))
-    b = 1 << 22;
-  return b < 1 ? 1 : (unsigned)b;
 }
 
 /* Queues the program's lines on the artifact's stream (capturing or not); no synchronize. */

@@ -1,4 +1,4 @@
-/* cuda_tune.c — max-autotune: each kernel's candidate plans (cuda_plan_candidates: block sizes,
+/* cuda_tune.c — max-autotune: each kernel's candidate plans (coil_gpu_plan_candidates: block sizes,
  * elements per thread) compiled into one module and timed by coil-cuda-tune in a process of its
  * own, under a deadline; the fastest is compiled into the artifact and recorded in plans.txt
  * (with every time in tuning.log), so the compile cache keeps the winner with the cubins.
@@ -158,10 +158,10 @@ remove_tree(const char *dir)
 }
 
 void
-cuda_tune_kernel(const coil_wir_program *p, int k, const char *arch, cuda_plan *best, coil_strbuf *log)
+cuda_tune_kernel(const coil_wir_program *p, int k, const char *arch, coil_gpu_plan *best, coil_strbuf *log)
 {
   const coil_kernel *kn = &p->kernels[k];
-  cuda_plan_kernel(p, kn, best);
+  coil_gpu_plan_kernel(&cuda_dialect, p, kn, best);
   coil_strbuf_printf(log, "kernel %s:\n", kn->name);
   const coil_line *call = NULL;
   for (int l = 0; l < p->nlines && !call; l++)
@@ -177,8 +177,8 @@ cuda_tune_kernel(const coil_wir_program *p, int k, const char *arch, cuda_plan *
     coil_strbuf_puts(log, "  default plan: coil-cuda-tune is not installed beside the plugin\n");
     return;
   }
-  cuda_plan cands[MAX_CANDIDATES];
-  int n = cuda_plan_candidates(p, kn, cands, MAX_CANDIDATES);
+  coil_gpu_plan cands[MAX_CANDIDATES];
+  int n = coil_gpu_plan_candidates(&cuda_dialect, p, kn, cands, MAX_CANDIDATES);
   if (n < 2) {
     coil_strbuf_puts(log, "  default plan: nothing else to try\n");
     return;
@@ -194,7 +194,7 @@ cuda_tune_kernel(const coil_wir_program *p, int k, const char *arch, cuda_plan *
   snprintf(cubin, sizeof cubin, "%s/cand.cubin", dir);
   snprintf(spec, sizeof spec, "%s/spec", dir);
   coil_strbuf src = {0}, text = {0};
-  cuda_candidates_source(p, k, cands, n, &src);
+  coil_gpu_candidates_source(&cuda_dialect, p, k, cands, n, &src);
   coil_error *e = cuda_nvrtc_compile(src.s, arch, kn->name, dir, cubin);
   coil_strbuf_free(&src);
   if (e) {
@@ -224,9 +224,9 @@ cuda_tune_kernel(const coil_wir_program *p, int k, const char *arch, cuda_plan *
   if (coil_kernel_has_indirect(kn)) /* the index check's flag, last (zeroed: no index is out of range) */
     coil_strbuf_puts(&text, "param 16 i\n");
   for (int i = 0; i < n; i++) {
-    unsigned threads = cuda_block_threads(&cands[i], rnumel);
+    unsigned threads = coil_gpu_block_threads(&cuda_dialect, &cands[i], rnumel);
     coil_strbuf_printf(&text, "cand %s__cand%d %u %u\n", kn->name, i,
-                       cuda_grid_blocks(&cands[i], cands[i].vec > 1, xnumel, threads), threads);
+                       coil_gpu_grid_blocks(&cands[i], cands[i].vec > 1, xnumel, threads), threads);
   }
   e = coil_sdk_write_file(dir, "spec", text.s);
   coil_strbuf_free(&text);
@@ -243,8 +243,8 @@ cuda_tune_kernel(const coil_wir_program *p, int k, const char *arch, cuda_plan *
   remove_tree(dir);
   int win = -1;
   for (int i = 0; i < n; i++) {
-    const cuda_plan *c = &cands[i];
-    int per = c->kind == CUDA_POINTWISE && c->vec > 1 ? c->vec_per_thread * c->vec : c->per_thread * c->vec;
+    const coil_gpu_plan *c = &cands[i];
+    int per = c->kind == COIL_GPU_POINTWISE && c->vec > 1 ? c->vec_per_thread * c->vec : c->per_thread * c->vec;
     coil_strbuf_printf(log, "  candidate %d: %u threads, %d elements per thread%s%s: ", i, c->threads, per,
                        c->vec > 1 ? " in 16-byte vectors" : "", i == 0 ? " [default]" : "");
     if (ms[i] < 0)

@@ -1,0 +1,130 @@
+/* coil_gpu.h — the GPU kernel emitter of coil-sdk: launch plans and CUDA-like C++ source for the
+ * kernels of a Wrapper IR program, in any language of the CUDA family described by a dialect.
+ *
+ * The emitter owns what does not depend on the language: how a kernel is laid out on the GPU
+ * (coil_gpu_plan: pointwise with vectorised variants, transposing copies through shared-memory
+ * tiles, persistent reductions with the row in registers, looped reductions, two-pass Welford,
+ * block scans), max-autotune's candidate plans, the launch geometry, and the kernel bodies. A
+ * dialect (coil_gpu_dialect) says how its language spells what the kernels use: thread and block
+ * indices, barriers, shared memory, warp shuffles and the warp's width (32 or 64), the launch-
+ * bound attribute, f16/bf16 conversions, math function names, and the prelude's head. The cuda
+ * plugin's dialect is the first (plugins/cuda/cuda_codegen.c); a vendor with a CUDA-like language
+ * writes a dialect, not an emitter (docs/plugin-guide.md).
+ *
+ * The generated source is C++ (templates for the reductions, coil_vec<T, V> for vector
+ * accesses): every kernel is `KERNEL_DECL void LAUNCH_BOUNDS NAME(params, int64 size symbols[,
+ * long long *coil_oob])`, launched with coil_gpu_block_threads and coil_gpu_grid_blocks. */
+#ifndef COIL_GPU_H
+#define COIL_GPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "coil/coil_sdk.h"
+
+/* How a language of the CUDA family spells what the emitted kernels use. Strings are copied
+ * into the source as they are; numbers shape the code. */
+typedef struct coil_gpu_dialect {
+  const char *name;          /* the plugin, in the source's first comment: "cuda" */
+  const char *compiler;      /* what compiles each kernel, in that comment: "NVRTC" */
+  int warp_size;             /* threads that run in lockstep and shuffle: 32 or 64 (a power of 2) */
+  int vector_bytes;          /* the widest vector access (16: float4); vectorised variants need
+                                params aligned to it */
+  const char *kernel_decl;   /* before `void`: "extern \"C\" __global__" */
+  const char *launch_bounds; /* printf format of the block size (%u), after `void`:
+                                "__launch_bounds__(%u)"; NULL when the language has none */
+  const char *restrict_kw;   /* on pointer params: "__restrict__" */
+  const char *thread_idx;    /* the thread's index in its block: "threadIdx.x" */
+  const char *block_idx;     /* "blockIdx.x" */
+  const char *block_dim;     /* threads per block: "blockDim.x" */
+  const char *grid_dim;      /* blocks in the grid: "gridDim.x" */
+  const char *barrier;       /* a block-wide barrier: "__syncthreads()" */
+  const char *warp_barrier;  /* a warp's barrier and memory fence: "__syncwarp()" */
+  const char *shared;        /* the shared-memory qualifier: "__shared__" */
+  const char *align;         /* an alignment attribute taking bytes in parentheses: "__align__" */
+  const char *device;        /* a device function: "__device__" */
+  const char *forceinline;   /* inlined always: "__forceinline__" */
+  /* Warp shuffles as call prefixes, completed by "value, lane-or-offset)" (32-bit and 64-bit
+   * values; narrower ones are widened to int): "__shfl_down_sync(0xffffffffu, " */
+  const char *shfl_down, *shfl_up, *shfl_idx;
+  /* The condition under which a thread is the first to record an out-of-range index in
+   * `long long *coil_oob` ([0]: the flag, then [1] gets the value): an atomic compare-and-swap. */
+  const char *oob_first;
+  /* The prelude: head (integer types, limits, INFINITY and NAN for a compiler without system
+   * headers), half (coil_h2f, coil_f2h, coil_b2f and coil_f2b as device functions: the hardware's
+   * conversions, round to nearest even), helpers (device functions the dialect's math names call,
+   * after the vector type); NULL: none. The SDK adds the C helpers, combining stores,
+   * reductions, scans. */
+  const char *head, *half, *helpers;
+  coil_c_dialect c; /* math function names (NULL math_fn: libm's) */
+} coil_gpu_dialect;
+
+/* How a kernel is laid out on the GPU, decided from the Wrapper IR alone (so compile and load
+ * agree without recording it):
+ *   POINTWISE   a block takes a tile of threads * per_thread consecutive x elements; each thread
+ *               per_thread of them, threads apart (coalesced), unrolled, so its loads are all in
+ *               flight before the first use; blocks stride over the tiles;
+ *   PERSISTENT  a reduction whose r extent is a constant of at most COIL_GPU_PERSISTENT_MAX: one
+ *               block per x point keeps the whole row in registers (per_thread elements per
+ *               thread), so each r value is loaded and computed once; with rows > 1, a block
+ *               takes `rows` x points at once, one warp each (threads = warp * rows), and reduces
+ *               with warp shuffles alone: short rows (GPT-2's 768) skip the block-wide
+ *               barriers; or one thread each (threads = rows), which reduces alone: tiny rows
+ *               (a 3x3 pooling window) no longer leave most of a block idle;
+ *   LOOPED      any other reduction: one block per x point, every reduce re-reading its cone in
+ *               a strided loop (threads decided at launch from the r extent);
+ *   TRANSPOSE   a pointwise kernel whose stores run along the innermost x variable but some load
+ *               runs along another one (x variable tvar): 32 x 32 tiles of the two, those loads
+ *               read coalesced into shared memory first, then the body runs with coalesced
+ *               stores. */
+enum { COIL_GPU_POINTWISE, COIL_GPU_PERSISTENT, COIL_GPU_LOOPED, COIL_GPU_TRANSPOSE };
+#define COIL_GPU_PERSISTENT_MAX 8192
+#define COIL_GPU_THREAD_ROW_MAX 32    /* in kernels of at least COIL_GPU_WARP_ROWS_MIN_X x points, */
+#define COIL_GPU_WARP_ROW_MAX 1024    /* rows up to the first take a thread each (rows = threads = */
+#define COIL_GPU_WARP_ROWS_MIN_X 2048 /* 128), up to the second a warp each (rows = 4) */
+typedef struct coil_gpu_plan {
+  int kind;
+  unsigned threads;  /* block size: fixed by the code for POINTWISE and PERSISTENT; 0 for LOOPED */
+  int per_thread;    /* x elements (POINTWISE) or r elements (PERSISTENT) per thread */
+  int vec;           /* POINTWISE: > 1 when the kernel has a vectorised variant (under the Wrapper
+                        IR name) taking vec consecutive elements per access, vec_per_thread
+                        accesses per thread, for params all vector_bytes aligned; the scalar kernel
+                        is then NAME__unaligned. 1: only the scalar kernel, under NAME */
+  int vec_per_thread;
+  int tvar;          /* TRANSPOSE: the index in the kernel's x variables of the loads' unit dim */
+  int rows;          /* PERSISTENT: x points per block (> 1), a warp each (threads = warp * rows)
+                        or a thread each (threads = rows); 0: one per block */
+} coil_gpu_plan;
+#define COIL_GPU_UNALIGNED_SUFFIX "__unaligned"
+
+/* Kernel k's default plan. */
+void coil_gpu_plan_kernel(const coil_gpu_dialect *dl, const coil_wir_program *p, const coil_kernel *k,
+                          coil_gpu_plan *out);
+/* max-autotune's configurations for kernel k: the default first, then other block sizes and
+ * elements per thread (at most max). LOOPED kernels get a fixed block size (threads > 0). */
+int coil_gpu_plan_candidates(const coil_gpu_dialect *dl, const coil_wir_program *p, const coil_kernel *k,
+                             coil_gpu_plan *out, int max);
+/* Whether pl is a plan kernel k can run with (a plan read back from an artifact is checked). */
+bool coil_gpu_plan_valid(const coil_gpu_dialect *dl, const coil_wir_program *p, const coil_kernel *k,
+                         const coil_gpu_plan *pl);
+/* Threads per block and the block count to launch kernel k with plan pl, given its x and r
+ * element counts (LOOPED: a multiple of the warp in warp..256 covering the row); vec: the
+ * vectorised variant is launched. */
+unsigned coil_gpu_block_threads(const coil_gpu_dialect *dl, const coil_gpu_plan *pl, int64_t rnumel);
+unsigned coil_gpu_grid_blocks(const coil_gpu_plan *pl, bool vec, int64_t xnumel, unsigned threads);
+
+/* The prelude every kernel source starts with (the dialect's head and conversions, the SDK's C
+ * helpers as device functions, combining stores, block and warp reductions, scans). */
+void coil_gpu_prelude(const coil_gpu_dialect *dl, coil_strbuf *out);
+/* The source of kernel k of p with plan pl (NULL: the default), prelude included. */
+void coil_gpu_kernel_source(const coil_gpu_dialect *dl, const coil_wir_program *p, int k, const coil_gpu_plan *pl,
+                            coil_strbuf *out);
+/* Kernel k once per candidate plan, as NAME__cand<i> (and their unaligned variants). */
+void coil_gpu_candidates_source(const coil_gpu_dialect *dl, const coil_wir_program *p, int k,
+                                const coil_gpu_plan *cands, int n, coil_strbuf *out);
+/* All kernels after one prelude (plans: per kernel, NULL: defaults): an artifact's readable
+ * source. */
+void coil_gpu_program_source(const coil_gpu_dialect *dl, const coil_wir_program *p, const coil_gpu_plan *plans,
+                             coil_strbuf *out);
+
+#endif

@@ -1,0 +1,225 @@
+/* emit_golden.c — cuda_emit_golden: the cuda plugin's generated CUDA C++ stays what it was.
+ *
+ * Usage: cuda-emit-golden GOLDEN_DIR [OUT_DIR]
+ *        cuda-emit-golden --print FILE.wir    (its kernels.cu to stdout)
+ *
+ * For every Wrapper IR program GOLDEN_DIR/wir/NAME.wir (the plugin's input, stored so that a
+ * change in the core's lowering does not show up here), the code generator runs as the plugin
+ * runs it without a GPU, and four texts are checked:
+ *
+ *   kernels.cu   coil_gpu_program_source with the default plans: the artifact's readable source;
+ *   per-kernel   coil_gpu_kernel_source of each kernel: what NVRTC compiles;
+ *   plans        each kernel's default plan and max-autotune's candidates (coil_gpu_plan_candidates);
+ *   candidates   coil_gpu_candidates_source of those candidates: the autotuner's source.
+ *
+ * Each text's size and 64-bit FNV-1a hash are compared with GOLDEN_DIR/hashes.txt (a line per
+ * program: NAME, then SIZE:HASH of the four texts in that order), and where
+ * GOLDEN_DIR/kernels/NAME.cu exists, kernels.cu with it byte for byte (a failure writes the new
+ * text to OUT_DIR/NAME.cu and names the first differing line). COIL_UPDATE_GOLDEN=1 rewrites
+ * hashes.txt and the kernels/ files that exist (after an intended change of the generated code;
+ * review the diff). No GPU and no NVRTC are needed. */
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cuda.h"
+
+#define MAX_CANDIDATES 16 /* as cuda_tune.c */
+
+static uint64_t
+fnv1a(const char *s, size_t n)
+{
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* The whole file, NUL-terminated (malloc'd), or NULL. */
+static char *
+slurp(const char *path, size_t *len)
+{
+  return coil_sdk_read_file(path, (size_t)1 << 30, len);
+}
+
+static int
+write_text(const char *path, const char *s)
+{
+  FILE *f = fopen(path, "wb");
+  if (!f || fputs(s, f) < 0 || fclose(f) != 0) {
+    fprintf(stderr, "cannot write %s\n", path);
+    return 1;
+  }
+  return 0;
+}
+
+/* The line number (from 1) where a and b first differ. */
+static int
+first_diff_line(const char *a, const char *b)
+{
+  int line = 1;
+  for (; *a && *a == *b; a++, b++)
+    line += *a == '\n';
+  return line;
+}
+
+static void
+plan_line(coil_strbuf *b, const char *what, int k, int i, const coil_gpu_plan *q)
+{
+  coil_strbuf_printf(b, "k%d %s%d: kind %d threads %u per_thread %d vec %d vec_per_thread %d tvar %d rows %d\n", k, what,
+                     i, q->kind, q->threads, q->per_thread, q->vec, q->vec_per_thread, q->tvar, q->rows);
+}
+
+/* The four texts of program p (see the file comment) as a line "NAME SIZE:HASH ..." of each, in
+ * the order kernels.cu, per-kernel, plans, candidates. */
+static void
+hash_lines(const char *name, const coil_wir_program *p, const char *kernels_cu, coil_strbuf *out)
+{
+  coil_strbuf per = {0}, plans = {0}, cand = {0};
+  for (int k = 0; k < p->nkernels; k++) {
+    coil_gpu_kernel_source(&cuda_dialect, p, k, NULL, &per);
+    coil_gpu_plan c[MAX_CANDIDATES];
+    int n = coil_gpu_plan_candidates(&cuda_dialect, p, &p->kernels[k], c, MAX_CANDIDATES);
+    coil_gpu_plan d;
+    coil_gpu_plan_kernel(&cuda_dialect, p, &p->kernels[k], &d);
+    plan_line(&plans, "default", k, 0, &d);
+    for (int i = 0; i < n; i++)
+      plan_line(&plans, "candidate", k, i, &c[i]);
+    coil_gpu_candidates_source(&cuda_dialect, p, k, c, n, &cand);
+  }
+  const char *texts[] = {kernels_cu, per.s ? per.s : "", plans.s ? plans.s : "", cand.s ? cand.s : ""};
+  coil_strbuf_puts(out, name);
+  for (int t = 0; t < 4; t++) {
+    size_t n = strlen(texts[t]);
+    coil_strbuf_printf(out, " %zu:%016" PRIx64, n, fnv1a(texts[t], n));
+  }
+  coil_strbuf_puts(out, "\n");
+  coil_strbuf_free(&per);
+  coil_strbuf_free(&plans);
+  coil_strbuf_free(&cand);
+}
+
+static coil_wir_program *
+read_program(const char *path)
+{
+  size_t len = 0;
+  char *text = slurp(path, &len);
+  coil_diag d = {0};
+  coil_wir_program *p = text ? coil_wir_parse(path, text, len, &d) : NULL;
+  if (!p)
+    fprintf(stderr, "FAIL %s: %s\n", path, text ? d.msg : "cannot read");
+  free(text);
+  return p;
+}
+
+static int
+print_one(const char *path)
+{
+  coil_wir_program *p = read_program(path);
+  if (!p)
+    return 1;
+  coil_strbuf cu = {0};
+  coil_gpu_program_source(&cuda_dialect, p, NULL, &cu);
+  fputs(cu.s ? cu.s : "", stdout);
+  coil_strbuf_free(&cu);
+  coil_wir_free(p);
+  return 0;
+}
+
+static int
+wir_file(const struct dirent *e)
+{
+  size_t n = strlen(e->d_name);
+  return n > 4 && strcmp(e->d_name + n - 4, ".wir") == 0;
+}
+
+int
+main(int argc, char **argv)
+{
+  if (argc < 2) {
+    fprintf(stderr, "usage: cuda-emit-golden GOLDEN_DIR [OUT_DIR] | --print FILE.wir\n");
+    return 2;
+  }
+  if (strcmp(argv[1], "--print") == 0 && argc == 3)
+    return print_one(argv[2]);
+  const char *gold = argv[1], *outdir = argc > 2 ? argv[2] : ".";
+  bool update = getenv("COIL_UPDATE_GOLDEN") != NULL;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/wir", gold);
+  struct dirent **ents;
+  int nfiles = scandir(path, &ents, wir_file, alphasort);
+  if (nfiles <= 0) {
+    fprintf(stderr, "%s: no .wir files\n", path);
+    return 1;
+  }
+  int failed = 0, full = 0;
+  size_t full_bytes = 0, all_bytes = 0;
+  coil_strbuf hashes = {0};
+  for (int f = 0; f < nfiles; f++) {
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)(strlen(ents[f]->d_name) - 4), ents[f]->d_name);
+    snprintf(path, sizeof path, "%s/wir/%s", gold, ents[f]->d_name);
+    coil_wir_program *p = read_program(path);
+    free(ents[f]);
+    if (!p) {
+      failed++;
+      continue;
+    }
+    coil_strbuf cu = {0};
+    coil_gpu_program_source(&cuda_dialect, p, NULL, &cu);
+    const char *got = cu.s ? cu.s : "";
+    all_bytes += strlen(got);
+    hash_lines(name, p, got, &hashes);
+    snprintf(path, sizeof path, "%s/kernels/%s.cu", gold, name);
+    char *want = slurp(path, NULL);
+    if (want && update) {
+      failed += write_text(path, got);
+    } else if (want && strcmp(want, got) != 0) {
+      char out[4096];
+      snprintf(out, sizeof out, "%s/%s.cu", outdir, name);
+      write_text(out, got);
+      fprintf(stderr, "FAIL %s: kernels.cu differs from %s from line %d (new text in %s)\n", name, path,
+              first_diff_line(want, got), out);
+      failed++;
+    }
+    if (want) {
+      full++;
+      full_bytes += strlen(got);
+    }
+    free(want);
+    coil_strbuf_free(&cu);
+    coil_wir_free(p);
+  }
+  free(ents);
+  snprintf(path, sizeof path, "%s/hashes.txt", gold);
+  const char *got = hashes.s ? hashes.s : "";
+  char *want = slurp(path, NULL);
+  if (update) {
+    failed += write_text(path, got);
+  } else if (!want) {
+    fprintf(stderr, "FAIL %s missing (run with COIL_UPDATE_GOLDEN=1 once)\n", path);
+    failed++;
+  } else if (strcmp(want, got) != 0) {
+    char out[4096];
+    snprintf(out, sizeof out, "%s/hashes.txt", outdir);
+    write_text(out, got);
+    fprintf(stderr, "FAIL hashes differ from %s from line %d (new hashes in %s):\n", path, first_diff_line(want, got), out);
+    const char *w = want, *g = got;
+    while (*w || *g) { /* the lines that differ */
+      size_t wn = strcspn(w, "\n"), gn = strcspn(g, "\n");
+      if (wn != gn || strncmp(w, g, wn) != 0)
+        fprintf(stderr, "  want %.*s\n  got  %.*s\n", (int)wn, w, (int)gn, g);
+      w += wn + (w[wn] == '\n');
+      g += gn + (g[gn] == '\n');
+    }
+    failed++;
+  }
+  free(want);
+  coil_strbuf_free(&hashes);
+  printf("%d programs (%zu bytes of kernels.cu; %d compared byte for byte, %zu bytes), each's kernels.cu, per-kernel "
+         "sources, plans and autotune candidates hashed%s: %d failed\n",
+         nfiles, all_bytes, full, full_bytes, update ? " (updated)" : "", failed);
+  return failed ? 1 : 0;
+}
