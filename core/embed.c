@@ -859,8 +859,9 @@ coil_model_run(coil_model *m, int ninputs, const coil_dltensor *inputs, int nout
   if (rc)
     return rc;
   if (noutputs != b->nout) {
+    int want = b->nout;
     coil_binding_free(b);
-    return fail(d, COIL_ERR_INVALID_ARGUMENT, "%s: %d outputs given, the graph has %d", m->p->name, noutputs, b->nout);
+    return fail(d, COIL_ERR_INVALID_ARGUMENT, "%s: %d outputs given, the graph has %d", m->p->name, noutputs, want);
   }
   void **data = calloc((size_t)(ninputs + noutputs) + 1, sizeof *data);
   if (!data)
