@@ -19,6 +19,14 @@ else
   missing+=(libcjson-dev libinih-dev libcriterion-dev libxxhash-dev libsodium-dev libopenblas-dev)
 fi
 # OpenMP needs nothing more: gcc brings libgomp.
+# ROCm 5.2 (Debian's own packages): the hip plugin compiles kernels in process with hiprtc, which
+# Debian ships inside libamdhip64 (libamdhip64-5, with libhiprtc-builtins5 beside it); it needs
+# the device libraries and comgr at run time; hipcc compiles a dumped kernels-*.hip by hand. The
+# plugin dlopens libamdhip64.so.5 and links against none of them: without them it builds and
+# loads, and its compile test is skipped.
+for pkg in libamdhip64-dev hipcc rocm-device-libs libamd-comgr-dev; do # no pkg-config files: ask dpkg
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")
+done
 # Tests only, so not required: clang and its runtimes (libFuzzer, the sanitizers) for test.sh's
 # sanitizer build and the fuzz harnesses. Installed as root; otherwise test.sh falls back to gcc.
 optional=()
