@@ -696,7 +696,7 @@ emit_persistent_body(kgen *g, int depth)
 }
 
 /* Elements per thread and chunk of a scan loop (warp-striped: lane l of warp w takes element
- * rbase + (w*lanes + l)*32 + its lane, so loads coalesce): a row of constant length is taken in
+ * rbase + (w*lanes + l)*warp + its lane, so loads coalesce): a row of constant length is taken in
  * one chunk where SCAN_LANES_MAX lanes a thread cover it (all its loads in flight at once), else
  * in chunks of SCAN_LANES a thread. */
 #define SCAN_LANES 4
@@ -707,7 +707,7 @@ emit_persistent_body(kgen *g, int depth)
  * comes after every real one in the scan). Each scan combines the carry of the chunks before, the
  * block's exclusive scan of its threads' totals and the thread's own running value.
  *
- * With lanes: warp w takes 32*lanes consecutive elements of the chunk, 32 per lane. A first pass
+ * With lanes: warp w takes warp*lanes consecutive elements of the chunk, a warp's worth per lane. A first pass
  * over the lanes computes each scan's operand (the cone below it), a warp scan of it and the
  * warp's running value; the block combines the warps' totals once per chunk; a second pass
  * computes everything after the scans and stores, recomputing the per-r values they use (their
@@ -779,7 +779,7 @@ emit_scan_loop(kgen *g, int depth)
         coil_strbuf_printf(b, "run%d[l] = coil_op_%s()(wrun%d, coil_warp_scan((%s)%s, coil_op_%s()));\n", i, op, i, R,
                            g->names[in->args[0]], op);
         indent(b, d + 1);
-        coil_strbuf_printf(b, "wrun%d = coil_shfl_idx(run%d[l], 31);\n", i, i);
+        coil_strbuf_printf(b, "wrun%d = coil_shfl_idx(run%d[l], %d);\n", i, i, dl->warp_size - 1); /* the last lane */
       }
     }
     indent(b, d);
