@@ -1,0 +1,25 @@
+/* hip.h — the hip plugin's internals: its dialects of the SDK's GPU emitter and what it knows
+ * about AMD GPU archs (hip_codegen.c), shared by the plugin's table (hip_plugin.c). */
+#ifndef COIL_HIP_H
+#define COIL_HIP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "coil/coil_gpu.h"
+
+/* The HIP dialect of the SDK's GPU emitter for a wavefront of `wave` lanes (64 or 32): kernels,
+ * launch plans (coil_gpu_plan) and sources come from coil/coil_gpu.h with it. */
+const coil_gpu_dialect *hip_dialect(int wave);
+
+/* Whether arch names an AMD GPU target hiprtc takes as --offload-arch: gfx, then 3 or 4 digits
+ * or lower-case hex letters (gfx90a, gfx908, gfx1030); no target features (":xnack-"). */
+bool hip_arch_valid(const char *arch);
+/* The wavefront of arch's kernels as hiprtc compiles them by default: 64 on GCN and CDNA
+ * (gfx8, gfx9: gfx908, gfx90a, gfx942), 32 on RDNA (gfx10, gfx11: gfx1030, gfx1100). */
+int hip_arch_wave(const char *arch);
+/* The first AMD GPU's arch as the kernel driver reports it (KFD's topology in sysfs: no HIP
+ * runtime is started, so a host may still fork), or gfx90a without one. */
+void hip_default_arch(char *arch, size_t n);
+
+#endif
