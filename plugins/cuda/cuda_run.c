@@ -1,255 +1,60 @@
-/* cuda_run.c — the cuda plugin's wrapper: runs a program's lines on the device, in C, in order:
- * binds size symbols from the inputs, checks the guards, allocates from the driver's
- * stream-ordered pool (cuMemAllocAsync), launches kernels, frees after last use, copies the
- * outputs out. Inputs may be on the host (copied in first) or already on the device. Everything
- * is queued on the artifact's stream; the run synchronizes once at the end. */
+/* cuda_run.c — the cuda plugin's wrapper: the SDK's GPU executor (coil/coil_gpu_run.h) walks a
+ * program's lines through the CUDA driver given here: allocations from the artifact's stream-
+ * ordered pool (cuMemAllocAsync), kernel launches, copies; library ops (mm and bmm through
+ * cuBLASLt or cuBLAS, convolution through cuDNN) are this file's. Inputs may be on the host
+ * (copied in first) or already on the device. Everything is queued on the artifact's stream; the
+ * run synchronizes once at the end. reduce-overhead captures the run into a CUDA graph. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "coil/coil_gpu_run.h"
 #include "cuda.h"
 
-typedef struct {
-  coil_dtype dtype;
-  int rank;
-  int64_t sizes[COIL_MAX_RANK], strides[COIL_MAX_RANK];
-  CUdeviceptr ptr;   /* element 0 */
-  CUdeviceptr start; /* the storage this buffer lives in (alloc, reuse, an input's copy) */
-  bool owned;        /* start was allocated by this run and is freed by it */
-  bool live;
-} dbuf;
+typedef coil_gpu_buf dbuf;
+typedef coil_gpu_run rctx;
 
-typedef struct {
-  coil_artifact *a;
-  const coil_wir_program *p;
-  const cuda_driver *cu;
-  int64_t *vals;
-  bool *bound;
-  int nvars;
-  dbuf *bufs;
-  int line;
-  int skip_line;  /* a kernel line whose work an epilogue already did, or -1 */
-  char msg[1024];
-} rctx;
-
-static coil_error *
-fail(rctx *c, coil_error_code code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static coil_error *
-fail(rctx *c, coil_error_code code, const char *fmt, ...)
+static coil_artifact *
+art(const rctx *c)
 {
-  char what[900];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
-  va_end(ap);
-  return coil_sdk_error(code, "cuda: %s, line %d: %s", c->p->name, c->line + 1, what);
+  return c->user;
 }
 
 static coil_error *
 cufail(rctx *c, CUresult r, const char *call)
 {
-  const char *s = NULL;
-  c->cu->GetErrorString(r, &s);
-  return fail(c, COIL_ERR_RUNTIME, "%s failed: %s (%d)", call, s ? s : "unknown error", r);
+  return coil_gpu_run_rtfail(c, (int)r, call);
 }
 
-static const char *
-bufname(const rctx *c, int b)
+static int
+rt_alloc(rctx *c, size_t bytes, coil_gpu_ptr *out)
 {
-  return b >= 0 && b < c->p->nbuffers ? c->p->buffers[b].name : "?";
+  coil_artifact *a = art(c);
+  CUdeviceptr p = 0;
+  CUresult r = a->capturing || !a->pool ? a->cu->MemAllocAsync(&p, bytes, a->stream)
+                                         : a->cu->MemAllocFromPoolAsync(&p, bytes, a->pool, a->stream);
+  *out = p;
+  return (int)r;
 }
 
+/* tmp buffers of library calls (tmp: 0 for no bytes) */
 static coil_error *
-eval(rctx *c, const coil_sym *e, int64_t *out)
+device_alloc(rctx *c, size_t bytes, CUdeviceptr *out)
 {
-  coil_diag d = {0};
-  if (coil_sym_eval(c->p->sym, e, c->vals, c->nvars, out, &d))
-    return fail(c, COIL_ERR_INVALID_ARGUMENT, "%s", d.msg);
-  return NULL;
-}
-
-/* Offsets of the lowest and highest element (hi < lo: no elements). */
-static void
-extent(const dbuf *b, int64_t *lo, int64_t *hi)
-{
-  *lo = 0, *hi = 0;
-  for (int d = 0; d < b->rank; d++) {
-    if (b->sizes[d] == 0) {
-      *lo = 0, *hi = -1;
-      return;
-    }
-    int64_t span = (b->sizes[d] - 1) * b->strides[d];
-    if (span < 0)
-      *lo += span;
-    else
-      *hi += span;
-  }
-}
-
-static size_t
-bytes_of(const dbuf *b)
-{
-  int64_t lo, hi;
-  extent(b, &lo, &hi);
-  return hi < lo ? 0 : (size_t)(hi + 1) * coil_dtype_size(b->dtype);
-}
-
-static bool
-contiguous(const dbuf *b)
-{
-  int64_t s = 1;
-  for (int d = b->rank - 1; d >= 0; d--) {
-    if (b->sizes[d] != 1 && b->strides[d] != s)
-      return false;
-    s *= b->sizes[d];
-  }
-  return true;
+  coil_gpu_ptr p = 0;
+  int r = bytes ? rt_alloc(c, bytes, &p) : 0;
+  *out = p;
+  return r ? cufail(c, (CUresult)r, "cuMemAllocAsync") : NULL;
 }
 
 static int64_t
 numel(const dbuf *b)
 {
-  int64_t n = 1;
-  for (int d = 0; d < b->rank; d++)
-    n *= b->sizes[d];
-  return n;
+  return coil_gpu_buf_numel(b);
 }
 
-/* The buffer's sizes and strides from the program, symbols bound. */
-static coil_error *
-layout(rctx *c, int bi)
-{
-  const coil_buffer *cb = &c->p->buffers[bi];
-  dbuf *b = &c->bufs[bi];
-  coil_error *e;
-  b->dtype = cb->dtype;
-  b->rank = cb->rank;
-  for (int d = 0; d < cb->rank; d++)
-    if ((e = eval(c, cb->sizes[d], &b->sizes[d])) || (e = eval(c, cb->strides[d], &b->strides[d])))
-      return e;
-  return NULL;
-}
-
-static coil_error *
-device_alloc(rctx *c, size_t bytes, CUdeviceptr *out)
-{
-  *out = 0;
-  if (!bytes)
-    return NULL;
-  CUresult r = c->a->capturing || !c->a->pool ? c->cu->MemAllocAsync(out, bytes, c->a->stream)
-                                               : c->cu->MemAllocFromPoolAsync(out, bytes, c->a->pool, c->a->stream);
-  return r ? cufail(c, r, "cuMemAllocAsync") : NULL;
-}
-
-static bool
-reused_later(const rctx *c, int buffer)
-{
-  for (int i = c->line + 1; i < c->p->nlines; i++)
-    if (c->p->lines[i].kind == COIL_LINE_REUSE && c->p->buffers[c->p->lines[i].buffer].base == buffer)
-      return true;
-  return false;
-}
-
-static coil_error *
-run_symbol(rctx *c, const coil_line *l)
-{
-  const dbuf *b = &c->bufs[l->buffer];
-  if (l->dim < 0 || l->dim >= b->rank)
-    return fail(c, COIL_ERR_INVALID_ARGUMENT, "dimension %d of %s", l->dim, bufname(c, l->buffer));
-  int64_t v = l->is_stride ? b->strides[l->dim] : b->sizes[l->dim];
-  if (l->sym->kind == COIL_SYM_VAR && l->sym->var < c->nvars && !c->bound[l->sym->var]) {
-    c->vals[l->sym->var] = v;
-    c->bound[l->sym->var] = true;
-    return NULL;
-  }
-  int64_t have;
-  coil_error *e = eval(c, l->sym, &have);
-  if (!e && have != v)
-    e = fail(c, COIL_ERR_INVALID_ARGUMENT, "a size symbol is %" PRId64 ", but %s.%s(%d) is %" PRId64, have,
-             bufname(c, l->buffer), l->is_stride ? "stride" : "size", l->dim, v);
-  return e;
-}
-
-static coil_error *
-run_assert(rctx *c, const coil_line *l)
-{
-  const dbuf *b = &c->bufs[l->buffer];
-  if (l->assert_kind == COIL_ASSERT_ALIGNED)
-    return b->ptr % (CUdeviceptr)(l->align > 0 ? l->align : 1)
-               ? fail(c, COIL_ERR_INVALID_ARGUMENT, "%s is not aligned to %" PRId64 " bytes", bufname(c, l->buffer), l->align)
-               : NULL;
-  if (l->dim < 0 || l->dim >= b->rank)
-    return fail(c, COIL_ERR_INVALID_ARGUMENT, "dimension %d of %s", l->dim, bufname(c, l->buffer));
-  bool stride = l->assert_kind == COIL_ASSERT_STRIDE;
-  int64_t want, have = stride ? b->strides[l->dim] : b->sizes[l->dim];
-  coil_error *e = eval(c, l->value, &want);
-  if (!e && want != have)
-    e = fail(c, COIL_ERR_INVALID_ARGUMENT, "assert failed: %s.%s(%d) == %" PRId64 ", but it is %" PRId64,
-             bufname(c, l->buffer), stride ? "stride" : "size", l->dim, want, have);
-  return e;
-}
-
-static coil_error *
-run_kernel(rctx *c, const coil_line *l)
-{
-  const coil_kernel *k = &c->p->kernels[l->kernel];
-  int64_t xnumel = 1, rnumel = 1;
-  coil_error *e;
-  for (int i = 0; i < k->nx; i++) {
-    int64_t v;
-    if ((e = eval(c, k->xsize[i], &v)))
-      return e;
-    xnumel *= v;
-  }
-  for (int i = 0; i < k->nr; i++) {
-    int64_t v;
-    if ((e = eval(c, k->rsize[i], &v)))
-      return e;
-    rnumel *= v;
-  }
-  if (xnumel <= 0)
-    return NULL;
-  if (l->nargs != k->nparams)
-    return fail(c, COIL_ERR_INTERNAL, "kernel %s takes %d params, the call passes %d", k->name, k->nparams, l->nargs);
-  if (k->nparams > 256 || k->nsyms > 256) /* the core's fusion keeps kernels far below this */
-    return fail(c, COIL_ERR_UNSUPPORTED, "kernel %s has %d params and %d sizes (at most 256 each)", k->name,
-                k->nparams, k->nsyms);
-  CUdeviceptr ptrs[256];
-  int64_t syms[256];
-  void *params[513];
-  for (int i = 0; i < k->nparams; i++) {
-    if (!c->bufs[l->args[i]].live)
-      return fail(c, COIL_ERR_INTERNAL, "%s is not live", bufname(c, l->args[i]));
-    ptrs[i] = c->bufs[l->args[i]].ptr;
-    params[i] = &ptrs[i];
-  }
-  for (int i = 0; i < k->nsyms; i++) {
-    if ((e = eval(c, k->syms[i], &syms[i])))
-      return e;
-    params[k->nparams + i] = &syms[i];
-  }
-  CUdeviceptr oob = c->a->oob;
-  if (coil_kernel_has_indirect(k)) {
-    if (!oob)
-      return fail(c, COIL_ERR_INTERNAL, "kernel %s has indirect loads but no index check", k->name);
-    params[k->nparams + k->nsyms] = &oob;
-  }
-  const coil_gpu_plan *pl = &c->a->plans[l->kernel];
-  CUfunction f = c->a->functions[l->kernel];
-  bool vec = pl->vec > 1;
-  for (int i = 0; i < k->nparams && vec; i++)
-    vec = ptrs[i] % 16 == 0;
-  if (pl->vec > 1 && !vec)
-    f = c->a->unaligned[l->kernel]; /* the scalar variant */
-  unsigned threads = coil_gpu_block_threads(&cuda_dialect, pl, rnumel), blocks = coil_gpu_grid_blocks(pl, vec, xnumel, threads);
-  CUresult r = c->cu->LaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, c->a->stream, params, NULL);
-  return r ? cufail(c, r, "cuLaunchKernel") : NULL;
-}
-
-/* ---- library ops: mm and bmm through cuBLAS ---- */
 
 /* How cuBLAS (column-major) reads the row-major matrix X[R, C] (dims o, o+1) transposed: op N
  * on rows of stride ld, or op T on a column-major (transposed) view. -1: neither layout. */
@@ -320,7 +125,7 @@ lt_matmul(rctx *c, int opa, int opb, int64_t M, int64_t N, int64_t K, int64_t ba
           int64_t sa, int64_t sb, int t, int compute, CUdeviceptr A, CUdeviceptr B, CUdeviceptr D, uint32_t epi,
           CUdeviceptr bias, const void *alpha, const void *beta, coil_error **err)
 {
-  coil_artifact *a = c->a;
+  coil_artifact *a = art(c);
   const cuda_cublaslt *lt = a->lt;
   cuda_lt_plan *pl = &a->lt_plans[c->line];
   int64_t key[18] = {M, N, K, batch, lda, ldb, sa, sb, opa, opb, t, compute, alignment(A), alignment(B), alignment(D),
@@ -365,7 +170,7 @@ lt_matmul(rctx *c, int opa, int opb, int64_t M, int64_t N, int64_t K, int64_t ba
     memcpy(pl->key, key, sizeof key);
     pl->valid = true;
   } else if (bias && lt->DescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias)) {
-    *err = fail(c, COIL_ERR_RUNTIME, "cublasLtMatmulDescSetAttribute (bias) failed");
+    *err = coil_gpu_run_fail(c, COIL_ERR_RUNTIME, "cublasLtMatmulDescSetAttribute (bias) failed");
     return 0;
   }
   cublasStatus_t st = lt->Matmul(a->lt_handle, pl->desc, alpha, (const void *)(uintptr_t)B, pl->la,
@@ -373,7 +178,7 @@ lt_matmul(rctx *c, int opa, int opb, int64_t M, int64_t N, int64_t K, int64_t ba
                                  (void *)(uintptr_t)D, pl->lc, &pl->algo, (void *)(uintptr_t)a->blas_workspace, CUDA_BLAS_WORKSPACE,
                                  a->stream);
   if (st)
-    *err = fail(c, COIL_ERR_RUNTIME, "cublasLtMatmul failed with status %d", st);
+    *err = coil_gpu_run_fail(c, COIL_ERR_RUNTIME, "cublasLtMatmul failed with status %d", st);
   return 0;
 }
 
@@ -503,45 +308,45 @@ cuda_find_epilogues(const coil_wir_program *p, cuda_epilogue *epi)
 static coil_error *
 run_matmul(rctx *c, const coil_line *l)
 {
-  if (!c->a->blas)
-    return fail(c, COIL_ERR_INTERNAL, "no cuBLAS handle for %s", l->op);
+  if (!art(c)->blas)
+    return coil_gpu_run_fail(c, COIL_ERR_INTERNAL, "no cuBLAS handle for %s", l->op);
   bool bmm = strcmp(l->op, "aten.bmm.default") == 0;
   int o = bmm;
   const dbuf *A = &c->bufs[l->args[0]], *B = &c->bufs[l->args[1]], *C = &c->bufs[l->outs[0]];
   if (A->rank != 2 + o || B->rank != 2 + o || C->rank != 2 + o)
-    return fail(c, COIL_ERR_INVALID_ARGUMENT, "%s of ranks %d and %d", l->op, A->rank, B->rank);
+    return coil_gpu_run_fail(c, COIL_ERR_INVALID_ARGUMENT, "%s of ranks %d and %d", l->op, A->rank, B->rank);
   int64_t M = A->sizes[o], K = A->sizes[o + 1], N = B->sizes[o + 1], batch = bmm ? A->sizes[0] : 1;
   if (!M || !N || !batch)
     return NULL;
   size_t es = coil_dtype_size(C->dtype);
   if (C->strides[o + 1] != 1 || C->strides[o] != N || (bmm && batch > 1 && C->strides[0] != M * N))
-    return fail(c, COIL_ERR_INTERNAL, "the output of %s is not contiguous", l->op);
+    return coil_gpu_run_fail(c, COIL_ERR_INTERNAL, "the output of %s is not contiguous", l->op);
   if (!K) { /* an empty sum: zeros */
-    CUresult r = c->cu->MemsetD8Async(C->ptr, 0, (size_t)(batch * M * N) * es, c->a->stream);
+    CUresult r = art(c)->cu->MemsetD8Async(C->ptr, 0, (size_t)(batch * M * N) * es, art(c)->stream);
     return r ? cufail(c, r, "cuMemsetD8Async") : NULL;
   }
   int opa, opb;
   int64_t lda, ldb;
   if (blas_operand(A, o, &opa, &lda) || blas_operand(B, o, &opb, &ldb))
-    return fail(c, COIL_ERR_UNSUPPORTED, "%s: an operand is strided in both matrix dims", l->op);
+    return coil_gpu_run_fail(c, COIL_ERR_UNSUPPORTED, "%s: an operand is strided in both matrix dims", l->op);
   if (M > 2147483647 || N > 2147483647 || K > 2147483647 || batch > 2147483647)
-    return fail(c, COIL_ERR_UNSUPPORTED, "%s: sizes beyond cuBLAS's int", l->op);
+    return coil_gpu_run_fail(c, COIL_ERR_UNSUPPORTED, "%s: sizes beyond cuBLAS's int", l->op);
   int t, compute = CUBLAS_COMPUTE_32F;
   switch (C->dtype) {
   case COIL_F32: t = CUDA_R_32F; break;
   case COIL_F16: t = CUDA_R_16F; break;
   case COIL_BF16: t = CUDA_R_16BF; break;
   case COIL_F64: t = CUDA_R_64F, compute = CUBLAS_COMPUTE_64F; break;
-  default: return fail(c, COIL_ERR_UNSUPPORTED, "%s on %s", l->op, coil_dtype_name(C->dtype));
+  default: return coil_gpu_run_fail(c, COIL_ERR_UNSUPPORTED, "%s on %s", l->op, coil_dtype_name(C->dtype));
   }
   float af = 1, bf = 0;
   double ad = 1, bd = 0;
   const void *alpha = compute == CUBLAS_COMPUTE_64F ? (const void *)&ad : (const void *)&af;
   const void *beta = compute == CUBLAS_COMPUTE_64F ? (const void *)&bd : (const void *)&bf;
   long long sa = bmm && batch > 1 ? A->strides[0] : 0, sb = bmm && batch > 1 ? B->strides[0] : 0;
-  if (c->a->lt) {
+  if (art(c)->lt) {
     /* the kernel after it folded in as an epilogue, when its output and bias are at hand */
-    const cuda_epilogue *ep = &c->a->epi[c->line];
+    const cuda_epilogue *ep = &art(c)->epi[c->line];
     CUdeviceptr D = C->ptr, bias = 0;
     uint32_t epi = CUBLASLT_EPILOGUE_DEFAULT;
     bool fused = false;
@@ -563,11 +368,11 @@ run_matmul(rctx *c, const coil_line *l)
       return err;
     }
   }
-  cublasStatus_t s = c->a->blas->GemmStridedBatchedEx(
-      c->a->blas_handle, opb, opa, (int)N, (int)M, (int)K, alpha, (const void *)(uintptr_t)B->ptr, t, (int)ldb, sb,
+  cublasStatus_t s = art(c)->blas->GemmStridedBatchedEx(
+      art(c)->blas_handle, opb, opa, (int)N, (int)M, (int)K, alpha, (const void *)(uintptr_t)B->ptr, t, (int)ldb, sb,
       (const void *)(uintptr_t)A->ptr, t, (int)lda, sa, beta, (void *)(uintptr_t)C->ptr, t, (int)N, (long long)(M * N),
       (int)batch, compute, CUBLAS_GEMM_DEFAULT);
-  return s ? fail(c, COIL_ERR_RUNTIME, "cublasGemmStridedBatchedEx failed with status %d", s) : NULL;
+  return s ? coil_gpu_run_fail(c, COIL_ERR_RUNTIME, "cublasGemmStridedBatchedEx failed with status %d", s) : NULL;
 }
 
 /* ---- convolution through cuDNN ---- */
@@ -725,17 +530,17 @@ static cudnnStatus_t
 dnn_prepare(rctx *c, const cuda_dnn_plan *pl, const dbuf *x, const dbuf *w, const dbuf *y, const void *one,
             const void *zero, dnn_operands *op, coil_error **e)
 {
-  const cuda_cudnn *dnn = c->a->dnn;
+  const cuda_cudnn *dnn = art(c)->dnn;
   size_t es = coil_dtype_size(y->dtype);
   cudnnStatus_t st = 0;
   memset(op, 0, sizeof *op); /* nothing to release until allocated */
   op->x = (const void *)(uintptr_t)x->ptr, op->w = (const void *)(uintptr_t)w->ptr, op->y = (void *)(uintptr_t)y->ptr;
   if (pl->xsrc && !(*e = device_alloc(c, (size_t)numel(x) * es, &op->tmp[0]))) {
-    st = dnn->TransformTensor(c->a->dnn_handle, one, pl->xsrc, op->x, zero, pl->x, (void *)(uintptr_t)op->tmp[0]);
+    st = dnn->TransformTensor(art(c)->dnn_handle, one, pl->xsrc, op->x, zero, pl->x, (void *)(uintptr_t)op->tmp[0]);
     op->x = (const void *)(uintptr_t)op->tmp[0];
   }
   if (!*e && !st && pl->wsrc && !(*e = device_alloc(c, (size_t)numel(w) * es, &op->tmp[1]))) {
-    st = dnn->TransformTensor(c->a->dnn_handle, one, pl->wsrc, op->w, zero, pl->wdense, (void *)(uintptr_t)op->tmp[1]);
+    st = dnn->TransformTensor(art(c)->dnn_handle, one, pl->wsrc, op->w, zero, pl->wdense, (void *)(uintptr_t)op->tmp[1]);
     op->w = (const void *)(uintptr_t)op->tmp[1];
   }
   if (!*e && !st && pl->yout && !(*e = device_alloc(c, (size_t)numel(y) * es, &op->tmp[2])))
@@ -748,7 +553,7 @@ dnn_release(rctx *c, dnn_operands *op)
 {
   for (int i = 0; i < 3; i++)
     if (op->tmp[i])
-      c->cu->MemFreeAsync(op->tmp[i], c->a->stream);
+      art(c)->cu->MemFreeAsync(op->tmp[i], art(c)->stream);
   memset(op->tmp, 0, sizeof op->tmp);
 }
 
@@ -757,9 +562,9 @@ dnn_release(rctx *c, dnn_operands *op)
 static cudnnStatus_t
 dnn_choose(rctx *c, cuda_dnn_plan *pl, bool tr, const dnn_operands *op, bool timed, int *found)
 {
-  const cuda_cudnn *dnn = c->a->dnn;
-  cudnnHandle_t h = c->a->dnn_handle;
-  void *ws = (void *)(uintptr_t)c->a->blas_workspace;
+  const cuda_cudnn *dnn = art(c)->dnn;
+  cudnnHandle_t h = art(c)->dnn_handle;
+  void *ws = (void *)(uintptr_t)art(c)->blas_workspace;
   cudnn_algo_perf perf[16];
   int n = 0;
   cudnnStatus_t fs =
@@ -782,7 +587,7 @@ dnn_choose(rctx *c, cuda_dnn_plan *pl, bool tr, const dnn_operands *op, bool tim
 static void
 dnn_log(rctx *c, const coil_line *l, const cuda_dnn_plan *pl, const cuda_dnn_plan *other)
 {
-  const coil_host_api *host = c->a->host;
+  const coil_host_api *host = art(c)->host;
   if (!host || !COIL_STRUCT_HAS(host, coil_host_api, log) || !host->log)
     return;
   char line[400];
@@ -802,15 +607,15 @@ dnn_log(rctx *c, const coil_line *l, const cuda_dnn_plan *pl, const cuda_dnn_pla
 static coil_error *
 run_conv(rctx *c, const coil_line *l)
 {
-  const cuda_cudnn *dnn = c->a->dnn;
+  const cuda_cudnn *dnn = art(c)->dnn;
   if (!dnn || l->nouts != 1 || l->nargs < 2 || l->nargs > 3)
-    return fail(c, COIL_ERR_INTERNAL, "%s: no cuDNN handle, or not 2 or 3 operands and 1 output", l->op);
+    return coil_gpu_run_fail(c, COIL_ERR_INTERNAL, "%s: no cuDNN handle, or not 2 or 3 operands and 1 output", l->op);
   const dbuf *x = &c->bufs[l->args[0]], *w = &c->bufs[l->args[1]], *y = &c->bufs[l->outs[0]];
   const dbuf *bias = l->nargs == 3 ? &c->bufs[l->args[2]] : NULL;
   int nsp = x->rank - 2, t = dnn_type(y->dtype), nd = nsp == 1 ? 4 : x->rank;
   if (nsp < 1 || nsp > 3 || w->rank != x->rank || y->rank != x->rank || t < 0 || x->dtype != y->dtype ||
       w->dtype != y->dtype || (bias && bias->dtype != y->dtype))
-    return fail(c, COIL_ERR_UNSUPPORTED, "%s: ranks %d, %d -> %d or dtypes cuDNN does not take", l->op, x->rank, w->rank,
+    return coil_gpu_run_fail(c, COIL_ERR_UNSUPPORTED, "%s: ranks %d, %d -> %d or dtypes cuDNN does not take", l->op, x->rank, w->rank,
                 y->rank);
   int64_t stride[3], pad[3], dil[3], groups = 1, tr = 0;
   const coil_xparam *g = xparam(l, "groups"), *tp = xparam(l, "transposed");
@@ -820,11 +625,11 @@ run_conv(rctx *c, const coil_line *l)
     tr = tp->i;
   if (!xints(l, "stride", nsp, 1, stride) || !xints(l, "padding", nsp, 0, pad) || !xints(l, "dilation", nsp, 1, dil) ||
       groups < 1)
-    return fail(c, COIL_ERR_INVALID_ARGUMENT, "%s: stride, padding, dilation or groups malformed", l->op);
+    return coil_gpu_run_fail(c, COIL_ERR_INVALID_ARGUMENT, "%s: stride, padding, dilation or groups malformed", l->op);
   for (int d = 0; d < x->rank; d++)
     if (x->sizes[d] > INT32_MAX / 2 || w->sizes[d] > INT32_MAX / 2 || y->sizes[d] > INT32_MAX / 2 ||
         numel(x) > INT32_MAX || numel(y) > INT32_MAX || numel(w) > INT32_MAX)
-      return fail(c, COIL_ERR_UNSUPPORTED, "%s: sizes beyond cuDNN's int", l->op);
+      return coil_gpu_run_fail(c, COIL_ERR_UNSUPPORTED, "%s: sizes beyond cuDNN's int", l->op);
   if (!numel(y))
     return NULL;
   size_t es = coil_dtype_size(y->dtype);
@@ -832,10 +637,10 @@ run_conv(rctx *c, const coil_line *l)
   double d1 = 1, d0 = 0;
   const void *one = y->dtype == COIL_F64 ? (const void *)&d1 : (const void *)&f1;
   const void *zero = y->dtype == COIL_F64 ? (const void *)&d0 : (const void *)&f0;
-  cudnnHandle_t h = c->a->dnn_handle;
+  cudnnHandle_t h = art(c)->dnn_handle;
   cudnnStatus_t st = 0;
   if (!numel(x) || !numel(w)) { /* an empty sum: zeros, then the bias */
-    CUresult r = c->cu->MemsetD8Async(y->ptr, 0, (size_t)numel(y) * es, c->a->stream);
+    CUresult r = art(c)->cu->MemsetD8Async(y->ptr, 0, (size_t)numel(y) * es, art(c)->stream);
     if (r)
       return cufail(c, r, "cuMemsetD8Async");
     if (bias) {
@@ -852,40 +657,40 @@ run_conv(rctx *c, const coil_line *l)
       if (yd)
         dnn->DestroyTensorDescriptor(yd);
     }
-    return st ? fail(c, COIL_ERR_RUNTIME, "%s: cuDNN failed adding the bias", l->op) : NULL;
+    return st ? coil_gpu_run_fail(c, COIL_ERR_RUNTIME, "%s: cuDNN failed adding the bias", l->op) : NULL;
   }
-  cuda_dnn_plan *pl = &c->a->dnn_plans[c->line];
+  cuda_dnn_plan *pl = &art(c)->dnn_plans[c->line];
   int64_t key[64] = {0}, *k = key;
   *k++ = y->dtype, *k++ = x->rank, *k++ = bias != NULL;
   for (int d = 0; d < x->rank; d++)
     *k++ = x->sizes[d], *k++ = x->strides[d], *k++ = w->sizes[d], *k++ = w->strides[d], *k++ = y->sizes[d],
     *k++ = y->strides[d];
   if (!pl->valid || memcmp(pl->key, key, sizeof key)) {
-    dnn_plan_drop(c->a, pl);
+    dnn_plan_drop(art(c), pl);
     if (!dnn_describe(dnn, pl, NCHW, t, x, w, y, bias != NULL, nsp, stride, pad, dil, groups)) {
-      dnn_plan_drop(c->a, pl);
-      return fail(c, COIL_ERR_UNSUPPORTED, "%s: cuDNN refuses these sizes, strides or parameters", l->op);
+      dnn_plan_drop(art(c), pl);
+      return coil_gpu_run_fail(c, COIL_ERR_UNSUPPORTED, "%s: cuDNN refuses these sizes, strides or parameters", l->op);
     }
     memcpy(pl->key, key, sizeof key);
     pl->valid = true, pl->algo = -1;
   }
   coil_error *e = NULL;
   dnn_operands op;
-  if (pl->algo < 0 || (!pl->timed && !c->a->capturing)) {
-    bool timed = !c->a->capturing;
+  if (pl->algo < 0 || (!pl->timed && !art(c)->capturing)) {
+    bool timed = !art(c)->capturing;
     int n = 0;
     st = dnn_prepare(c, pl, x, w, y, one, zero, &op, &e);
     cudnnStatus_t fs = e || st ? 0 : dnn_choose(c, pl, tr, &op, timed, &n);
     dnn_release(c, &op);
     if (!e && !st && pl->algo < 0)
-      return fail(c, COIL_ERR_UNSUPPORTED, "%s: cuDNN has no algorithm for it (%s)", l->op,
+      return coil_gpu_run_fail(c, COIL_ERR_UNSUPPORTED, "%s: cuDNN has no algorithm for it (%s)", l->op,
                   fs ? dnn->GetErrorString(fs) : n ? "none runs within the 32 MiB workspace" : "none");
     /* a 2-d forward convolution of f32/f16/bf16 is measured in NHWC too; the copies in and out
      * of that layout are charged at 1 TB/s */
     cuda_dnn_plan alt = {0};
     if (!e && !st && timed && !tr && nsp == 2 && groups == 1 && y->dtype != COIL_F64 &&
         !dnn_describe(dnn, &alt, NHWC, t, x, w, y, bias != NULL, nsp, stride, pad, dil, groups))
-      dnn_plan_drop(c->a, &alt); /* cuDNN refuses NHWC here: NCHW it is */
+      dnn_plan_drop(art(c), &alt); /* cuDNN refuses NHWC here: NCHW it is */
     else if (alt.conv) {
       memcpy(alt.key, key, sizeof key);
       alt.valid = true;
@@ -905,11 +710,11 @@ run_conv(rctx *c, const coil_line *l)
     if (!e && !st)
       dnn_log(c, l, pl, alt.valid ? &alt : NULL);
     if (alt.valid)
-      dnn_plan_drop(c->a, &alt);
+      dnn_plan_drop(art(c), &alt);
   }
   if (!e && !st)
     st = dnn_prepare(c, pl, x, w, y, one, zero, &op, &e);
-  void *ws = (void *)(uintptr_t)c->a->blas_workspace;
+  void *ws = (void *)(uintptr_t)art(c)->blas_workspace;
   if (!e && !st)
     st = tr ? dnn->ConvolutionBackwardData(h, one, pl->w, op.w, pl->x, op.x, pl->conv, pl->algo, ws, CUDA_BLAS_WORKSPACE,
                                            zero, pl->y, op.y)
@@ -924,246 +729,83 @@ run_conv(rctx *c, const coil_line *l)
     dnn_release(c, &op);
   if (e)
     return e;
-  return st ? fail(c, COIL_ERR_RUNTIME, "%s: cuDNN failed: %s", l->op, dnn->GetErrorString(st)) : NULL;
+  return st ? coil_gpu_run_fail(c, COIL_ERR_RUNTIME, "%s: cuDNN failed: %s", l->op, dnn->GetErrorString(st)) : NULL;
 }
 
-/* Copies device buffer src to the caller's tensor t (host or device), through its strides. */
-static coil_error *
-copy_out(rctx *c, const dbuf *src, const coil_plugin_tensor *t)
+/* ---- the runtime the SDK's executor (coil/coil_gpu_run.h) runs the lines through ---- */
+
+static int
+rt_release(rctx *c, coil_gpu_ptr p)
 {
-  size_t es = coil_dtype_size(src->dtype), bytes = (size_t)numel(src) * es;
-  if (!bytes)
-    return NULL;
-  dbuf dst = {.dtype = src->dtype, .rank = t->rank};
-  for (int d = 0; d < t->rank; d++)
-    dst.sizes[d] = t->sizes[d], dst.strides[d] = t->strides[d];
-  CUresult r;
-  if (t->device_type == COIL_DEVICE_CUDA) {
-    if (src->ptr == (CUdeviceptr)(uintptr_t)t->data)
-      return NULL; /* written in place */
-    if (!contiguous(src) || !contiguous(&dst))
-      return fail(c, COIL_ERR_UNSUPPORTED, "a strided output on the device");
-    r = c->cu->MemcpyDtoDAsync((CUdeviceptr)(uintptr_t)t->data, src->ptr, bytes, c->a->stream);
-    return r ? cufail(c, r, "cuMemcpyDtoDAsync") : NULL;
-  }
-  if (contiguous(src) && contiguous(&dst)) {
-    r = c->cu->MemcpyDtoHAsync(t->data, src->ptr, bytes, c->a->stream);
-    return r ? cufail(c, r, "cuMemcpyDtoHAsync") : NULL;
-  }
-  /* strided: the source's extent to the host, then element by element */
-  int64_t lo, hi;
-  extent(src, &lo, &hi);
-  char *stage = malloc((size_t)(hi - lo + 1) * es);
-  if (!stage)
-    return coil_sdk_out_of_memory();
-  r = c->cu->MemcpyDtoHAsync(stage, src->ptr + (CUdeviceptr)(lo * (int64_t)es), (size_t)(hi - lo + 1) * es, c->a->stream);
-  if (!r)
-    r = c->cu->StreamSynchronize(c->a->stream);
-  if (r) {
-    free(stage);
-    return cufail(c, r, "cuMemcpyDtoHAsync");
-  }
-  int64_t n = numel(src), idx[COIL_MAX_RANK] = {0};
-  for (int64_t i = 0; i < n; i++) {
-    int64_t so = -lo, dof = 0;
-    for (int d = 0; d < src->rank; d++)
-      so += idx[d] * src->strides[d], dof += idx[d] * dst.strides[d];
-    memcpy((char *)t->data + dof * (int64_t)es, stage + so * (int64_t)es, es);
-    for (int d = src->rank - 1; d >= 0 && ++idx[d] == src->sizes[d]; d--)
-      idx[d] = 0;
-  }
-  free(stage);
-  return NULL;
+  return (int)art(c)->cu->MemFreeAsync(p, art(c)->stream);
 }
 
-/* The caller's tensor for an output buffer the program allocates, when it is on the device with
- * exactly the buffer's layout, or when the output is a view that covers the whole buffer from
- * offset 0 (a reshape: Wrapper IR 1.2) and the tensor is dense: the kernels then write it in
- * place and copy_out has nothing to do. NULL otherwise (the buffer is allocated and copied out). */
-static const coil_plugin_tensor *
-in_place_output(const rctx *c, int buffer, const coil_plugin_run_args *args)
+static int
+rt_copy(rctx *c, coil_gpu_copy_kind kind, uintptr_t dst, uintptr_t src, size_t bytes)
 {
-  const coil_line *ol = &c->p->lines[c->p->nlines - 1];
-  const dbuf *b = &c->bufs[buffer];
-  if (ol->kind != COIL_LINE_OUTPUT || (size_t)ol->nargs != args->noutputs)
-    return NULL;
-  for (int i = 0; i < ol->nargs; i++) {
-    const coil_plugin_tensor *t = args->outputs[i];
-    if (ol->args[i] != buffer || !t || t->device_type != COIL_DEVICE_CUDA || t->rank != b->rank ||
-        t->dtype != (int32_t)b->dtype || !t->data)
-      continue;
-    bool same = true;
-    for (int d = 0; d < b->rank; d++)
-      same = same && t->sizes[d] == b->sizes[d] && (b->sizes[d] <= 1 || t->strides[d] == b->strides[d]);
-    if (same)
-      return t;
+  coil_artifact *a = art(c);
+  switch (kind) {
+  case COIL_GPU_TO_DEVICE: return (int)a->cu->MemcpyHtoDAsync(dst, (const void *)src, bytes, a->stream);
+  case COIL_GPU_TO_HOST: return (int)a->cu->MemcpyDtoHAsync((void *)dst, src, bytes, a->stream);
+  case COIL_GPU_ON_DEVICE: return (int)a->cu->MemcpyDtoDAsync(dst, src, bytes, a->stream);
   }
-  for (int i = 0; i < ol->nargs; i++) {
-    const coil_plugin_tensor *t = args->outputs[i];
-    const coil_buffer *w = &c->p->buffers[ol->args[i]];
-    int64_t off;
-    coil_diag why = {0};
-    if (w->kind != COIL_BUF_VIEW || w->base != buffer || !t || t->device_type != COIL_DEVICE_CUDA ||
-        t->dtype != (int32_t)b->dtype || !t->data ||
-        coil_sym_eval(c->p->sym, w->offset, c->vals, c->nvars, &off, &why) || off != 0)
-      continue;
-    dbuf view = {.dtype = b->dtype, .rank = t->rank};
-    for (int d = 0; d < t->rank; d++)
-      view.sizes[d] = t->sizes[d], view.strides[d] = t->strides[d];
-    if (contiguous(&view) && numel(&view) == numel(b))
-      return t;
-  }
-  return NULL;
+  return 1; /* CUDA_ERROR_INVALID_VALUE */
+}
+
+static int
+rt_zero(rctx *c, coil_gpu_ptr p, size_t bytes)
+{
+  return (int)art(c)->cu->MemsetD8Async(p, 0, bytes, art(c)->stream);
+}
+
+static int
+rt_sync(rctx *c)
+{
+  return (int)art(c)->cu->StreamSynchronize(art(c)->stream);
+}
+
+static int
+rt_launch(rctx *c, int k, bool vec, unsigned blocks, unsigned threads, void **params)
+{
+  coil_artifact *a = art(c);
+  CUfunction f = vec || !a->unaligned[k] ? a->functions[k] : a->unaligned[k];
+  return (int)a->cu->LaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, a->stream, params, NULL);
+}
+
+static const char *
+rt_error_string(int code)
+{
+  const char *s = NULL;
+  const cuda_driver *cu = cuda_driver_get(NULL);
+  if (cu)
+    cu->GetErrorString((CUresult)code, &s);
+  return s;
 }
 
 static coil_error *
-run_line(rctx *c, const coil_line *l, const coil_plugin_run_args *args)
+rt_extern_call(rctx *c, const coil_line *l)
 {
-  coil_error *e;
-  dbuf *b = l->buffer >= 0 && l->buffer < c->p->nbuffers ? &c->bufs[l->buffer] : NULL;
-  switch (l->kind) {
-  case COIL_LINE_COMMENT: return NULL;
-  case COIL_LINE_SYMBOL: return run_symbol(c, l);
-  case COIL_LINE_ASSERT: return run_assert(c, l);
-  case COIL_LINE_ALLOC: {
-    if ((e = layout(c, l->buffer)))
-      return e;
-    const coil_plugin_tensor *t = in_place_output(c, l->buffer, args);
-    if (t) { /* the kernels write the caller's device tensor directly */
-      b->start = b->ptr = (CUdeviceptr)(uintptr_t)t->data;
-      b->live = true;
-      return NULL;
-    }
-    if ((e = device_alloc(c, bytes_of(b), &b->start)))
-      return e;
-    b->ptr = b->start;
-    b->owned = b->live = true;
-    return NULL;
-  }
-  case COIL_LINE_FREE:
-    b->live = false;
-    if (b->owned && !reused_later(c, l->buffer) && b->start) {
-      CUresult r = c->cu->MemFreeAsync(b->start, c->a->stream);
-      b->owned = false;
-      if (r)
-        return cufail(c, r, "cuMemFreeAsync");
-    }
-    return NULL;
-  case COIL_LINE_REUSE: {
-    dbuf *base = &c->bufs[c->p->buffers[l->buffer].base];
-    if ((e = layout(c, l->buffer)))
-      return e;
-    b->start = b->ptr = base->start;
-    b->owned = base->owned;
-    base->owned = false;
-    b->live = true;
-    return NULL;
-  }
-  case COIL_LINE_VIEW: {
-    const dbuf *base = &c->bufs[c->p->buffers[l->buffer].base];
-    int64_t off;
-    if ((e = layout(c, l->buffer)) || (e = eval(c, c->p->buffers[l->buffer].offset, &off)))
-      return e;
-    b->start = base->start;
-    b->ptr = base->start + (CUdeviceptr)(off * (int64_t)coil_dtype_size(b->dtype));
-    b->live = true;
-    return NULL;
-  }
-  case COIL_LINE_KERNEL_CALL: return run_kernel(c, l);
-  case COIL_LINE_EXTERN_CALL:
-    if (l->op && (strcmp(l->op, "aten.mm.default") == 0 || strcmp(l->op, "aten.bmm.default") == 0) &&
-        l->nargs == 2 && l->nouts == 1)
-      return run_matmul(c, l);
-    if (l->op && strcmp(l->op, "aten.convolution.default") == 0)
-      return run_conv(c, l);
-    return fail(c, COIL_ERR_UNSUPPORTED, "library op %s is not supported by the cuda plugin yet", l->op);
-  case COIL_LINE_MULTI_OUTPUT: return NULL;
-  case COIL_LINE_COPY_BACK: {
-    int in = -1;
-    for (int i = 0; i < c->p->ninputs; i++)
-      if (c->p->inputs[i].buffer == l->buffer)
-        in = i;
-    if (in < 0)
-      return fail(c, COIL_ERR_INTERNAL, "copy_back into %s, which is not an input", bufname(c, l->buffer));
-    return copy_out(c, &c->bufs[l->source], args->inputs[in]);
-  }
-  case COIL_LINE_OUTPUT:
-    if ((size_t)l->nargs != args->noutputs)
-      return fail(c, COIL_ERR_INVALID_ARGUMENT, "%zu outputs given, the program has %d", args->noutputs, l->nargs);
-    for (int i = 0; i < l->nargs; i++)
-      if ((e = copy_out(c, &c->bufs[l->args[i]], args->outputs[i])))
-        return e;
-    return NULL;
-  }
-  return fail(c, COIL_ERR_INTERNAL, "unknown line kind %d", (int)l->kind);
+  if (l->op && (strcmp(l->op, "aten.mm.default") == 0 || strcmp(l->op, "aten.bmm.default") == 0) && l->nargs == 2 &&
+      l->nouts == 1)
+    return run_matmul(c, l);
+  if (l->op && strcmp(l->op, "aten.convolution.default") == 0)
+    return run_conv(c, l);
+  return coil_gpu_run_fail(c, COIL_ERR_UNSUPPORTED, "library op %s is not supported by the cuda plugin yet", l->op);
 }
 
-/* Inputs: checked against the program, host ones copied to the device. */
-static coil_error *
-bind_inputs(rctx *c, const coil_plugin_run_args *args)
-{
-  const coil_wir_program *p = c->p;
-  if (args->ninputs != (size_t)p->ninputs)
-    return fail(c, COIL_ERR_INVALID_ARGUMENT, "%zu inputs given, the program takes %d", args->ninputs, p->ninputs);
-  for (int i = 0; i < p->ninputs; i++) {
-    const coil_plugin_tensor *t = args->inputs[i];
-    const coil_buffer *cb = &p->buffers[p->inputs[i].buffer];
-    dbuf *b = &c->bufs[p->inputs[i].buffer];
-    if (!t || t->dtype != (int32_t)cb->dtype || t->rank != cb->rank ||
-        (t->device_type != COIL_DEVICE_CPU && t->device_type != COIL_DEVICE_CUDA))
-      return fail(c, COIL_ERR_INVALID_ARGUMENT, "input %d ('%s') is not a %s tensor of rank %d on the host or the GPU", i,
-                  p->inputs[i].label, coil_dtype_name(cb->dtype), cb->rank);
-    b->dtype = cb->dtype;
-    b->rank = cb->rank;
-    for (int d = 0; d < cb->rank; d++) {
-      if (t->sizes[d] < 0 || t->strides[d] < 0)
-        return fail(c, COIL_ERR_INVALID_ARGUMENT, "input %d has a negative size or stride", i);
-      b->sizes[d] = t->sizes[d], b->strides[d] = t->strides[d];
-    }
-    b->live = true;
-    size_t bytes = bytes_of(b);
-    if (t->device_type == COIL_DEVICE_CUDA) {
-      b->start = b->ptr = (CUdeviceptr)(uintptr_t)t->data;
-      continue;
-    }
-    coil_error *e = device_alloc(c, bytes, &b->start);
-    if (e)
-      return e;
-    b->ptr = b->start;
-    b->owned = true;
-    if (bytes) {
-      CUresult r = c->cu->MemcpyHtoDAsync(b->start, t->data, bytes, c->a->stream);
-      if (r)
-        return cufail(c, r, "cuMemcpyHtoDAsync");
-    }
-  }
-  return NULL;
-}
+static const coil_gpu_runtime cuda_runtime = {
+    .name = "cuda", .device_type = COIL_DEVICE_CUDA, .dialect = &cuda_dialect, .alloc = rt_alloc,
+    .release = rt_release, .copy = rt_copy, .zero = rt_zero, .sync = rt_sync, .launch = rt_launch,
+    .error_string = rt_error_string, .extern_call = rt_extern_call,
+};
 
 /* Queues the program's lines on the artifact's stream (capturing or not); no synchronize. */
 static coil_error *
 run_lines(coil_artifact *a, const coil_plugin_run_args *args)
 {
-  const coil_wir_program *p = a->program;
-  rctx c = {.a = a, .p = p, .cu = a->cu, .nvars = coil_sym_nvars(p->sym), .line = -1};
-  c.vals = calloc((size_t)c.nvars + 1, sizeof *c.vals);
-  c.bound = calloc((size_t)c.nvars + 1, sizeof *c.bound);
-  c.bufs = calloc((size_t)p->nbuffers + 1, sizeof *c.bufs);
-  if (!c.vals || !c.bound || !c.bufs) {
-    free(c.vals), free(c.bound), free(c.bufs);
-    return coil_sdk_out_of_memory();
-  }
-  c.skip_line = -1;
-  coil_error *e = bind_inputs(&c, args);
-  for (c.line = 0; !e && c.line < p->nlines; c.line++)
-    if (c.line != c.skip_line)
-      e = run_line(&c, &p->lines[c.line], args);
-  for (int i = 0; i < p->nbuffers; i++) /* whatever is still held, error or not */
-    if (c.bufs[i].owned && c.bufs[i].start)
-      a->cu->MemFreeAsync(c.bufs[i].start, a->stream);
-  free(c.vals), free(c.bound), free(c.bufs);
-  return e;
+  return coil_gpu_run_program(&cuda_runtime, a, a->program, a->plans, a->oob, args);
 }
+
 
 /* ---- reduce-overhead: the run captured into a CUDA graph, replayed ----
  *

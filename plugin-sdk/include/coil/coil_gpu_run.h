@@ -1,0 +1,93 @@
+/* coil_gpu_run.h — the GPU executor of coil-sdk: runs a Wrapper IR program's lines on a device in
+ * C, in order, through a plugin's runtime (coil_gpu_runtime: allocate, free, copy, launch). It
+ * binds the size symbols from the inputs, checks the guards, copies host inputs in, allocates
+ * and frees as the memory plan says (reuse, views), launches the kernels compiled from
+ * coil/coil_gpu.h with their plans, hands library ops (extern lines) to the plugin, and copies
+ * the outputs out, through their strides. An output the program allocates is written in place
+ * when the caller's tensor is on the device with the buffer's layout.
+ *
+ * The cuda and hip plugins run this way: what differs between them is the runtime (the CUDA
+ * driver, HIP) and the library ops, not the walk over the lines. Nothing here synchronizes
+ * except a strided copy to the host: the caller decides when to wait. */
+#ifndef COIL_GPU_RUN_H
+#define COIL_GPU_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "coil/coil_gpu.h"
+#include "coil/coil_plugin.h"
+#include "coil/coil_sdk.h"
+#include "coil/wir.h"
+
+typedef uint64_t coil_gpu_ptr; /* a device address (CUdeviceptr, hipDeviceptr_t) */
+
+/* A buffer of the program during a run: its layout with the symbols bound, and where it is. */
+typedef struct coil_gpu_buf {
+  coil_dtype dtype;
+  int rank;
+  int64_t sizes[COIL_MAX_RANK], strides[COIL_MAX_RANK];
+  coil_gpu_ptr ptr;   /* element 0 */
+  coil_gpu_ptr start; /* the storage it lives in (an allocation, a reused one, an input) */
+  bool owned;         /* start was allocated by this run and is freed by it */
+  bool live;
+} coil_gpu_buf;
+
+typedef enum { COIL_GPU_TO_DEVICE, COIL_GPU_TO_HOST, COIL_GPU_ON_DEVICE } coil_gpu_copy_kind;
+
+typedef struct coil_gpu_run coil_gpu_run;
+
+/* A plugin's runtime. Every function returns 0 or the runtime's error code, which error_string
+ * names; they queue work (on the plugin's stream) rather than wait, except sync. */
+typedef struct coil_gpu_runtime {
+  const char *name;    /* the plugin, at the start of messages: "cuda" */
+  int32_t device_type; /* tensors of this DLPack device type are on the device: used in place */
+  const coil_gpu_dialect *dialect; /* the kernels' (for their launch geometry) */
+  int (*alloc)(coil_gpu_run *r, size_t bytes, coil_gpu_ptr *out);
+  int (*release)(coil_gpu_run *r, coil_gpu_ptr p);
+  /* dst and src are device addresses or host pointers as kind says (uintptr_t of a host one) */
+  int (*copy)(coil_gpu_run *r, coil_gpu_copy_kind kind, uintptr_t dst, uintptr_t src, size_t bytes);
+  int (*zero)(coil_gpu_run *r, coil_gpu_ptr p, size_t bytes);
+  int (*sync)(coil_gpu_run *r);
+  /* kernel k of the program, the vectorised variant or not (plans[k].vec > 1), with params as
+   * cuLaunchKernel takes them */
+  int (*launch)(coil_gpu_run *r, int k, bool vec, unsigned blocks, unsigned threads, void **params);
+  const char *(*error_string)(int code);
+  /* A library op (an extern line); NULL: the plugin has none. */
+  coil_error *(*extern_call)(coil_gpu_run *r, const coil_line *l);
+} coil_gpu_runtime;
+
+/* A run in progress, as the runtime's functions and extern_call see it. */
+struct coil_gpu_run {
+  const coil_gpu_runtime *rt;
+  void *user;                 /* the plugin's (its loaded artifact) */
+  const coil_wir_program *p;
+  const coil_gpu_plan *plans; /* per kernel */
+  coil_gpu_ptr oob;           /* the index check of programs with indirect loads (2 long longs) */
+  int64_t *vals;              /* the size symbols, bound as the lines run */
+  bool *bound;
+  int nvars;
+  coil_gpu_buf *bufs;         /* per buffer of p */
+  int line;                   /* the line running (0-based) */
+  int skip_line;              /* a kernel line an extern call already did the work of, or -1 */
+};
+
+/* Runs p's lines with the tensors of args (inputs on the host or the device; outputs written
+ * where they are). Buffers still held at the end are released, error or not. */
+coil_error *coil_gpu_run_program(const coil_gpu_runtime *rt, void *user, const coil_wir_program *p,
+                                 const coil_gpu_plan *plans, coil_gpu_ptr oob, const coil_plugin_run_args *args);
+
+/* An error naming the plugin, the program and the line running. */
+coil_error *coil_gpu_run_fail(coil_gpu_run *r, coil_error_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A runtime call that returned code: "CALL failed: <error_string> (code)". */
+coil_error *coil_gpu_run_rtfail(coil_gpu_run *r, int code, const char *call);
+/* e evaluated with the symbols bound so far. */
+coil_error *coil_gpu_run_eval(coil_gpu_run *r, const coil_sym *e, int64_t *out);
+
+int64_t coil_gpu_buf_numel(const coil_gpu_buf *b);
+bool coil_gpu_buf_contiguous(const coil_gpu_buf *b);
+/* Offsets of the lowest and highest element (hi < lo: no elements). */
+void coil_gpu_buf_extent(const coil_gpu_buf *b, int64_t *lo, int64_t *hi);
+
+#endif
