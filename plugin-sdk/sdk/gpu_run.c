@@ -24,7 +24,7 @@ coil_gpu_run_fail(coil_gpu_run *r, coil_error_code code, const char *fmt, ...)
 coil_error *
 coil_gpu_run_rtfail(coil_gpu_run *r, int code, const char *call)
 {
-  const char *s = r->rt->error_string ? r->rt->error_string(code) : NULL;
+  const char *s = r->rt->error_string ? r->rt->error_string(r, code) : NULL;
   return coil_gpu_run_fail(r, COIL_ERR_RUNTIME, "%s failed: %s (%d)", call, s ? s : "unknown error", code);
 }
 

@@ -773,12 +773,10 @@ rt_launch(rctx *c, int k, bool vec, unsigned blocks, unsigned threads, void **pa
 }
 
 static const char *
-rt_error_string(int code)
+rt_error_string(rctx *c, int code)
 {
   const char *s = NULL;
-  const cuda_driver *cu = cuda_driver_get(NULL);
-  if (cu)
-    cu->GetErrorString((CUresult)code, &s);
+  art(c)->cu->GetErrorString((CUresult)code, &s);
   return s;
 }
 

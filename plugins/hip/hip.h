@@ -7,6 +7,9 @@
 #include <stddef.h>
 
 #include "coil/coil_gpu.h"
+#include "coil/coil_gpu_run.h"
+#include "coil/coil_plugin.h"
+#include "hip_api.h"
 
 /* The HIP dialect of the SDK's GPU emitter for a wavefront of `wave` lanes (64 or 32): kernels,
  * launch plans (coil_gpu_plan) and sources come from coil/coil_gpu.h with it. */
@@ -21,5 +24,19 @@ int hip_arch_wave(const char *arch);
 /* The first AMD GPU's arch as the kernel driver reports it (KFD's topology in sysfs: no HIP
  * runtime is started, so a host may still fork), or gfx90a without one. */
 void hip_default_arch(char *arch, size_t n);
+/* Whether arch names an NVIDIA GPU as NVRTC takes it (sm_ then 2 or 3 digits, an optional a:
+ * sm_90, sm_90a): the targets of platform = nvidia. */
+bool hip_nvidia_arch_valid(const char *arch);
+
+/* ---- the run-time wrapper (hip_run.c) ---- */
+
+/* The code object of kernel k for arch in an artifact: k<k>-<arch>.co (an AMDGPU ELF, or a
+ * cubin on the NVIDIA platform). */
+#define HIP_CODE_OBJECT "k%d-%s.co"
+
+/* Loads the artifact in dir for arch (one of those it was compiled for) on platform pf. */
+coil_error *hip_load(hip_platform pf, const char *arch, const char *dir, coil_artifact **out);
+coil_error *hip_run(coil_artifact *a, const coil_plugin_run_args *args);
+void hip_artifact_free(coil_artifact *a);
 
 #endif

@@ -12,12 +12,15 @@
 
 #include "hip.h"
 
-/* hiprtc (__HIPCC_RTC__) reads no system headers and pre-includes HIP's device functions; hipcc
- * needs hip_runtime.h. coil_syncwarp: lanes of a wavefront execute together, so a barrier among
- * them only has to keep the compiler from moving shared-memory accesses across it and order
- * them (HIP 6's own __syncwarp is these three builtins). */
+/* hiprtc (__HIPCC_RTC__) and NVRTC (__CUDACC_RTC__) read no system headers and pre-include the
+ * device functions; hipcc needs hip_runtime.h. On AMD, coil_syncwarp: lanes of a wavefront execute
+ * together, so a barrier among them only has to keep the compiler from moving shared-memory
+ * accesses across it and order them (HIP 6's own __syncwarp is these three builtins). On HIP's
+ * NVIDIA platform (__HIP_PLATFORM_NVIDIA__, compiled by NVRTC: platform = nvidia) the same source
+ * is CUDA underneath: the shuffles become the _sync ones over the full warp, as
+ * hip/nvidia_detail/nvidia_hip_runtime_api.h defines them, and CUDA has the atomics HIP 5.2 lacks. */
 #define HIP_HEAD                                                                                               \
-  "#ifdef __HIPCC_RTC__ /* hiprtc: no system headers */\n"                                                     \
+  "#if defined(__HIPCC_RTC__) || defined(__CUDACC_RTC__) /* hiprtc, NVRTC: no system headers */\n"             \
   "typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;\n"      \
   "typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;\n"          \
   "typedef unsigned long long uint64_t;\n"                                                                     \
@@ -28,6 +31,14 @@
   "#define INFINITY __int_as_float(0x7f800000)\n#define NAN __int_as_float(0x7fffffff)\n"                     \
   "#else /* hipcc, for reading the dumped kernels-wave*.hip */\n"                                              \
   "#include <hip/hip_runtime.h>\n#include <stdint.h>\n#include <math.h>\n#endif\n"                             \
+  "#ifdef __HIP_PLATFORM_NVIDIA__ /* HIP on NVIDIA: CUDA underneath */\n"                                      \
+  "#ifndef __shfl_down\n"                                                                                      \
+  "#define __shfl_down(...) __shfl_down_sync(0xffffffffu, __VA_ARGS__)\n"                                      \
+  "#define __shfl_up(...) __shfl_up_sync(0xffffffffu, __VA_ARGS__)\n"                                          \
+  "#define __shfl(...) __shfl_sync(0xffffffffu, __VA_ARGS__)\n"                                                \
+  "#endif\n"                                                                                                   \
+  "static __device__ __forceinline__ void coil_syncwarp() { __syncwarp(); }\n"                                 \
+  "#else /* AMD */\n"                                                                                          \
   "/* HIP 5.2 has no 16-bit atomicCAS (CUDA's, which the SDK's f16/bf16 combining stores use):\n"             \
   " * a compare-and-swap of the aligned 32-bit word that holds the element */\n"                              \
   "static __device__ __forceinline__ unsigned short atomicCAS(unsigned short *p, unsigned short cmp, unsigned short val) {\n" \
@@ -48,16 +59,23 @@
   "  __builtin_amdgcn_fence(__ATOMIC_RELEASE, \"wavefront\");\n"                                               \
   "  __builtin_amdgcn_wave_barrier();\n"                                                                       \
   "  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, \"wavefront\");\n"                                               \
-  "}\n"
+  "}\n"                                                                                                       \
+  "#endif\n"
 
-/* f16: _Float16 conversions, what hip_fp16.h's __half2float and __float2half (_rn) are made of:
- * an fptrunc, v_cvt_f16_f32 in the default round-to-nearest-even mode, keeping subnormals and NaN
- * (not __builtin_amdgcn_cvt_pkrtz, which rounds toward zero). bf16: CDNA2 and RDNA2 have no
+/* f16: on AMD, _Float16 conversions, what hip_fp16.h's __half2float and __float2half (_rn) are
+ * made of: an fptrunc, v_cvt_f16_f32 in the default round-to-nearest-even mode, keeping
+ * subnormals and NaN (not __builtin_amdgcn_cvt_pkrtz, which rounds toward zero); on NVIDIA, the
+ * cvt instructions cuda_fp16.h's are made of (no header needed). bf16: CDNA2 and RDNA2 have no
  * conversion instruction, so the rounding is written out as hip_bf16.h does, and as the SDK's
  * bit-exact C version: nearest even, NaN kept quiet. */
 #define HIP_HALF                                                                                               \
+  "#ifdef __HIP_PLATFORM_NVIDIA__\n"                                                                           \
+  "static __device__ __forceinline__ float coil_h2f(uint16_t h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n" \
+  "static __device__ __forceinline__ uint16_t coil_f2h(float f) { uint16_t h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n" \
+  "#else\n"                                                                                                    \
   "static __device__ __forceinline__ float coil_h2f(uint16_t h) { return (float)__builtin_bit_cast(_Float16, h); }\n" \
   "static __device__ __forceinline__ uint16_t coil_f2h(float f) { return __builtin_bit_cast(uint16_t, (_Float16)f); }\n" \
+  "#endif\n"                                                                                                   \
   "static __device__ __forceinline__ float coil_b2f(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }\n" \
   "static __device__ __forceinline__ uint16_t coil_f2b(float f) { uint32_t u = __float_as_uint(f); if (f != f) return (uint16_t)((u >> 16) | 0x40); return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16); }\n"
 
@@ -94,6 +112,18 @@ hip_arch_valid(const char *arch)
     if (!isdigit((unsigned char)*s) && !(*s >= 'a' && *s <= 'f'))
       return false;
   return isdigit((unsigned char)arch[3]);
+}
+
+bool
+hip_nvidia_arch_valid(const char *arch)
+{
+  size_t n = strlen(arch);
+  if (strncmp(arch, "sm_", 3) != 0 || n < 5 || n > 7)
+    return false;
+  for (size_t i = 3; i < n; i++)
+    if (!isdigit((unsigned char)arch[i]) && !(i == n - 1 && i >= 5 && arch[i] == 'a'))
+      return false;
+  return true;
 }
 
 int

@@ -1,18 +1,23 @@
 /* hip_plugin.c — the `hip` plugin: HIP C++ kernels (coil-sdk's GPU emitter, coil/coil_gpu.h, with
- * the HIP dialects of hip_codegen.c) compiled in process by hiprtc into AMD GPU code objects,
- * one per kernel per arch. hiprtc is dlopen'd (hip_api.c), so the plugin builds and loads without
- * ROCm. It only compiles so far (the entry returns the emit-only table): loading and running
- * through the HIP runtime come with its wrapper (issue 15), and until then no machine runs it.
+ * the HIP dialects of hip_codegen.c) compiled in process by hiprtc, one code object per kernel
+ * per arch, and run through the HIP runtime (hip_run.c). hiprtc and the runtime are dlopen'd
+ * (hip_api.c), so the plugin builds and loads without ROCm.
  *
- * Options ([plugin.hip]): arch = one AMD GPU target or a comma-separated list of them (gfx90a,
- * gfx908, gfx1030, ...; default: the first AMD GPU's, from the kernel driver, else gfx90a). Keys
- * starting with "coil." are accepted and ignored (graph capture and autotune need the runtime).
+ * Two platforms, as HIP has: `amd` (ROCm: hiprtc and libamdhip64, AMD GPU targets) and `nvidia`
+ * (HIP's NVIDIA platform: the same HIP source compiled by NVRTC for an sm_XY target and run on the
+ * CUDA driver behind the same HIP calls), which lets the generated HIP run on an NVIDIA GPU.
+ *
+ * Options ([plugin.hip]): arch = one target or a comma-separated list of them (gfx90a, gfx908,
+ * gfx1030, ...; or sm_90 on the NVIDIA platform; default: the device's), platform = amd | nvidia
+ * (default: the arch's, else amd where an AMD GPU is (/dev/kfd), else nvidia where the CUDA
+ * driver is, else amd). Keys starting with "coil." are accepted; graph capture and autotune are
+ * not done yet, so they change nothing.
  *
  * An artifact: kernels-wave<W>.hip (every kernel, readable, for the targets of wavefront W: 64
- * for gfx8/gfx9, 32 for gfx10/gfx11; launch plans and reductions differ between the two),
- * plans-wave<W>.txt (each kernel's launch plan), k<i>-<arch>.co per kernel and arch (an AMDGPU
- * ELF holding the kernel NAME, and NAME__unaligned where the plan vectorises), program.wir,
- * manifest.json (with "archs").
+ * for gfx8/gfx9, 32 for gfx10/gfx11 and NVIDIA; launch plans and reductions differ between the
+ * two), plans-wave<W>.txt (each kernel's launch plan), k<i>-<arch>.co per kernel and arch (an
+ * AMDGPU ELF, or a cubin, holding the kernel NAME, and NAME__unaligned where the plan
+ * vectorises), program.wir, manifest.json (with "platform" and "archs").
  *
  * Library ops are refused as not supported: Debian 12 has no rocBLAS or MIOpen, and generated
  * GEMM kernels are still to come; convolutions stay generated kernels (the plugin claims none). */
@@ -32,6 +37,7 @@
 #define HIP_ARCH_LEN 16
 
 typedef struct {
+  int platform;                        /* -1: not decided yet; else a hip_platform */
   int narchs;                          /* 0: not decided yet (the device's, on first need) */
   char archs[HIP_ARCHS_MAX][HIP_ARCH_LEN];
 } hip_options;
@@ -44,11 +50,17 @@ struct coil_plugin {
 
 /* ---- options ---- */
 
-/* arch = gfxA[,gfxB...] */
+static bool
+arch_valid(int platform, const char *a)
+{
+  return platform == HIP_NVIDIA ? hip_nvidia_arch_valid(a) : hip_arch_valid(a);
+}
+
+/* arch = gfxA[,gfxB...] or sm_XY: the platform is the first arch's unless the option said */
 static coil_error *
 parse_archs(const char *v, hip_options *opt)
 {
-  hip_options o = {0};
+  hip_options o = {.platform = opt->platform};
   for (const char *s = v; *s;) {
     const char *comma = strchr(s, ',');
     size_t n = comma ? (size_t)(comma - s) : strlen(s);
@@ -60,9 +72,14 @@ parse_archs(const char *v, hip_options *opt)
       return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: option arch: at most %d archs", HIP_ARCHS_MAX);
     char *a = o.archs[o.narchs];
     snprintf(a, HIP_ARCH_LEN, "%.*s", (int)(n < HIP_ARCH_LEN ? n : HIP_ARCH_LEN - 1), s);
-    if (n >= HIP_ARCH_LEN || !hip_arch_valid(a))
+    if (o.platform < 0 && n < HIP_ARCH_LEN)
+      o.platform = hip_nvidia_arch_valid(a) ? HIP_NVIDIA : HIP_AMD;
+    if (n >= HIP_ARCH_LEN || !arch_valid(o.platform, a))
       return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT,
-                            "hip: option arch: expected AMD GPU targets such as gfx90a or gfx90a,gfx1030, got '%s'", v);
+                            o.platform == HIP_NVIDIA
+                                ? "hip: option arch: platform nvidia expects one NVIDIA target such as sm_90, got '%s'"
+                                : "hip: option arch: expected AMD GPU targets such as gfx90a or gfx90a,gfx1030, got '%s'",
+                            v);
     bool seen = false;
     for (int i = 0; i < o.narchs; i++)
       seen = seen || strcmp(o.archs[i], a) == 0;
@@ -75,6 +92,8 @@ parse_archs(const char *v, hip_options *opt)
   }
   if (!o.narchs)
     return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: option arch is empty");
+  if (o.platform == HIP_NVIDIA && o.narchs > 1)
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: option arch: platform nvidia takes one arch, got '%s'", v);
   *opt = o;
   return NULL;
 }
@@ -88,13 +107,22 @@ parse_options(const coil_plugin_options *o, hip_options *opt)
     const char *k = o->keys[i], *v = o->values[i];
     if (strncmp(k, "coil.", 5) == 0)
       continue;
+    if (strcmp(k, "platform") == 0) {
+      int pf = strcmp(v, "amd") == 0 ? HIP_AMD : strcmp(v, "nvidia") == 0 ? HIP_NVIDIA : -1;
+      if (pf < 0)
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: option platform: expected amd or nvidia, got '%s'", v);
+      if (pf != opt->platform)
+        opt->narchs = 0; /* archs given before are the other platform's */
+      opt->platform = pf;
+      continue;
+    }
     if (strcmp(k, "arch") == 0) {
       coil_error *e = parse_archs(v, opt);
       if (e)
         return e;
       continue;
     }
-    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: unknown option '%s' (known: arch)", k);
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: unknown option '%s' (known: arch, platform)", k);
   }
   return NULL;
 }
@@ -105,6 +133,7 @@ create(const coil_plugin_create_args *args, coil_plugin **out)
   coil_plugin *p = calloc(1, sizeof *p);
   if (!p)
     return coil_sdk_out_of_memory();
+  p->opt.platform = -1;
   coil_error *e = parse_options(COIL_STRUCT_HAS(args, coil_plugin_create_args, options) ? args->options : NULL, &p->opt);
   if (e) {
     free(p);
@@ -115,15 +144,31 @@ create(const coil_plugin_create_args *args, coil_plugin **out)
   return NULL;
 }
 
-/* The archs to compile for: the option's, else the device's (decided once per instance). */
+/* The platform and (need_arch) the archs: the options', else the device's. The platform is
+ * found without initialising a runtime; the NVIDIA platform's default arch initialises the CUDA
+ * driver, so it is decided only where it is needed (compile, load), never in supports(): a host
+ * may fork after asking that. */
+static void
+decide(hip_options *o, bool need_arch)
+{
+  if (o->platform < 0)
+    o->platform = hip_runtime_present(HIP_AMD) || !hip_runtime_present(HIP_NVIDIA) ? HIP_AMD : HIP_NVIDIA;
+  if (!o->narchs && need_arch) {
+    if (o->platform == HIP_NVIDIA)
+      hip_nvidia_arch(o->archs[0], HIP_ARCH_LEN);
+    else
+      hip_default_arch(o->archs[0], HIP_ARCH_LEN);
+    if (!o->archs[0][0])
+      snprintf(o->archs[0], HIP_ARCH_LEN, "sm_90");
+    o->narchs = 1;
+  }
+}
+
 static hip_options
-options_of(coil_plugin *self)
+options_of(coil_plugin *self, bool need_arch)
 {
   pthread_mutex_lock(&self->lock);
-  if (!self->opt.narchs) {
-    hip_default_arch(self->opt.archs[0], HIP_ARCH_LEN);
-    self->opt.narchs = 1;
-  }
+  decide(&self->opt, need_arch);
   hip_options o = self->opt;
   pthread_mutex_unlock(&self->lock);
   return o;
@@ -139,13 +184,13 @@ destroy(coil_plugin *self)
 static const char *
 identity(coil_plugin *self)
 {
-  const hip_rtc *rtc = hip_rtc_get(NULL);
+  hip_options o = options_of(self, true);
+  const hip_rtc *rtc = hip_rtc_get(o.platform, NULL);
   int ma = 0, mi = 0;
   if (rtc)
     rtc->Version(&ma, &mi);
-  hip_options o = options_of(self);
   coil_strbuf s = {0};
-  coil_strbuf_printf(&s, "hiprtc %d.%d", ma, mi);
+  coil_strbuf_printf(&s, "%s %d.%d", o.platform == HIP_NVIDIA ? "nvrtc" : "hiprtc", ma, mi);
   for (int i = 0; i < o.narchs; i++)
     coil_strbuf_printf(&s, " %s", o.archs[i]);
   snprintf(self->identity, sizeof self->identity, "%s", s.s ? s.s : "");
@@ -158,8 +203,8 @@ identity(coil_plugin *self)
 static coil_support
 supports(const coil_plugin *self, const char *op, coil_dtype dtype)
 {
-  (void)self;
-  if ((unsigned)dtype >= COIL_DTYPE_COUNT || !hip_rtc_get(NULL))
+  hip_options o = options_of((coil_plugin *)self, false);
+  if ((unsigned)dtype >= COIL_DTYPE_COUNT || !hip_rtc_get(o.platform, NULL))
     return COIL_UNSUPPORTED;
   if (coil_kop_from_name(op, strlen(op)) >= 0)
     return COIL_SUPPORTED;
@@ -179,27 +224,38 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
 
 /* ---- compile: one hiprtc program per kernel and arch, one at a time (hip_rtc_lock) ---- */
 
+/* The wavefront of arch's kernels: NVIDIA's warps are 32 lanes. */
 static int
-wave_slot(const char *arch)
+wave_of(int platform, const char *arch)
 {
-  return hip_arch_wave(arch) == 32;
+  return platform == HIP_NVIDIA ? 32 : hip_arch_wave(arch);
+}
+
+static int
+wave_slot(int platform, const char *arch)
+{
+  return wave_of(platform, arch) == 32;
 }
 
 /* src compiled by hiprtc for arch into the code object at path (what: for messages). */
 static coil_error *
-rtc_compile(const char *src, const char *arch, const char *what, const char *dir, const char *path)
+rtc_compile(int platform, const char *src, const char *arch, const char *what, const char *dir, const char *path)
 {
-  const hip_rtc *rtc = hip_rtc_get(NULL);
+  const hip_rtc *rtc = hip_rtc_get(platform, NULL);
   hiprtcProgram prog;
   char opt_arch[48];
-  snprintf(opt_arch, sizeof opt_arch, "--offload-arch=%s", arch);
-  const char *opts[] = {opt_arch, "-std=c++17", "-O3"};
+  /* NVIDIA: what hipcc passes nvcc for HIP source (HIP's platform macro), NVRTC's spelling */
+  snprintf(opt_arch, sizeof opt_arch, platform == HIP_NVIDIA ? "--gpu-architecture=%s" : "--offload-arch=%s", arch);
+  const char *amd_opts[] = {opt_arch, "-std=c++17", "-O3"};
+  const char *nv_opts[] = {opt_arch, "-std=c++17", "-D__HIP_PLATFORM_NVIDIA__", "-default-device"};
+  const char **opts = platform == HIP_NVIDIA ? nv_opts : amd_opts;
+  int nopts = platform == HIP_NVIDIA ? 4 : 3;
   hip_rtc_lock();
   if (rtc->CreateProgram(&prog, src, "kernel.hip", 0, NULL, NULL)) {
     hip_rtc_unlock();
     return coil_sdk_error(COIL_ERR_INTERNAL, "hip: hiprtcCreateProgram failed for %s", what);
   }
-  hiprtcResult r = rtc->CompileProgram(prog, 3, opts);
+  hiprtcResult r = rtc->CompileProgram(prog, nopts, opts);
   coil_error *e = NULL;
   size_t n = 0;
   char *code = NULL;
@@ -214,8 +270,9 @@ rtc_compile(const char *src, const char *arch, const char *what, const char *dir
     } else if (log) {
       log[0] = 0;
     }
-    e = coil_sdk_error(COIL_ERR_COMPILE_FAILED, "hip: hiprtc (%s) rejected %s (source in %s/kernels-wave%d.hip): %s: %.400s",
-                       arch, what, dir, hip_arch_wave(arch), rtc->GetErrorString(r), log ? log : "");
+    e = coil_sdk_error(COIL_ERR_COMPILE_FAILED, "hip: %s (%s) rejected %s (source in %s/kernels-wave%d.hip): %s: %.400s",
+                       platform == HIP_NVIDIA ? "NVRTC" : "hiprtc", arch, what, dir, wave_of(platform, arch),
+                       rtc->GetErrorString(r), log ? log : "");
     free(log);
   } else if (rtc->GetCodeSize(prog, &n) || n == 0 || !(code = malloc(n)) || rtc->GetCode(prog, code)) {
     e = coil_sdk_error(COIL_ERR_INTERNAL, "hip: hiprtc gave no code object for %s", what);
@@ -235,14 +292,14 @@ rtc_compile(const char *src, const char *arch, const char *what, const char *dir
 
 /* Kernel k for arch, with the plan of arch's wavefront. */
 static coil_error *
-compile_kernel(const coil_wir_program *p, int k, const char *arch, const coil_gpu_plan *plan, const char *dir)
+compile_kernel(const coil_wir_program *p, int k, int platform, const char *arch, const coil_gpu_plan *plan, const char *dir)
 {
   coil_strbuf src = {0};
-  coil_gpu_kernel_source(hip_dialect(hip_arch_wave(arch)), p, k, plan, &src);
+  coil_gpu_kernel_source(hip_dialect(wave_of(platform, arch)), p, k, plan, &src);
   char path[4096], what[600];
-  snprintf(path, sizeof path, "%s/k%d-%s.co", dir, k, arch);
+  snprintf(path, sizeof path, "%s/" HIP_CODE_OBJECT, dir, k, arch);
   snprintf(what, sizeof what, "kernel %s", p->kernels[k].name);
-  coil_error *e = src.s ? rtc_compile(src.s, arch, what, dir, path) : coil_sdk_out_of_memory();
+  coil_error *e = src.s ? rtc_compile(platform, src.s, arch, what, dir, path) : coil_sdk_out_of_memory();
   coil_strbuf_free(&src);
   return e;
 }
@@ -258,7 +315,7 @@ write_files(const coil_wir_program *p, const hip_options *opt, coil_gpu_plan *co
     int wave = w ? 32 : 64;
     bool used = false;
     for (int a = 0; a < opt->narchs; a++)
-      used = used || wave_slot(opt->archs[a]) == w;
+      used = used || wave_slot(opt->platform, opt->archs[a]) == w;
     if (!used)
       continue;
     coil_strbuf all = {0}, ptext = {0};
@@ -282,7 +339,7 @@ write_files(const coil_wir_program *p, const hip_options *opt, coil_gpu_plan *co
   for (int a = 0; a < opt->narchs; a++) {
     coil_strbuf_printf(&archs, "%s\"%s\"", a ? ", " : "", opt->archs[a]);
     for (int k = 0; k < p->nkernels; k++)
-      coil_strbuf_printf(&files, ", \"k%d-%s.co\"", k, opt->archs[a]);
+      coil_strbuf_printf(&files, ", \"" HIP_CODE_OBJECT "\"", k, opt->archs[a]);
   }
   char *text = e ? NULL : coil_wir_print(p);
   if (!e)
@@ -292,8 +349,9 @@ write_files(const coil_wir_program *p, const hip_options *opt, coil_gpu_plan *co
     coil_strbuf manifest = {0};
     coil_strbuf_printf(&manifest,
                        "{\"plugin\": \"hip\", \"plugin_version\": \"" HIP_VERSION_STR "\", \"wir_version\": \"%d.%d\", "
-                       "\"archs\": [%s], \"files\": [\"program.wir\"%s]}\n",
-                       p->version_major, p->version_minor, archs.s ? archs.s : "", files.s ? files.s : "");
+                       "\"platform\": \"%s\", \"archs\": [%s], \"files\": [\"program.wir\"%s]}\n",
+                       p->version_major, p->version_minor, opt->platform == HIP_NVIDIA ? "nvidia" : "amd",
+                       archs.s ? archs.s : "", files.s ? files.s : "");
     e = manifest.s ? coil_sdk_write_file(dir, COIL_ARTIFACT_MANIFEST, manifest.s) : coil_sdk_out_of_memory();
     coil_strbuf_free(&manifest);
   }
@@ -305,7 +363,7 @@ write_files(const coil_wir_program *p, const hip_options *opt, coil_gpu_plan *co
 static coil_error *
 compile(coil_plugin *self, const coil_plugin_compile_args *args)
 {
-  hip_options opt = options_of(self);
+  hip_options opt = options_of(self, false);
   coil_error *e = parse_options(COIL_STRUCT_HAS(args, coil_plugin_compile_args, options) ? args->options : NULL, &opt);
   if (e)
     return e;
@@ -314,8 +372,9 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
     if (p->lines[l].kind == COIL_LINE_EXTERN_CALL)
       return coil_sdk_error(COIL_ERR_UNSUPPORTED, "hip: line %d: library op %s: no generated kernel for it yet", l + 1,
                             p->lines[l].op ? p->lines[l].op : "?");
+  decide(&opt, true); /* a platform option alone leaves the arch to the device */
   const char *why = NULL;
-  if (p->nkernels && !hip_rtc_get(&why))
+  if (p->nkernels && !hip_rtc_get(opt.platform, &why))
     return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "hip: %s", why);
   coil_gpu_plan *plans[2]; /* per kernel, for wavefronts of 64 ([0]) and 32 ([1]) lanes */
   for (int w = 0; w < 2; w++) {
@@ -330,7 +389,8 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
   coil_error *failed = NULL;
   for (int a = 0; a < opt.narchs && !failed; a++)
     for (int k = 0; k < p->nkernels && !failed; k++)
-      failed = compile_kernel(p, k, opt.archs[a], &plans[wave_slot(opt.archs[a])][k], args->artifact_dir);
+      failed = compile_kernel(p, k, opt.platform, opt.archs[a], &plans[wave_slot(opt.platform, opt.archs[a])][k],
+                              args->artifact_dir);
   /* the sources are written on failure too, for the message to point at */
   e = write_files(p, &opt, plans, args->artifact_dir);
   free(plans[0]), free(plans[1]);
@@ -342,19 +402,69 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
   return e;
 }
 
+/* ---- load and run (hip_run.c) ---- */
+
+/* The artifact in dir, when this plugin wrote it for the instance's platform and one of its
+ * archs is the one to run. */
+static coil_error *
+load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
+{
+  hip_options o = options_of(self, true);
+  coil_error *e = parse_options(COIL_STRUCT_HAS(args, coil_plugin_load_args, options) ? args->options : NULL, &o);
+  if (e)
+    return e;
+  decide(&o, true);
+  char path[4096];
+  size_t len = 0;
+  snprintf(path, sizeof path, "%s/%s", args->artifact_dir, COIL_ARTIFACT_MANIFEST);
+  char *manifest = coil_sdk_read_file(path, 1u << 20, &len);
+  if (!manifest)
+    return coil_sdk_error(COIL_ERR_IO, "hip: no artifact in %s (manifest.json is missing)", args->artifact_dir);
+  char want[64];
+  snprintf(want, sizeof want, "\"platform\": \"%s\"", o.platform == HIP_NVIDIA ? "nvidia" : "amd");
+  bool ours = strstr(manifest, "\"plugin\": \"hip\"") && strstr(manifest, "\"plugin_version\": \"" HIP_VERSION_STR "\"") &&
+              strstr(manifest, want);
+  snprintf(want, sizeof want, "\"%s\"", o.archs[0]);
+  bool arch_ok = strstr(manifest, want) != NULL;
+  free(manifest);
+  if (!ours)
+    return coil_sdk_error(COIL_ERR_VERSION, "hip: %s was not written by this hip plugin (" HIP_VERSION_STR ") for platform %s",
+                          path, o.platform == HIP_NVIDIA ? "nvidia" : "amd");
+  if (!arch_ok)
+    return coil_sdk_error(COIL_ERR_VERSION, "hip: %s was not compiled for %s: recompile", path, o.archs[0]);
+  return hip_load((hip_platform)o.platform, o.archs[0], args->artifact_dir, out);
+}
+
+static coil_error *
+run(coil_artifact *a, const coil_plugin_run_args *args)
+{
+  return hip_run(a, args);
+}
+
+static void
+artifact_free(coil_artifact *a)
+{
+  hip_artifact_free(a);
+}
+
 /* ---- the table and the entry ---- */
 
-static const coil_plugin_api emits = {
-    .struct_size = sizeof(coil_plugin_api), .abi_major = COIL_PLUGIN_ABI_MAJOR, .abi_minor = COIL_PLUGIN_ABI_MINOR,
-    .min_host_minor = 0, .name = "hip", .vendor = "The coil authors", .version = HIP_VERSION_STR,
-    .features = COIL_FEATURE_EMITS_ONLY, .wir_major = COIL_WIR_VERSION_MAJOR, .wir_min_minor = 0,
-    .wir_max_minor = COIL_WIR_VERSION_MINOR, .error_code = coil_sdk_error_code,
-    .error_message = coil_sdk_error_message, .error_free = coil_sdk_error_free, .create = create,
-    .destroy = destroy, .supports = supports, .compile = compile, .identity = identity,
-};
+#define HIP_TABLE(FEATURES, LOAD, RUN, FREE)                                                                  \
+  {                                                                                                          \
+    .struct_size = sizeof(coil_plugin_api), .abi_major = COIL_PLUGIN_ABI_MAJOR,                              \
+    .abi_minor = COIL_PLUGIN_ABI_MINOR, .min_host_minor = 0, .name = "hip", .vendor = "The coil authors",    \
+    .version = HIP_VERSION_STR, .features = FEATURES, .wir_major = COIL_WIR_VERSION_MAJOR, .wir_min_minor = 0, \
+    .wir_max_minor = COIL_WIR_VERSION_MINOR, .error_code = coil_sdk_error_code,                              \
+    .error_message = coil_sdk_error_message, .error_free = coil_sdk_error_free, .create = create,            \
+    .destroy = destroy, .supports = supports, .compile = compile, .load = LOAD, .run = RUN,                  \
+    .artifact_free = FREE, .identity = identity,                                                             \
+  }
 
-/* Emit-only everywhere for now: the table that executes (load, run) comes with the wrapper over
- * the HIP runtime, returned where an AMD GPU is present, as cuda does for its driver. */
+static const coil_plugin_api executes = HIP_TABLE(COIL_FEATURE_EXECUTES, load, run, artifact_free);
+static const coil_plugin_api emits = HIP_TABLE(COIL_FEATURE_EMITS_ONLY, NULL, NULL, NULL);
+
+/* The table that runs where a runtime is (an AMD GPU's, or the CUDA driver for the NVIDIA
+ * platform), found without initialising it (a host may fork after); emit-only elsewhere. */
 COIL_PLUGIN_EXPORT const coil_plugin_api *
 coil_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor, const coil_host_api *host, const char **why_not)
 {
@@ -363,5 +473,5 @@ coil_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor, const coil_h
     *why_not = "hip is built for plugin ABI 1.x";
     return NULL;
   }
-  return &emits;
+  return hip_runtime_present(HIP_AMD) || hip_runtime_present(HIP_NVIDIA) ? &executes : &emits;
 }

@@ -52,7 +52,7 @@ typedef struct coil_gpu_runtime {
   /* kernel k of the program, the vectorised variant or not (plans[k].vec > 1), with params as
    * cuLaunchKernel takes them */
   int (*launch)(coil_gpu_run *r, int k, bool vec, unsigned blocks, unsigned threads, void **params);
-  const char *(*error_string)(int code);
+  const char *(*error_string)(coil_gpu_run *r, int code);
   /* A library op (an extern line); NULL: the plugin has none. */
   coil_error *(*extern_call)(coil_gpu_run *r, const coil_line *l);
 } coil_gpu_runtime;

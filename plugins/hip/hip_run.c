@@ -1,0 +1,292 @@
+/* hip_run.c — the hip plugin's wrapper over the HIP runtime (hip_api.h: libamdhip64 on AMD, the
+ * CUDA driver on HIP's NVIDIA platform): loads an artifact's code objects as modules, and runs
+ * programs with the SDK's GPU executor (coil/coil_gpu_run.h) on a stream of its own or the
+ * caller's, allocating from the device's stream-ordered pool (hipMallocAsync; the pool keeps its
+ * memory between runs). A run synchronizes once at the end, unless it was queued on a caller's
+ * stream with every tensor on the device. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hip.h"
+
+struct coil_artifact {
+  const hip_runtime *rt;
+  coil_gpu_runtime grt;      /* the executor's view of rt */
+  char arch[16];
+  pthread_mutex_t lock;      /* one run at a time */
+  coil_wir_program *program; /* owned */
+  hipStream_t own_stream;
+  hipStream_t stream;        /* what the run in progress queues on */
+  bool caller_streams;       /* a run was queued on a caller's stream */
+  int nkernels;
+  hipModule_t *modules;      /* per kernel */
+  hipFunction_t *functions;  /* per kernel (the vectorised variant where there is one) */
+  hipFunction_t *unaligned;  /* per kernel: the scalar variant of a vectorised kernel, or NULL */
+  coil_gpu_plan *plans;      /* per kernel */
+  void *oob;                 /* the index check (programs with indirect loads), or NULL */
+};
+
+#define PTR(p) ((void *)(uintptr_t)(p))
+
+static coil_artifact *
+art(const coil_gpu_run *r)
+{
+  return r->user;
+}
+
+static int
+rt_alloc(coil_gpu_run *r, size_t bytes, coil_gpu_ptr *out)
+{
+  void *p = NULL;
+  int e = art(r)->rt->MallocAsync(&p, bytes, art(r)->stream);
+  *out = (coil_gpu_ptr)(uintptr_t)p;
+  return e;
+}
+
+static int
+rt_release(coil_gpu_run *r, coil_gpu_ptr p)
+{
+  return art(r)->rt->FreeAsync(PTR(p), art(r)->stream);
+}
+
+static int
+rt_copy(coil_gpu_run *r, coil_gpu_copy_kind kind, uintptr_t dst, uintptr_t src, size_t bytes)
+{
+  const hip_runtime *rt = art(r)->rt;
+  hipStream_t s = art(r)->stream;
+  switch (kind) {
+  case COIL_GPU_TO_DEVICE: return rt->MemcpyHtoDAsync(PTR(dst), PTR(src), bytes, s);
+  case COIL_GPU_TO_HOST: return rt->MemcpyDtoHAsync(PTR(dst), PTR(src), bytes, s);
+  case COIL_GPU_ON_DEVICE: return rt->MemcpyDtoDAsync(PTR(dst), PTR(src), bytes, s);
+  }
+  return 1; /* hipErrorInvalidValue */
+}
+
+static int
+rt_zero(coil_gpu_run *r, coil_gpu_ptr p, size_t bytes)
+{
+  return art(r)->rt->MemsetD8Async(PTR(p), 0, bytes, art(r)->stream);
+}
+
+static int
+rt_sync(coil_gpu_run *r)
+{
+  return art(r)->rt->StreamSynchronize(art(r)->stream);
+}
+
+static int
+rt_launch(coil_gpu_run *r, int k, bool vec, unsigned blocks, unsigned threads, void **params)
+{
+  coil_artifact *a = art(r);
+  hipFunction_t f = vec || !a->unaligned[k] ? a->functions[k] : a->unaligned[k];
+  return a->rt->ModuleLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, a->stream, params, NULL);
+}
+
+static const char *
+rt_error_string(coil_gpu_run *r, int code)
+{
+  return art(r)->rt->GetErrorString(code);
+}
+
+static bool
+plan_from_file(const char *text, int k, coil_gpu_plan *out)
+{
+  char head[32];
+  snprintf(head, sizeof head, "k%d ", k);
+  for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+    if (strncmp(l, head, strlen(head)) == 0)
+      return sscanf(l + strlen(head), "%d %u %d %d %d %d %d", &out->kind, &out->threads, &out->per_thread, &out->vec,
+                    &out->vec_per_thread, &out->tvar, &out->rows) == 7;
+  return false;
+}
+
+void
+hip_artifact_free(coil_artifact *a)
+{
+  if (!a)
+    return;
+  if (a->rt) {
+    if (a->caller_streams)
+      a->rt->DeviceSynchronize(); /* runs queued on a caller's stream may be in flight */
+    else if (a->own_stream)
+      a->rt->StreamSynchronize(a->own_stream);
+    if (a->oob)
+      a->rt->Free(a->oob);
+    for (int k = 0; k < a->nkernels; k++)
+      if (a->modules[k])
+        a->rt->ModuleUnload(a->modules[k]);
+    if (a->own_stream)
+      a->rt->StreamDestroy(a->own_stream);
+  }
+  free(a->modules);
+  free(a->functions);
+  free(a->unaligned);
+  free(a->plans);
+  coil_wir_free(a->program);
+  pthread_mutex_destroy(&a->lock);
+  free(a);
+}
+
+static coil_error *
+load_fail(coil_artifact *a, const char *call, hipError_t e)
+{
+  coil_error *err = coil_sdk_error(COIL_ERR_RUNTIME, "hip: %s failed: %s (%d)", call, a->rt->GetErrorString(e), e);
+  hip_artifact_free(a);
+  return err;
+}
+
+/* Kernel k's module and functions, from its code object for a->arch. */
+static coil_error *
+load_kernel(coil_artifact *a, const char *dir, int k)
+{
+  char path[4200], name[600];
+  size_t len = 0;
+  snprintf(path, sizeof path, "%s/" HIP_CODE_OBJECT, dir, k, a->arch);
+  char *code = coil_sdk_read_file(path, 512u << 20, &len);
+  if (!code)
+    return coil_sdk_error(COIL_ERR_IO, "hip: cannot read %s", path);
+  hipError_t e = a->rt->ModuleLoadData(&a->modules[k], code);
+  free(code);
+  if (e)
+    return coil_sdk_error(COIL_ERR_RUNTIME, "hip: hipModuleLoadData(%s) failed: %s (%d)", path, a->rt->GetErrorString(e), e);
+  const char *kn = a->program->kernels[k].name;
+  if ((e = a->rt->ModuleGetFunction(&a->functions[k], a->modules[k], kn)))
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: %s has no kernel %s", path, kn);
+  if (a->plans[k].vec > 1) {
+    snprintf(name, sizeof name, "%s" COIL_GPU_UNALIGNED_SUFFIX, kn);
+    if ((e = a->rt->ModuleGetFunction(&a->unaligned[k], a->modules[k], name)))
+      return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: %s has no kernel %s", path, name);
+  }
+  return NULL;
+}
+
+coil_error *
+hip_load(hip_platform pf, const char *arch, const char *dir, coil_artifact **out)
+{
+  const char *why = NULL;
+  const hip_runtime *rt = hip_runtime_get(pf, &why);
+  if (!rt)
+    return coil_sdk_error(COIL_ERR_RUNTIME, "hip: %s", why);
+  char path[4096];
+  size_t len = 0;
+  snprintf(path, sizeof path, "%s/program.wir", dir);
+  char *text = coil_sdk_read_file(path, 256u << 20, &len);
+  if (!text)
+    return coil_sdk_error(COIL_ERR_IO, "hip: cannot read %s", path);
+  coil_diag d = {0};
+  coil_wir_program *p = coil_wir_parse(path, text, len, &d);
+  free(text);
+  if (!p || coil_wir_verify(p, &d) != 0) {
+    coil_wir_free(p);
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: %s", d.msg);
+  }
+  coil_artifact *a = calloc(1, sizeof *a);
+  if (!a) {
+    coil_wir_free(p);
+    return coil_sdk_out_of_memory();
+  }
+  pthread_mutex_init(&a->lock, NULL);
+  a->program = p;
+  a->nkernels = p->nkernels;
+  snprintf(a->arch, sizeof a->arch, "%s", arch);
+  int wave = pf == HIP_NVIDIA ? 32 : hip_arch_wave(arch);
+  a->grt = (coil_gpu_runtime){
+      .name = "hip", .device_type = pf == HIP_NVIDIA ? COIL_DEVICE_CUDA : COIL_DEVICE_ROCM,
+      .dialect = hip_dialect(wave), .alloc = rt_alloc, .release = rt_release, .copy = rt_copy, .zero = rt_zero,
+      .sync = rt_sync, .launch = rt_launch, .error_string = rt_error_string, .extern_call = NULL,
+  };
+  a->modules = calloc((size_t)p->nkernels + 1, sizeof *a->modules);
+  a->functions = calloc((size_t)p->nkernels + 1, sizeof *a->functions);
+  a->unaligned = calloc((size_t)p->nkernels + 1, sizeof *a->unaligned);
+  a->plans = calloc((size_t)p->nkernels + 1, sizeof *a->plans);
+  if (!a->modules || !a->functions || !a->unaligned || !a->plans) {
+    hip_artifact_free(a);
+    return coil_sdk_out_of_memory();
+  }
+  a->rt = rt;
+  hipError_t e;
+  if ((e = rt->SetDevice(0)))
+    return load_fail(a, "hipSetDevice", e);
+  /* a blocking stream: ordered after work on the legacy default stream, where callers such as
+   * PyTorch produce device inputs */
+  if ((e = rt->StreamCreateWithFlags(&a->own_stream, 0)))
+    return load_fail(a, "hipStreamCreateWithFlags", e);
+  a->stream = a->own_stream;
+  /* the default pool keeps what runs free (its threshold would hand it back at every
+   * synchronize, and mapping it again costs milliseconds) */
+  hipMemPool_t pool;
+  unsigned long long keep = ~0ull;
+  if ((e = rt->DeviceGetDefaultMemPool(&pool, 0)) || (e = rt->MemPoolSetAttribute(pool, hipMemPoolAttrReleaseThreshold, &keep)))
+    return load_fail(a, "setting up the memory pool (hipDeviceGetDefaultMemPool)", e);
+  bool indirect = false;
+  for (int k = 0; k < p->nkernels; k++)
+    indirect = indirect || coil_kernel_has_indirect(&p->kernels[k]);
+  if (indirect && ((e = rt->Malloc(&a->oob, 2 * sizeof(long long))) ||
+                   (e = rt->MemsetD8Async(a->oob, 0, 2 * sizeof(long long), a->stream)) ||
+                   (e = rt->StreamSynchronize(a->stream))))
+    return load_fail(a, "allocating the index check", e);
+  snprintf(path, sizeof path, "%s/plans-wave%d.txt", dir, wave);
+  char *plans = p->nkernels ? coil_sdk_read_file(path, 16u << 20, &len) : NULL;
+  if (!plans && p->nkernels) {
+    hip_artifact_free(a);
+    return coil_sdk_error(COIL_ERR_IO, "hip: cannot read %s (was the artifact compiled for %s?)", path, arch);
+  }
+  for (int k = 0; k < p->nkernels; k++) {
+    coil_error *err = NULL;
+    if (!plan_from_file(plans, k, &a->plans[k]) || !coil_gpu_plan_valid(a->grt.dialect, p, &p->kernels[k], &a->plans[k]))
+      err = coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: %s: no valid launch plan for kernel k%d (%s)", path, k,
+                           p->kernels[k].name);
+    if (!err)
+      err = load_kernel(a, dir, k);
+    if (err) {
+      free(plans);
+      hip_artifact_free(a);
+      return err;
+    }
+  }
+  free(plans);
+  *out = a;
+  return NULL;
+}
+
+coil_error *
+hip_run(coil_artifact *a, const coil_plugin_run_args *args)
+{
+  hipError_t e = a->rt->SetDevice(0);
+  if (e)
+    return coil_sdk_error(COIL_ERR_RUNTIME, "hip: hipSetDevice failed: %s (%d)", a->rt->GetErrorString(e), e);
+  pthread_mutex_lock(&a->lock);
+  bool caller = COIL_STRUCT_HAS(args, coil_plugin_run_args, stream) && args->has_stream;
+  a->stream = caller ? (hipStream_t)args->stream : a->own_stream;
+  a->caller_streams = a->caller_streams || caller;
+  coil_error *err = coil_gpu_run_program(&a->grt, a, a->program, a->plans, (coil_gpu_ptr)(uintptr_t)a->oob, args);
+  bool all_device = true;
+  for (size_t i = 0; i < args->ninputs + args->noutputs; i++) {
+    const coil_plugin_tensor *t = i < args->ninputs ? args->inputs[i] : args->outputs[i - args->ninputs];
+    all_device = all_device && t && t->device_type == a->grt.device_type;
+  }
+  if (err || !all_device || !caller) {
+    e = a->rt->StreamSynchronize(a->stream);
+    if (!err && e)
+      err = coil_sdk_error(COIL_ERR_RUNTIME, "hip: %s: hipStreamSynchronize failed (a kernel failed): %s (%d)",
+                           a->program->name, a->rt->GetErrorString(e), e);
+    long long oob[2] = {0, 0};
+    if (!err && a->oob && !(e = a->rt->MemcpyDtoHAsync(oob, a->oob, sizeof oob, a->stream)))
+      e = a->rt->StreamSynchronize(a->stream);
+    if (!err && e)
+      err = coil_sdk_error(COIL_ERR_RUNTIME, "hip: %s: reading the index check failed: %s", a->program->name,
+                           a->rt->GetErrorString(e));
+    if (!err && oob[0]) {
+      err = coil_sdk_error(COIL_ERR_RUNTIME, "hip: index %lld is out of range in program %s (an indirect load: "
+                           "embedding, gather or index%s)", oob[1], a->program->name,
+                           a->caller_streams ? "; in this run or an earlier one that returned unsynchronized" : "");
+      if (!a->rt->MemsetD8Async(a->oob, 0, sizeof oob, a->stream))
+        a->rt->StreamSynchronize(a->stream);
+    }
+  }
+  a->stream = a->own_stream;
+  pthread_mutex_unlock(&a->lock);
+  return err;
+}

@@ -1,0 +1,42 @@
+#!/bin/bash
+# On the GPU machine (the `device` tool, carrying .deps/ from tools/device/pack.sh), from the
+# repository root: runs the hip plugin on HIP's NVIDIA platform (the same HIP source compiled by
+# NVRTC for the GPU's sm_XY, run on the CUDA driver behind the plugin's HIP runtime table) and
+# the cuda plugin, whose executor moved into coil-sdk with hip's.
+#   g3_gpu.sh hip      hip: op tier (the G1 ops and tools/device/g1_ops.txt, dtypes $G3_DTYPES,
+#                      default f32), model and abi tiers
+#   g3_gpu.sh cuda     cuda: the same op cases and the model tier (a check of the move)
+#   g3_gpu.sh bench    coil bench, cuda then hip then cuda, and the compile times of NVRTC for
+#                      both plugins' sources
+# Logs and CSVs under $OUT.
+cd "$(dirname "$0")/../.." || exit 1
+nv=$(ls /usr/local/cuda/lib64/libnvrtc.so.1[0-9] 2>/dev/null | head -1)
+export LD_LIBRARY_PATH=$PWD/.deps/lib:$(dirname "${nv:-/usr/local/cuda/lib64/x}") COIL_PLUGIN_PATH=$PWD/.deps/plugins
+dnn=$(python3 -c 'import sys, glob; print(next(iter(sorted(g for p in sys.path for g in glob.glob(p + "/nvidia/cudnn/lib/libcudnn.so.9"))), ""))' 2>/dev/null)
+[ -n "$dnn" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "$dnn")
+out=${OUT:-/tmp}
+{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git rev-parse --short HEAD 2>/dev/null; } >"$out/g3_env.log" 2>&1
+new=$(grep -v '^#' tools/device/g1_ops.txt | sed 's/\./\\./g' | paste -sd'|')
+ops="op/(aten\.(index\.Tensor|gather|embedding|convolution|max_pool2d|avg_pool2d|view|cumsum|topk|_softmax|native_layer_norm|sum|var|mean|amax|argmax|max\.dim|min\.dim|prod|any|rms|mul|add|to_copy)[^/]*|$new)/(${G3_DTYPES:-f32})/"
+case "${1:-hip}" in
+hip)
+  .deps/coil-conformance --plugin hip --source-dir . --tier op -j 16 --csv "$out/hip_op.csv" --filter "$ops" \
+    >"$out/hip_op.log" 2>&1
+  .deps/coil-conformance --plugin hip --source-dir . --tier model,abi -j 16 --csv "$out/hip_model_abi.csv" \
+    >"$out/hip_model_abi.log" 2>&1
+  tail -n 4 "$out/hip_op.log" "$out/hip_model_abi.log"
+  grep -E "FAIL|not supported" "$out/hip_op.log" "$out/hip_model_abi.log" | head -40 ;;
+cuda)
+  .deps/coil-conformance --plugin cuda --source-dir . --tier op -j 16 --csv "$out/cuda_op.csv" --filter "$ops" \
+    >"$out/cuda_op.log" 2>&1
+  .deps/coil-conformance --plugin cuda --source-dir . --tier model,abi -j 16 --csv "$out/cuda_model_abi.csv" \
+    >"$out/cuda_model_abi.log" 2>&1
+  tail -n 4 "$out/cuda_op.log" "$out/cuda_model_abi.log"
+  grep -E "FAIL" "$out/cuda_op.log" "$out/cuda_model_abi.log" | head -40 ;;
+bench)
+  { .deps/coil bench --backend cuda --json "$out/bench_cuda_1.json"
+    .deps/coil bench --backend hip --json "$out/bench_hip.json"
+    .deps/coil bench --backend cuda --json "$out/bench_cuda_2.json"; } >"$out/g3_bench.log" 2>&1
+  tail -60 "$out/g3_bench.log" ;;
+esac
+exit 0
