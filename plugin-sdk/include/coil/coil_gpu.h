@@ -127,4 +127,49 @@ void coil_gpu_candidates_source(const coil_gpu_dialect *dl, const coil_wir_progr
 void coil_gpu_program_source(const coil_gpu_dialect *dl, const coil_wir_program *p, const coil_gpu_plan *plans,
                              coil_strbuf *out);
 
+/* ---- A generated GEMM (gpu_gemm.c) ----
+ * C[b] = A[b] x B[b] (M x K times K x N, b < batch) for f16, bf16, f32 and f64, accumulated in
+ * float (double for f64), for aten.mm / aten.bmm extern lines where no vendor BLAS is at hand.
+ * Operands may have any element strides (a transposed or expanded operand needs no copy); a
+ * slice of a transposed operand is read along its unit stride. The kernel NAME is
+ *
+ *   KERNEL_DECL void LAUNCH_BOUNDS NAME(const T *A, const T *B, T *C, long long M, long long N,
+ *       long long K, long long batch, long long sab, long long sam, long long sak, long long sbb,
+ *       long long sbk, long long sbn, long long scb, long long scm, long long scn)
+ *
+ * (each pointer with the dialect's restrict_kw) where T is the stored type (uint16_t for f16 and
+ * bf16), A[b][m][k] is A[b * sab + m * sam + k * sak], and likewise B[b][k][n] with
+ * sbb, sbk, sbn and C[b][m][n] with scb, scm, scn. C must not overlap A or B. It is launched on a
+ * one-dimensional grid of coil_gpu_gemm_blocks blocks (blocks, 1, 1) of pl->threads threads;
+ * blocks stride over the bm x bn tiles of every C[b] (tile t: n tile t % tiles_n, m tile
+ * t / tiles_n % tiles_m, batch t / (tiles_n * tiles_m)), so any grid is correct. Every element
+ * of C is written (K = 0: zeros), nothing outside it; sizes need not be multiples of the tiles;
+ * all indexing is 64-bit. The kernel uses the dialect's thread and block indices, grid size,
+ * barrier and shared memory, no warp shuffles, and nothing depends on the warp's width. */
+typedef struct coil_gpu_gemm_plan {
+  unsigned threads; /* block size, 1..1024 */
+  int bm, bn;       /* the block's tile of C: bm rows by bn columns */
+  int bk;           /* K is taken in slices of bk, staged in shared memory */
+} coil_gpu_gemm_plan;
+#define COIL_GPU_GEMM_SMEM_MAX 49152 /* bytes of the two staged slices (CUDA's static shared memory) */
+#define COIL_GPU_GEMM_TILE_MAX 64    /* accumulators per thread (registers) */
+
+/* The plan for dtype t (f16, bf16, f32, f64): 256 threads on 64 x 64 tiles, 4 x 4 per thread, K in
+ * slices of 16 (8 for f64: the same 8.3 KB of shared memory). */
+void coil_gpu_gemm_plan_for(const coil_gpu_dialect *dl, coil_dtype t, coil_gpu_gemm_plan *out);
+/* Whether the kernel can be generated for t and pl: a supported dtype; the threads split into
+ * rx along a tile row and threads / rx along a column dividing bn and bm, each thread holding at
+ * most COIL_GPU_GEMM_TILE_MAX accumulators; the two slices (bk x (bm + 1) and bk x (bn + 1)
+ * accumulation-type elements) within COIL_GPU_GEMM_SMEM_MAX. */
+bool coil_gpu_gemm_plan_valid(coil_dtype t, const coil_gpu_gemm_plan *pl);
+/* The source of kernel NAME for dtype t with plan pl, WITHOUT the prelude (append it after
+ * coil_gpu_prelude; several GEMMs may follow one prelude). false, writing nothing, when the
+ * plan is not valid for t. */
+bool coil_gpu_gemm_source(const coil_gpu_dialect *dl, coil_dtype t, const coil_gpu_gemm_plan *pl, const char *name,
+                          coil_strbuf *out);
+/* Blocks to launch for an M x N x batch product with plan pl: one per tile, capped so that blocks
+ * x threads fits 32 bits (the kernel's blocks stride over the rest); 0 when M, N or batch is 0
+ * (nothing to launch; with K = 0 and M, N, batch > 0 the kernel must still run, to write zeros). */
+unsigned coil_gpu_gemm_blocks(const coil_gpu_gemm_plan *pl, int64_t M, int64_t N, int64_t batch);
+
 #endif
