@@ -34,6 +34,13 @@ bool hip_nvidia_arch_valid(const char *arch);
  * cubin on the NVIDIA platform). */
 #define HIP_CODE_OBJECT "k%d-%s.co"
 
+/* The generated GEMM of dtype t (f16, bf16, f32, f64) for mm and bmm lines: kernel coil_gemm_<t>
+ * (coil/coil_gpu.h's coil_gpu_gemm_source, the default plan of the wavefront's dialect) in the
+ * code object gemm-<t>-<arch>.co. hip_gemm_line: whether line l is such a call, and its dtype. */
+#define HIP_GEMM_OBJECT "gemm-%s-%s.co"
+#define HIP_GEMM_KERNEL "coil_gemm_%s"
+bool hip_gemm_line(const coil_wir_program *p, const coil_line *l, coil_dtype *t);
+
 /* Loads the artifact in dir for arch (one of those it was compiled for) on platform pf. */
 coil_error *hip_load(hip_platform pf, const char *arch, const char *dir, coil_artifact **out);
 coil_error *hip_run(coil_artifact *a, const coil_plugin_run_args *args);

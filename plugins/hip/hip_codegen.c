@@ -155,3 +155,13 @@ hip_default_arch(char *arch, size_t n)
     }
   }
 }
+
+bool
+hip_gemm_line(const coil_wir_program *p, const coil_line *l, coil_dtype *t)
+{
+  if (l->kind != COIL_LINE_EXTERN_CALL || !l->op || l->nargs != 2 || l->nouts != 1 ||
+      (strcmp(l->op, "aten.mm.default") != 0 && strcmp(l->op, "aten.bmm.default") != 0))
+    return false;
+  *t = p->buffers[l->outs[0]].dtype;
+  return *t == COIL_F16 || *t == COIL_BF16 || *t == COIL_F32 || *t == COIL_F64;
+}

@@ -19,8 +19,9 @@
  * AMDGPU ELF, or a cubin, holding the kernel NAME, and NAME__unaligned where the plan
  * vectorises), program.wir, manifest.json (with "platform" and "archs").
  *
- * Library ops are refused as not supported: Debian 12 has no rocBLAS or MIOpen, and generated
- * GEMM kernels are still to come; convolutions stay generated kernels (the plugin claims none). */
+ * Library ops: mm and bmm on f16, bf16, f32 and f64 run as the SDK's generated tiled GEMM (one
+ * kernel per dtype used, gemm-<dtype>-<arch>.co; Debian 12 has no rocBLAS or hipBLASLt);
+ * convolutions stay generated kernels (the plugin claims none); other library ops are refused. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,6 +209,9 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
     return COIL_UNSUPPORTED;
   if (coil_kop_from_name(op, strlen(op)) >= 0)
     return COIL_SUPPORTED;
+  if (strcmp(op, "aten.mm.default") == 0 || strcmp(op, "aten.bmm.default") == 0) /* the generated GEMM */
+    return dtype == COIL_F16 || dtype == COIL_BF16 || dtype == COIL_F32 || dtype == COIL_F64 ? COIL_SUPPORTED
+                                                                                               : COIL_UNSUPPORTED;
   if (strncmp(op, "reduce.", 7) == 0 && coil_reduction_from_name(op + 7, strlen(op + 7)) >= 0)
     return COIL_SUPPORTED;
   if (strncmp(op, "scan.", 5) == 0) { /* scans (Wrapper IR 1.4) */
@@ -304,10 +308,53 @@ compile_kernel(const coil_wir_program *p, int k, int platform, const char *arch,
   return e;
 }
 
+/* The dtypes of p's GEMM lines, as a bit set (checking every extern line is one). */
+static coil_error *
+gemm_dtypes(const coil_wir_program *p, unsigned *set)
+{
+  *set = 0;
+  for (int l = 0; l < p->nlines; l++) {
+    coil_dtype t;
+    if (hip_gemm_line(p, &p->lines[l], &t))
+      *set |= 1u << t;
+    else if (p->lines[l].kind == COIL_LINE_EXTERN_CALL)
+      return coil_sdk_error(COIL_ERR_UNSUPPORTED, "hip: line %d: library op %s: no generated kernel for it", l + 1,
+                            p->lines[l].op ? p->lines[l].op : "?");
+  }
+  return NULL;
+}
+
+/* The GEMM of dtype t, after a prelude (out: the source). */
+static void
+gemm_source(const coil_gpu_dialect *dl, coil_dtype t, bool prelude, coil_strbuf *out)
+{
+  coil_gpu_gemm_plan pl;
+  char name[64];
+  coil_gpu_gemm_plan_for(dl, t, &pl);
+  snprintf(name, sizeof name, HIP_GEMM_KERNEL, coil_dtype_name(t));
+  if (prelude)
+    coil_gpu_prelude(dl, out);
+  coil_gpu_gemm_source(dl, t, &pl, name, out);
+}
+
+static coil_error *
+compile_gemm(coil_dtype t, int platform, const char *arch, const char *dir)
+{
+  coil_strbuf src = {0};
+  gemm_source(hip_dialect(wave_of(platform, arch)), t, true, &src);
+  char path[4096], what[64];
+  snprintf(path, sizeof path, "%s/" HIP_GEMM_OBJECT, dir, coil_dtype_name(t), arch);
+  snprintf(what, sizeof what, "the %s GEMM", coil_dtype_name(t));
+  coil_error *e = src.s ? rtc_compile(platform, src.s, arch, what, dir, path) : coil_sdk_out_of_memory();
+  coil_strbuf_free(&src);
+  return e;
+}
+
 /* The artifact's files other than the code objects: per wavefront used, the readable source and
  * the plans; the program; the manifest. */
 static coil_error *
-write_files(const coil_wir_program *p, const hip_options *opt, coil_gpu_plan *const plans[2], const char *dir)
+write_files(const coil_wir_program *p, const hip_options *opt, coil_gpu_plan *const plans[2], unsigned gemms,
+            const char *dir)
 {
   coil_error *e = NULL;
   coil_strbuf files = {0}, archs = {0};
@@ -320,6 +367,9 @@ write_files(const coil_wir_program *p, const hip_options *opt, coil_gpu_plan *co
       continue;
     coil_strbuf all = {0}, ptext = {0};
     coil_gpu_program_source(hip_dialect(wave), p, plans[w], &all);
+    for (int t = 0; t < COIL_DTYPE_COUNT; t++)
+      if (gemms >> t & 1)
+        gemm_source(hip_dialect(wave), (coil_dtype)t, !p->nkernels && !all.s, &all);
     for (int k = 0; k < p->nkernels; k++) {
       const coil_gpu_plan *q = &plans[w][k];
       coil_strbuf_printf(&ptext, "k%d %d %u %d %d %d %d %d\n", k, q->kind, q->threads, q->per_thread, q->vec,
@@ -340,6 +390,9 @@ write_files(const coil_wir_program *p, const hip_options *opt, coil_gpu_plan *co
     coil_strbuf_printf(&archs, "%s\"%s\"", a ? ", " : "", opt->archs[a]);
     for (int k = 0; k < p->nkernels; k++)
       coil_strbuf_printf(&files, ", \"" HIP_CODE_OBJECT "\"", k, opt->archs[a]);
+    for (int t = 0; t < COIL_DTYPE_COUNT; t++)
+      if (gemms >> t & 1)
+        coil_strbuf_printf(&files, ", \"" HIP_GEMM_OBJECT "\"", coil_dtype_name((coil_dtype)t), opt->archs[a]);
   }
   char *text = e ? NULL : coil_wir_print(p);
   if (!e)
@@ -368,13 +421,12 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
   if (e)
     return e;
   const coil_wir_program *p = args->program;
-  for (int l = 0; l < p->nlines; l++)
-    if (p->lines[l].kind == COIL_LINE_EXTERN_CALL)
-      return coil_sdk_error(COIL_ERR_UNSUPPORTED, "hip: line %d: library op %s: no generated kernel for it yet", l + 1,
-                            p->lines[l].op ? p->lines[l].op : "?");
+  unsigned gemms;
+  if ((e = gemm_dtypes(p, &gemms)))
+    return e;
   decide(&opt, true); /* a platform option alone leaves the arch to the device */
   const char *why = NULL;
-  if (p->nkernels && !hip_rtc_get(opt.platform, &why))
+  if ((p->nkernels || gemms) && !hip_rtc_get(opt.platform, &why))
     return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "hip: %s", why);
   coil_gpu_plan *plans[2]; /* per kernel, for wavefronts of 64 ([0]) and 32 ([1]) lanes */
   for (int w = 0; w < 2; w++) {
@@ -391,8 +443,12 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
     for (int k = 0; k < p->nkernels && !failed; k++)
       failed = compile_kernel(p, k, opt.platform, opt.archs[a], &plans[wave_slot(opt.platform, opt.archs[a])][k],
                               args->artifact_dir);
+  for (int a = 0; a < opt.narchs && !failed; a++)
+    for (int t = 0; t < COIL_DTYPE_COUNT && !failed; t++)
+      if (gemms >> t & 1)
+        failed = compile_gemm((coil_dtype)t, opt.platform, opt.archs[a], args->artifact_dir);
   /* the sources are written on failure too, for the message to point at */
-  e = write_files(p, &opt, plans, args->artifact_dir);
+  e = write_files(p, &opt, plans, gemms, args->artifact_dir);
   free(plans[0]), free(plans[1]);
   if (failed) {
     if (e)

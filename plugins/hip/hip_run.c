@@ -3,7 +3,7 @@
  * programs with the SDK's GPU executor (coil/coil_gpu_run.h) on a stream of its own or the
  * caller's, allocating from the device's stream-ordered pool (hipMallocAsync; the pool keeps its
  * memory between runs). A run synchronizes once at the end, unless it was queued on a caller's
- * stream with every tensor on the device. */
+ * stream with every tensor on the device. mm and bmm lines launch the SDK's generated GEMM. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +25,9 @@ struct coil_artifact {
   hipFunction_t *functions;  /* per kernel (the vectorised variant where there is one) */
   hipFunction_t *unaligned;  /* per kernel: the scalar variant of a vectorised kernel, or NULL */
   coil_gpu_plan *plans;      /* per kernel */
+  hipModule_t gemm_modules[COIL_DTYPE_COUNT]; /* the generated GEMM of each dtype mm lines use */
+  hipFunction_t gemms[COIL_DTYPE_COUNT];
+  coil_gpu_gemm_plan gemm_plans[COIL_DTYPE_COUNT];
   void *oob;                 /* the index check (programs with indirect loads), or NULL */
 };
 
@@ -90,6 +93,31 @@ rt_error_string(coil_gpu_run *r, int code)
   return art(r)->rt->GetErrorString(code);
 }
 
+/* mm and bmm: C[b] = A[b] B[b] with the generated GEMM, any strides */
+static coil_error *
+rt_extern_call(coil_gpu_run *r, const coil_line *l)
+{
+  coil_artifact *a = art(r);
+  coil_dtype t;
+  if (!hip_gemm_line(r->p, l, &t) || !a->gemms[t])
+    return coil_gpu_run_fail(r, COIL_ERR_UNSUPPORTED, "library op %s is not supported by the hip plugin", l->op);
+  int o = strcmp(l->op, "aten.bmm.default") == 0;
+  const coil_gpu_buf *A = &r->bufs[l->args[0]], *B = &r->bufs[l->args[1]], *C = &r->bufs[l->outs[0]];
+  if (A->rank != 2 + o || B->rank != 2 + o || C->rank != 2 + o || A->dtype != t || B->dtype != t)
+    return coil_gpu_run_fail(r, COIL_ERR_INVALID_ARGUMENT, "%s of ranks %d and %d", l->op, A->rank, B->rank);
+  long long M = A->sizes[o], K = A->sizes[o + 1], N = B->sizes[o + 1], batch = o ? A->sizes[0] : 1;
+  long long sab = o ? A->strides[0] : 0, sbb = o ? B->strides[0] : 0, scb = o ? C->strides[0] : 0;
+  long long sam = A->strides[o], sak = A->strides[o + 1], sbk = B->strides[o], sbn = B->strides[o + 1];
+  long long scm = C->strides[o], scn = C->strides[o + 1];
+  unsigned blocks = coil_gpu_gemm_blocks(&a->gemm_plans[t], M, N, batch);
+  if (!blocks)
+    return NULL;
+  coil_gpu_ptr pa = A->ptr, pb = B->ptr, pc = C->ptr;
+  void *params[] = {&pa, &pb, &pc, &M, &N, &K, &batch, &sab, &sam, &sak, &sbb, &sbk, &sbn, &scb, &scm, &scn};
+  int e = a->rt->ModuleLaunchKernel(a->gemms[t], blocks, 1, 1, a->gemm_plans[t].threads, 1, 1, 0, a->stream, params, NULL);
+  return e ? coil_gpu_run_rtfail(r, e, "launching the generated GEMM") : NULL;
+}
+
 static bool
 plan_from_file(const char *text, int k, coil_gpu_plan *out)
 {
@@ -117,6 +145,9 @@ hip_artifact_free(coil_artifact *a)
     for (int k = 0; k < a->nkernels; k++)
       if (a->modules[k])
         a->rt->ModuleUnload(a->modules[k]);
+    for (int t = 0; t < COIL_DTYPE_COUNT; t++)
+      if (a->gemm_modules[t])
+        a->rt->ModuleUnload(a->gemm_modules[t]);
     if (a->own_stream)
       a->rt->StreamDestroy(a->own_stream);
   }
@@ -137,29 +168,37 @@ load_fail(coil_artifact *a, const char *call, hipError_t e)
   return err;
 }
 
+/* The module of the code object at path and its function name. */
+static coil_error *
+load_module(coil_artifact *a, const char *path, const char *name, hipModule_t *m, hipFunction_t *f)
+{
+  size_t len = 0;
+  char *code = coil_sdk_read_file(path, 512u << 20, &len);
+  if (!code)
+    return coil_sdk_error(COIL_ERR_IO, "hip: cannot read %s", path);
+  hipError_t e = a->rt->ModuleLoadData(m, code);
+  free(code);
+  if (e)
+    return coil_sdk_error(COIL_ERR_RUNTIME, "hip: hipModuleLoadData(%s) failed: %s (%d)", path, a->rt->GetErrorString(e), e);
+  if (a->rt->ModuleGetFunction(f, *m, name))
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: %s has no kernel %s", path, name);
+  return NULL;
+}
+
 /* Kernel k's module and functions, from its code object for a->arch. */
 static coil_error *
 load_kernel(coil_artifact *a, const char *dir, int k)
 {
   char path[4200], name[600];
-  size_t len = 0;
   snprintf(path, sizeof path, "%s/" HIP_CODE_OBJECT, dir, k, a->arch);
-  char *code = coil_sdk_read_file(path, 512u << 20, &len);
-  if (!code)
-    return coil_sdk_error(COIL_ERR_IO, "hip: cannot read %s", path);
-  hipError_t e = a->rt->ModuleLoadData(&a->modules[k], code);
-  free(code);
-  if (e)
-    return coil_sdk_error(COIL_ERR_RUNTIME, "hip: hipModuleLoadData(%s) failed: %s (%d)", path, a->rt->GetErrorString(e), e);
   const char *kn = a->program->kernels[k].name;
-  if ((e = a->rt->ModuleGetFunction(&a->functions[k], a->modules[k], kn)))
-    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: %s has no kernel %s", path, kn);
-  if (a->plans[k].vec > 1) {
+  coil_error *e = load_module(a, path, kn, &a->modules[k], &a->functions[k]);
+  if (!e && a->plans[k].vec > 1) {
     snprintf(name, sizeof name, "%s" COIL_GPU_UNALIGNED_SUFFIX, kn);
-    if ((e = a->rt->ModuleGetFunction(&a->unaligned[k], a->modules[k], name)))
+    if (a->rt->ModuleGetFunction(&a->unaligned[k], a->modules[k], name))
       return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: %s has no kernel %s", path, name);
   }
-  return NULL;
+  return e;
 }
 
 coil_error *
@@ -195,7 +234,7 @@ hip_load(hip_platform pf, const char *arch, const char *dir, coil_artifact **out
   a->grt = (coil_gpu_runtime){
       .name = "hip", .device_type = pf == HIP_NVIDIA ? COIL_DEVICE_CUDA : COIL_DEVICE_ROCM,
       .dialect = hip_dialect(wave), .alloc = rt_alloc, .release = rt_release, .copy = rt_copy, .zero = rt_zero,
-      .sync = rt_sync, .launch = rt_launch, .error_string = rt_error_string, .extern_call = NULL,
+      .sync = rt_sync, .launch = rt_launch, .error_string = rt_error_string, .extern_call = rt_extern_call,
   };
   a->modules = calloc((size_t)p->nkernels + 1, sizeof *a->modules);
   a->functions = calloc((size_t)p->nkernels + 1, sizeof *a->functions);
@@ -247,6 +286,20 @@ hip_load(hip_platform pf, const char *arch, const char *dir, coil_artifact **out
     }
   }
   free(plans);
+  for (int l = 0; l < p->nlines; l++) {
+    coil_dtype t;
+    if (!hip_gemm_line(p, &p->lines[l], &t) || a->gemms[t])
+      continue;
+    char name[64];
+    snprintf(path, sizeof path, "%s/" HIP_GEMM_OBJECT, dir, coil_dtype_name(t), arch);
+    snprintf(name, sizeof name, HIP_GEMM_KERNEL, coil_dtype_name(t));
+    coil_gpu_gemm_plan_for(a->grt.dialect, t, &a->gemm_plans[t]);
+    coil_error *err = load_module(a, path, name, &a->gemm_modules[t], &a->gemms[t]);
+    if (err) {
+      hip_artifact_free(a);
+      return err;
+    }
+  }
   *out = a;
   return NULL;
 }

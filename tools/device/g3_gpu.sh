@@ -6,9 +6,12 @@
 #   g3_gpu.sh hip      hip: op tier (the G1 ops and tools/device/g1_ops.txt, dtypes $G3_DTYPES,
 #                      default f32), model and abi tiers
 #   g3_gpu.sh cuda     cuda: the same op cases and the model tier (a check of the move)
-#   g3_gpu.sh bench    coil bench, cuda then hip then cuda, and the compile times of NVRTC for
-#                      both plugins' sources
-# Logs and CSVs under $OUT.
+#   g3_gpu.sh bench    coil bench, cuda then hip then cuda
+#   g3_gpu.sh gemm     hip's op cases of the library ops (mm, bmm, addmm, linear, matmul, views
+#                      of their outputs) in f32, f16 and bf16, the model and abi tiers of both
+#                      plugins, cuda's view, addmm and convolution op cases, then bench
+# $G3_OPS replaces the op filter (a POSIX regular expression over case ids). Logs and CSVs
+# under $OUT.
 cd "$(dirname "$0")/../.." || exit 1
 nv=$(ls /usr/local/cuda/lib64/libnvrtc.so.1[0-9] 2>/dev/null | head -1)
 export LD_LIBRARY_PATH=$PWD/.deps/lib:$(dirname "${nv:-/usr/local/cuda/lib64/x}") COIL_PLUGIN_PATH=$PWD/.deps/plugins
@@ -17,8 +20,12 @@ dnn=$(python3 -c 'import sys, glob; print(next(iter(sorted(g for p in sys.path f
 out=${OUT:-/tmp}
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git rev-parse --short HEAD 2>/dev/null; } >"$out/g3_env.log" 2>&1
 new=$(grep -v '^#' tools/device/g1_ops.txt | sed 's/\./\\./g' | paste -sd'|')
-ops="op/(aten\.(index\.Tensor|gather|embedding|convolution|max_pool2d|avg_pool2d|view|cumsum|topk|_softmax|native_layer_norm|sum|var|mean|amax|argmax|max\.dim|min\.dim|prod|any|rms|mul|add|to_copy)[^/]*|$new)/(${G3_DTYPES:-f32})/"
+ops=${G3_OPS:-"op/(aten\.(index\.Tensor|gather|embedding|convolution|max_pool2d|avg_pool2d|view|cumsum|topk|_softmax|native_layer_norm|sum|var|mean|amax|argmax|max\.dim|min\.dim|prod|any|rms|mul|add|to_copy)[^/]*|$new)/(${G3_DTYPES:-f32})/"}
 case "${1:-hip}" in
+gemm)
+  G3_OPS='op/aten\.(addmm|mm|bmm|view|matmul|linear)[^/]*/(f32|f16|bf16)/' bash "$0" hip
+  G3_OPS='op/aten\.(view|addmm|convolution)[^/]*/f32/' bash "$0" cuda
+  bash "$0" bench ;;
 hip)
   .deps/coil-conformance --plugin hip --source-dir . --tier op -j 16 --csv "$out/hip_op.csv" --filter "$ops" \
     >"$out/hip_op.log" 2>&1
