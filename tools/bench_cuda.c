@@ -1,4 +1,5 @@
-/* bench_cuda.c — `coil bench --backend cuda`: the cuda plugin on the GPU benchmark graphs of
+/* bench_cuda.c — `coil bench --backend cuda|hip`: the cuda plugin (or hip, on HIP's NVIDIA
+ * platform: the same HIP kernels an AMD GPU runs, compiled by NVRTC) on the GPU benchmark graphs of
  * issue [F5], measured the way ../shared/anchors/inductor_baseline.py measures Inductor, so the
  * two print comparable rows in one run (tools/device/cuda_side_by_side.sh runs both):
  *
@@ -448,6 +449,7 @@ bench_log(void *user, const char *plugin, coil_log_level level, const char *mess
 }
 
 static bool autotune; /* --autotune: compile with coil.autotune = true (mode max-autotune) */
+static const char *backend = "cuda"; /* --backend: cuda, or hip (on HIP's NVIDIA platform here) */
 static const char *convolution = "auto"; /* --convolution: [coil] convolution for these compiles */
 
 static int
@@ -456,10 +458,10 @@ bench_graph(const gpu_graph *gg, const char *plugin_dir, bool compile_only, resu
   coil_diag d = {0};
   coil_loaded_plugin *lp = NULL;
   coil_plugin *inst = NULL;
-  char cache[] = "/tmp/coil-bench-cuda-XXXXXX";
+  char cache[] = "/tmp/coil-bench-gpu-XXXXXX";
   char *entry = NULL;
   coil_cache_outcome oc;
-  if (!mkdtemp(cache) || coil_plugin_open("cuda", &plugin_dir, 1, &lp, &d) ||
+  if (!mkdtemp(cache) || coil_plugin_open(backend, &plugin_dir, 1, &lp, &d) ||
       (coil_plugin_set_log(lp, bench_log, NULL), coil_plugin_create(lp, NULL, &inst, &d))) {
     fprintf(stderr, "coil bench: %s\n", d.msg[0] ? d.msg : "cannot create a temporary directory");
     return -1;
@@ -563,10 +565,10 @@ coil_bench_cuda(int argc, char **argv, const char *plugin_dir)
     else if (strcmp(argv[i], "--convolution") == 0 && i + 1 < argc &&
              (!strcmp(argv[i + 1], "auto") || !strcmp(argv[i + 1], "generated") || !strcmp(argv[i + 1], "library")))
       convolution = argv[++i];
-    else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
-      i++;
+    else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc && (!strcmp(argv[i + 1], "cuda") || !strcmp(argv[i + 1], "hip")))
+      backend = argv[++i];
     else {
-      fprintf(stderr, "coil: usage: coil bench --backend cuda [--compile-only] [--autotune] [--json FILE] [--only NAME[,NAME...]]\n"
+      fprintf(stderr, "coil: usage: coil bench --backend cuda|hip [--compile-only] [--autotune] [--json FILE] [--only NAME[,NAME...]]\n"
                       "       [--convolution auto|generated|library]\n");
       return 2;
     }
@@ -574,7 +576,8 @@ coil_bench_cuda(int argc, char **argv, const char *plugin_dir)
   gpu_graph graphs[24];
   int n = make_graphs(graphs), rows = 0;
   if (compile_only) { /* no GPU needed: the core and NVRTC, through a fresh cache */
-    printf("coil bench --backend cuda --compile-only: compile times (core, cold = code generation + NVRTC, cache hit)\n");
+    printf("coil bench --backend %s --compile-only: compile times (core, cold = code generation + %s, cache hit)\n",
+           backend, strcmp(backend, "hip") == 0 ? "hiprtc, or NVRTC on the NVIDIA platform" : "NVRTC");
     printf("%-24s %9s %9s %9s\n", "graph", "core_ms", "cold_ms", "hit_ms");
     for (int i = 0; i < n; i++) {
       result res;
@@ -626,15 +629,16 @@ coil_bench_cuda(int argc, char **argv, const char *plugin_dir)
   time_t tt = time(NULL);
   char date[32];
   strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&tt));
-  printf("coil bench --backend cuda%s: %s, %s, copy %.0f GB/s\n", autotune ? " --autotune (max-autotune)" : "", name, date,
-         copy_gbps);
+  printf("coil bench --backend %s%s: %s, %s, copy %.0f GB/s\n", backend, autotune ? " --autotune (max-autotune)" : "",
+         name, date, copy_gbps);
   FILE *jf = json ? fopen(json, "w") : NULL;
   if (json && !jf) {
     fprintf(stderr, "coil bench: cannot write %s\n", json);
     return 1;
   }
   if (jf)
-    fprintf(jf, "{\"device\": \"%s\", \"date\": \"%s\", \"copy_GBps\": %.1f, \"rows\": [\n", name, date, copy_gbps);
+    fprintf(jf, "{\"backend\": \"%s\", \"device\": \"%s\", \"date\": \"%s\", \"copy_GBps\": %.1f, \"rows\": [\n", backend,
+            name, date, copy_gbps);
   printf("%-24s %9s %8s %6s %9s %9s %9s %8s %8s %8s\n", "graph", "kernel_ms", "GB/s", "%copy", "TFLOP/s", "call_us",
          "graph_ms", "g_call_us", "cold_ms", "hit_ms");
   for (int i = 0; i < n; i++) {

@@ -1170,9 +1170,14 @@ dispatch(int argc, char **argv)
     for (int i = 2; i < argc; i++)
       if (strcmp(argv[i], "--conv") == 0)
         return coil_bench_conv(argc - 2, argv + 2, first[0] ? first : builtin_plugin_dir());
-    for (int i = 2; i + 1 < argc; i++)
-      if (strcmp(argv[i], "--backend") == 0 && strcmp(argv[i + 1], "cuda") == 0)
+    for (int i = 2; i + 1 < argc; i++) {
+      if (strcmp(argv[i], "--backend") != 0)
+        continue;
+      if (strcmp(argv[i + 1], "cuda") == 0 || strcmp(argv[i + 1], "hip") == 0) /* the GPU benchmark */
         return coil_bench_cuda(argc - 2, argv + 2, first[0] ? first : builtin_plugin_dir());
+      if (strcmp(argv[i + 1], "cpu") != 0)
+        return usage_error("bench: no benchmark for backend '%s' (cpu, cuda, hip)", argv[i + 1]);
+    }
     return coil_bench_cpu(argc - 2, argv + 2, first[0] ? first : builtin_plugin_dir());
   }
   if (strcmp(cmd, "plugins") == 0)

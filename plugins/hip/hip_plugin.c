@@ -10,8 +10,9 @@
  * Options ([plugin.hip]): arch = one target or a comma-separated list of them (gfx90a, gfx908,
  * gfx1030, ...; or sm_90 on the NVIDIA platform; default: the device's), platform = amd | nvidia
  * (default: the arch's, else amd where an AMD GPU is (/dev/kfd), else nvidia where the CUDA
- * driver is, else amd). Keys starting with "coil." are accepted; graph capture and autotune are
- * not done yet, so they change nothing.
+ * driver is, else amd), sync = true | false (false: a run whose tensors are all on the GPU returns
+ * once queued, as on a caller's stream). Keys starting with "coil." are accepted; graph capture
+ * and autotune are not done yet, so they change nothing.
  *
  * An artifact: kernels-wave<W>.hip (every kernel, readable, for the targets of wavefront W: 64
  * for gfx8/gfx9, 32 for gfx10/gfx11 and NVIDIA; launch plans and reductions differ between the
@@ -38,6 +39,7 @@
 #define HIP_ARCH_LEN 16
 
 typedef struct {
+  bool async;                          /* sync = false: runs with every tensor on the GPU return once queued */
   int platform;                        /* -1: not decided yet; else a hip_platform */
   int narchs;                          /* 0: not decided yet (the device's, on first need) */
   char archs[HIP_ARCHS_MAX][HIP_ARCH_LEN];
@@ -108,6 +110,12 @@ parse_options(const coil_plugin_options *o, hip_options *opt)
     const char *k = o->keys[i], *v = o->values[i];
     if (strncmp(k, "coil.", 5) == 0)
       continue;
+    if (strcmp(k, "sync") == 0) {
+      if (strcmp(v, "true") && strcmp(v, "false"))
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: option sync: expected true or false, got '%s'", v);
+      opt->async = strcmp(v, "false") == 0;
+      continue;
+    }
     if (strcmp(k, "platform") == 0) {
       int pf = strcmp(v, "amd") == 0 ? HIP_AMD : strcmp(v, "nvidia") == 0 ? HIP_NVIDIA : -1;
       if (pf < 0)
@@ -123,7 +131,7 @@ parse_options(const coil_plugin_options *o, hip_options *opt)
         return e;
       continue;
     }
-    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: unknown option '%s' (known: arch, platform)", k);
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: unknown option '%s' (known: arch, platform, sync)", k);
   }
   return NULL;
 }
@@ -488,7 +496,7 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
                           path, o.platform == HIP_NVIDIA ? "nvidia" : "amd");
   if (!arch_ok)
     return coil_sdk_error(COIL_ERR_VERSION, "hip: %s was not compiled for %s: recompile", path, o.archs[0]);
-  return hip_load((hip_platform)o.platform, o.archs[0], args->artifact_dir, out);
+  return hip_load((hip_platform)o.platform, o.archs[0], o.async, args->artifact_dir, out);
 }
 
 static coil_error *

@@ -19,7 +19,8 @@ struct coil_artifact {
   coil_wir_program *program; /* owned */
   hipStream_t own_stream;
   hipStream_t stream;        /* what the run in progress queues on */
-  bool caller_streams;       /* a run was queued on a caller's stream */
+  bool caller_streams;       /* a run was queued on a caller's stream, or one returned unsynchronized */
+  bool async;                /* option sync = false */
   int nkernels;
   hipModule_t *modules;      /* per kernel */
   hipFunction_t *functions;  /* per kernel (the vectorised variant where there is one) */
@@ -202,7 +203,7 @@ load_kernel(coil_artifact *a, const char *dir, int k)
 }
 
 coil_error *
-hip_load(hip_platform pf, const char *arch, const char *dir, coil_artifact **out)
+hip_load(hip_platform pf, const char *arch, bool async, const char *dir, coil_artifact **out)
 {
   const char *why = NULL;
   const hip_runtime *rt = hip_runtime_get(pf, &why);
@@ -230,6 +231,7 @@ hip_load(hip_platform pf, const char *arch, const char *dir, coil_artifact **out
   a->program = p;
   a->nkernels = p->nkernels;
   snprintf(a->arch, sizeof a->arch, "%s", arch);
+  a->async = async;
   int wave = pf == HIP_NVIDIA ? 32 : hip_arch_wave(arch);
   a->grt = (coil_gpu_runtime){
       .name = "hip", .device_type = pf == HIP_NVIDIA ? COIL_DEVICE_CUDA : COIL_DEVICE_ROCM,
@@ -320,7 +322,8 @@ hip_run(coil_artifact *a, const coil_plugin_run_args *args)
     const coil_plugin_tensor *t = i < args->ninputs ? args->inputs[i] : args->outputs[i - args->ninputs];
     all_device = all_device && t && t->device_type == a->grt.device_type;
   }
-  if (err || !all_device || !caller) {
+  a->caller_streams = a->caller_streams || (all_device && a->async);
+  if (err || !all_device || (!caller && !a->async)) {
     e = a->rt->StreamSynchronize(a->stream);
     if (!err && e)
       err = coil_sdk_error(COIL_ERR_RUNTIME, "hip: %s: hipStreamSynchronize failed (a kernel failed): %s (%d)",
