@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "coil/coil_gpu.h"
+#include "coil/coil_gpu_run.h"
 #include "coil/coil_plugin.h"
 #include "coil/coil_sdk.h"
 #include "coil/wir.h"
@@ -71,14 +72,13 @@ typedef struct {
 
 #define CUDA_BLAS_WORKSPACE ((size_t)32 << 20)
 
-typedef struct cuda_graph cuda_graph; /* a captured run (cuda_run.c) */
 
 /* A loaded artifact: the program, one module per kernel, the stream it runs on. */
 struct coil_artifact {
   const coil_host_api *host; /* for the log (may be NULL) */
   cuda_options opt;
   pthread_mutex_t lock;      /* one run at a time replays or captures */
-  cuda_graph *graph;         /* the capture for the last size binding; NULL before the first */
+  coil_gpu_graph *graph;     /* the capture for the last size binding; NULL before the first */
   char graph_refused[512];   /* why runs no longer capture (logged once); "" while they do */
   coil_wir_program *program; /* owned */
   const cuda_driver *cu;
@@ -87,6 +87,7 @@ struct coil_artifact {
   CUstream stream;           /* what a run queues on: own_stream, or during a run given a
                                 caller's stream (ABI 1.2) that stream */
   CUstream own_stream;       /* created at load; captures always run on it */
+  CUstream run_stream;       /* during a capture: the stream the run was given */
   CUstream last_stream;      /* the stream the previous run queued on (a run on another stream
                                 first waits for it: they share the workspace and the pool) */
   CUstream handles_stream;   /* the stream the cuBLAS and cuDNN handles are set to */

@@ -805,87 +805,7 @@ run_lines(coil_artifact *a, const coil_plugin_run_args *args)
 }
 
 
-/* ---- reduce-overhead: the run captured into a CUDA graph, replayed ----
- *
- * The first run of a size binding (dtype, sizes, strides and place of every input and output)
- * is captured: device tensors are used where they are, host tensors through static device
- * buffers. A later run with the same binding replays the graph; a device tensor found at
- * another address than at capture becomes static too (one more capture), and from then on is
- * copied into (inputs, and back out if the program mutates it) or out of (outputs) its static
- * buffer around each replay. Another binding drops the graph and captures anew. A program the
- * driver cannot capture is refused once, with the reason logged, and runs uncaptured. */
-
-typedef struct {
-  int32_t dtype, rank, device_type;
-  int64_t sizes[COIL_MAX_RANK], strides[COIL_MAX_RANK];
-  void *addr;        /* the caller's data at capture */
-  bool is_static;    /* the graph uses buf; copies around each replay */
-  bool mutated;      /* an input the program writes (copy_back) */
-  CUdeviceptr buf;
-  size_t bytes;      /* the tensor's extent */
-  coil_plugin_tensor proxy;
-} gslot;
-
-struct cuda_graph {
-  size_t nin, n;
-  gslot *slots;
-  CUgraph graph;
-  CUgraphExec exec;
-};
-
-static size_t
-tensor_bytes(const coil_plugin_tensor *t)
-{
-  int64_t hi = 0;
-  for (int d = 0; d < t->rank; d++) {
-    if (t->sizes[d] == 0)
-      return 0;
-    hi += (t->sizes[d] - 1) * t->strides[d];
-  }
-  return (size_t)(hi + 1) * coil_dtype_size((coil_dtype)t->dtype);
-}
-
-static const coil_plugin_tensor *
-slot_tensor(const coil_plugin_run_args *args, size_t i)
-{
-  return i < args->ninputs ? args->inputs[i] : args->outputs[i - args->ninputs];
-}
-
-void
-cuda_graph_free(coil_artifact *a)
-{
-  cuda_graph *g = a->graph;
-  if (!g)
-    return;
-  if (g->exec)
-    a->cu->GraphExecDestroy(g->exec);
-  if (g->graph)
-    a->cu->GraphDestroy(g->graph);
-  for (size_t i = 0; i < g->n; i++)
-    if (g->slots[i].buf)
-      a->cu->MemFree(g->slots[i].buf);
-  free(g->slots);
-  free(g);
-  a->graph = NULL;
-}
-
-static bool
-same_binding(const cuda_graph *g, const coil_plugin_run_args *args)
-{
-  if (g->nin != args->ninputs || g->n != args->ninputs + args->noutputs)
-    return false;
-  for (size_t i = 0; i < g->n; i++) {
-    const coil_plugin_tensor *t = slot_tensor(args, i);
-    const gslot *s = &g->slots[i];
-    if (!t || t->dtype != s->dtype || t->rank != s->rank || t->device_type != s->device_type ||
-        t->rank < 0 || t->rank > COIL_MAX_RANK)
-      return false;
-    for (int d = 0; d < t->rank; d++)
-      if (t->sizes[d] != s->sizes[d] || t->strides[d] != s->strides[d])
-        return false;
-  }
-  return true;
-}
+/* ---- reduce-overhead: the run captured into a CUDA graph (coil/coil_gpu_run.h) ---- */
 
 static coil_error *
 graph_fail(coil_artifact *a, CUresult r, const char *call)
@@ -893,19 +813,6 @@ graph_fail(coil_artifact *a, CUresult r, const char *call)
   const char *s = NULL;
   a->cu->GetErrorString(r, &s);
   return coil_sdk_error(COIL_ERR_RUNTIME, "cuda: %s: %s failed: %s (%d)", a->program->name, call, s ? s : "?", r);
-}
-
-/* Copies between a caller's tensor and its static buffer (the whole extent, gaps included). */
-static CUresult
-slot_copy(coil_artifact *a, const gslot *s, const coil_plugin_tensor *t, bool in)
-{
-  if (!s->bytes)
-    return 0;
-  if (t->device_type == COIL_DEVICE_CUDA)
-    return in ? a->cu->MemcpyDtoDAsync(s->buf, (CUdeviceptr)(uintptr_t)t->data, s->bytes, a->stream)
-              : a->cu->MemcpyDtoDAsync((CUdeviceptr)(uintptr_t)t->data, s->buf, s->bytes, a->stream);
-  return in ? a->cu->MemcpyHtoDAsync(s->buf, t->data, s->bytes, a->stream)
-            : a->cu->MemcpyDtoHAsync(t->data, s->buf, s->bytes, a->stream);
 }
 
 /* Points the cuBLAS and cuDNN handles at s (they queue on their handle's stream). */
@@ -939,142 +846,110 @@ use_stream(coil_artifact *a, CUstream s)
   return handles_on(a, s);
 }
 
-/* Captures the run with the slots' proxies. On failure *refuse says whether graphs should be
- * given up for this artifact (the driver could not capture) rather than the run being wrong. */
-static coil_error *
-capture(coil_artifact *a, cuda_graph *g, bool *refuse)
+static int
+cap_static_alloc(void *user, size_t bytes, coil_gpu_ptr *out)
 {
-  *refuse = false;
-  const coil_plugin_tensor **ptrs = calloc(g->n + 1, sizeof *ptrs);
-  if (!ptrs)
-    return coil_sdk_out_of_memory();
-  for (size_t i = 0; i < g->n; i++) {
-    gslot *s = &g->slots[i];
-    if (s->is_static && !s->buf && s->bytes) {
-      CUresult r = a->cu->MemAlloc(&s->buf, s->bytes);
-      if (r) {
-        free(ptrs);
-        return graph_fail(a, r, "cuMemAlloc (a static buffer)");
-      }
-    }
-    s->proxy = (coil_plugin_tensor){.struct_size = sizeof s->proxy, .data = s->is_static ? (void *)(uintptr_t)s->buf : s->addr,
-                                    .dtype = s->dtype, .rank = s->rank, .sizes = s->sizes, .strides = s->strides,
-                                    .device_type = COIL_DEVICE_CUDA};
-    ptrs[i] = &s->proxy;
-  }
-  coil_plugin_run_args pa = {.struct_size = sizeof pa, .ninputs = g->nin, .inputs = ptrs, .noutputs = g->n - g->nin,
-                             .outputs = ptrs + g->nin};
-  /* captured on the artifact's own stream whatever the run's (a caller's may be the legacy
-   * default stream, which cannot capture); the graph is launched on the run's */
-  CUstream run_stream = a->stream;
+  CUdeviceptr p = 0;
+  int r = (int)((coil_artifact *)user)->cu->MemAlloc(&p, bytes);
+  *out = p;
+  return r;
+}
+
+static void
+cap_static_free(void *user, coil_gpu_ptr p)
+{
+  ((coil_artifact *)user)->cu->MemFree(p);
+}
+
+static int
+cap_copy(void *user, coil_gpu_copy_kind kind, uintptr_t dst, uintptr_t src, size_t bytes)
+{
+  coil_gpu_run r = {.user = user};
+  return rt_copy(&r, kind, dst, src, bytes);
+}
+
+/* Captured on the artifact's own stream whatever the run's (a caller's may be the legacy
+ * default stream, which cannot capture); the graph is launched on the run's. */
+static coil_error *
+cap_begin(void *user)
+{
+  coil_artifact *a = user;
+  a->run_stream = a->stream;
   a->stream = a->own_stream;
   coil_error *e = handles_on(a, a->stream);
   CUresult r = e ? 0 : a->cu->StreamBeginCapture(a->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
   if (e || r) {
-    free(ptrs);
-    a->stream = run_stream;
-    *refuse = true;
+    a->stream = a->run_stream;
     return e ? e : graph_fail(a, r, "cuStreamBeginCapture");
   }
   a->capturing = true;
-  e = run_lines(a, &pa);
-  a->capturing = false;
-  free(ptrs);
-  CUgraph graph = NULL;
-  r = a->cu->StreamEndCapture(a->stream, &graph);
-  a->stream = run_stream;
-  if (!e)
-    e = handles_on(a, run_stream);
-  if (e) {
-    if (graph)
-      a->cu->GraphDestroy(graph);
-    *refuse = coil_sdk_error_code(e) != COIL_ERR_INVALID_ARGUMENT; /* bad input is the caller's */
-    return e;
-  }
-  if (r) {
-    *refuse = true;
-    return graph_fail(a, r, "cuStreamEndCapture");
-  }
-  g->graph = graph;
-  if ((r = a->cu->GraphInstantiate(&g->exec, graph, 0))) {
-    g->exec = NULL;
-    *refuse = true;
-    return graph_fail(a, r, "cuGraphInstantiateWithFlags");
-  }
   return NULL;
+}
+
+static coil_error *
+cap_run(void *user, const coil_plugin_run_args *args)
+{
+  return run_lines(user, args);
+}
+
+static coil_error *
+cap_end(void *user, void **exec)
+{
+  coil_artifact *a = user;
+  a->capturing = false;
+  CUgraph graph = NULL;
+  CUresult r = a->cu->StreamEndCapture(a->stream, &graph);
+  a->stream = a->run_stream;
+  coil_error *e = handles_on(a, a->stream);
+  if (!e && r)
+    e = graph_fail(a, r, "cuStreamEndCapture");
+  CUgraphExec x = NULL;
+  if (!e && exec && (r = a->cu->GraphInstantiate(&x, graph, 0)))
+    e = graph_fail(a, r, "cuGraphInstantiateWithFlags");
+  if (graph)
+    a->cu->GraphDestroy(graph); /* an instantiated graph stands alone */
+  if (exec)
+    *exec = e ? NULL : x;
+  return e;
+}
+
+static int
+cap_launch(void *user, void *exec)
+{
+  coil_artifact *a = user;
+  return (int)a->cu->GraphLaunch(exec, a->stream);
+}
+
+static void
+cap_destroy(void *user, void *exec)
+{
+  ((coil_artifact *)user)->cu->GraphExecDestroy(exec);
+}
+
+static const char *
+cap_error_string(void *user, int code)
+{
+  const char *s = NULL;
+  ((coil_artifact *)user)->cu->GetErrorString((CUresult)code, &s);
+  return s;
+}
+
+static const coil_gpu_capture cuda_capture = {
+    .name = "cuda", .device_type = COIL_DEVICE_CUDA, .static_alloc = cap_static_alloc, .static_free = cap_static_free,
+    .copy = cap_copy, .begin = cap_begin, .run = cap_run, .end = cap_end, .launch = cap_launch,
+    .destroy = cap_destroy, .error_string = cap_error_string,
+};
+
+void
+cuda_graph_free(coil_artifact *a)
+{
+  coil_gpu_graph_free(&cuda_capture, a, &a->graph);
 }
 
 static coil_error *
 run_graph(coil_artifact *a, const coil_plugin_run_args *args, bool *refuse)
 {
-  *refuse = false;
-  size_t n = args->ninputs + args->noutputs;
-  for (size_t i = 0; i < n; i++) {
-    const coil_plugin_tensor *t = slot_tensor(args, i);
-    if (!t || t->rank < 0 || t->rank > COIL_MAX_RANK || (t->device_type != COIL_DEVICE_CPU && t->device_type != COIL_DEVICE_CUDA))
-      return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: %s: %s %zu is not a tensor on the host or the GPU",
-                            a->program->name, i < args->ninputs ? "input" : "output",
-                            i < args->ninputs ? i : i - args->ninputs);
-    for (int d = 0; d < t->rank; d++)
-      if (t->sizes[d] < 0 || t->strides[d] < 0)
-        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: %s: a negative size or stride", a->program->name);
-  }
-  cuda_graph *g = a->graph;
-  bool again = false;
-  if (g && !same_binding(g, args))
-    cuda_graph_free(a), g = NULL;
-  if (!g) {
-    g = calloc(1, sizeof *g);
-    if (!g || !(g->slots = calloc(n + 1, sizeof *g->slots))) {
-      free(g);
-      return coil_sdk_out_of_memory();
-    }
-    g->nin = args->ninputs, g->n = n;
-    for (size_t i = 0; i < n; i++) {
-      const coil_plugin_tensor *t = slot_tensor(args, i);
-      gslot *s = &g->slots[i];
-      s->dtype = t->dtype, s->rank = t->rank, s->device_type = t->device_type;
-      for (int d = 0; d < t->rank; d++)
-        s->sizes[d] = t->sizes[d], s->strides[d] = t->strides[d];
-      s->addr = t->data;
-      s->is_static = t->device_type != COIL_DEVICE_CUDA;
-      s->bytes = tensor_bytes(t);
-    }
-    const coil_wir_program *p = a->program;
-    for (int l = 0; l < p->nlines; l++)
-      if (p->lines[l].kind == COIL_LINE_COPY_BACK)
-        for (int i = 0; i < p->ninputs && (size_t)i < n; i++)
-          if (p->inputs[i].buffer == p->lines[l].buffer)
-            g->slots[i].mutated = true;
-    a->graph = g;
-    again = true;
-  }
-  for (size_t i = 0; i < n; i++) {
-    gslot *s = &g->slots[i];
-    if (!s->is_static && slot_tensor(args, i)->data != s->addr)
-      s->is_static = again = true; /* moved since capture: through a static buffer from now on */
-  }
-  if (again) {
-    if (g->exec)
-      a->cu->GraphExecDestroy(g->exec), g->exec = NULL;
-    if (g->graph)
-      a->cu->GraphDestroy(g->graph), g->graph = NULL;
-    coil_error *e = capture(a, g, refuse);
-    if (e) {
-      cuda_graph_free(a);
-      return e;
-    }
-  }
-  CUresult r = 0;
-  for (size_t i = 0; i < g->nin && !r; i++)
-    if (g->slots[i].is_static)
-      r = slot_copy(a, &g->slots[i], args->inputs[i], true);
-  if (!r)
-    r = a->cu->GraphLaunch(g->exec, a->stream);
-  for (size_t i = 0; i < n && !r; i++)
-    if (g->slots[i].is_static && (i >= g->nin || g->slots[i].mutated))
-      r = slot_copy(a, &g->slots[i], slot_tensor(args, i), false);
-  return r ? graph_fail(a, r, "a replay (copy or cuGraphLaunch)") : NULL;
+  return coil_gpu_graph_run(&cuda_capture, a, a->program, &a->graph, args, refuse);
 }
 
 coil_error *
@@ -1113,7 +988,7 @@ cuda_run(coil_artifact *a, const coil_plugin_run_args *args)
     e = run_lines(a, args);
   bool all_device = true;
   for (size_t i = 0; i < args->ninputs + args->noutputs; i++) {
-    const coil_plugin_tensor *t = slot_tensor(args, i);
+    const coil_plugin_tensor *t = i < args->ninputs ? args->inputs[i] : args->outputs[i - args->ninputs];
     all_device = all_device && t && t->device_type == COIL_DEVICE_CUDA;
   }
   /* the outputs are the caller's when this returns, unless they are on the device and the

@@ -41,9 +41,14 @@ bool hip_nvidia_arch_valid(const char *arch);
 #define HIP_GEMM_KERNEL "coil_gemm_%s"
 bool hip_gemm_line(const coil_wir_program *p, const coil_line *l, coil_dtype *t);
 
-/* Loads the artifact in dir for arch (one of those it was compiled for) on platform pf; async:
- * runs with every tensor on the device return once queued (option sync = false). */
-coil_error *hip_load(hip_platform pf, const char *arch, bool async, const char *dir, coil_artifact **out);
+typedef struct {
+  bool async;                /* option sync = false: runs on device tensors return once queued */
+  bool graphs;               /* coil.graph_capture: runs captured into a hipGraph, replayed */
+  const coil_host_api *host; /* for the log (may be NULL) */
+} hip_load_options;
+
+/* Loads the artifact in dir for arch (one of those it was compiled for) on platform pf. */
+coil_error *hip_load(hip_platform pf, const char *arch, const hip_load_options *o, const char *dir, coil_artifact **out);
 coil_error *hip_run(coil_artifact *a, const coil_plugin_run_args *args);
 void hip_artifact_free(coil_artifact *a);
 

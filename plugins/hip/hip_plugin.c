@@ -11,8 +11,9 @@
  * gfx1030, ...; or sm_90 on the NVIDIA platform; default: the device's), platform = amd | nvidia
  * (default: the arch's, else amd where an AMD GPU is (/dev/kfd), else nvidia where the CUDA
  * driver is, else amd), sync = true | false (false: a run whose tensors are all on the GPU returns
- * once queued, as on a caller's stream). Keys starting with "coil." are accepted; graph capture
- * and autotune are not done yet, so they change nothing.
+ * once queued, as on a caller's stream). coil.graph_capture (mode reduce-overhead) captures runs
+ * into HIP graphs (hipGraph); other keys starting with "coil." are accepted and ignored
+ * (max-autotune's coil.autotune among them: the hip plugin does not tune yet).
  *
  * An artifact: kernels-wave<W>.hip (every kernel, readable, for the targets of wavefront W: 64
  * for gfx8/gfx9, 32 for gfx10/gfx11 and NVIDIA; launch plans and reductions differ between the
@@ -39,6 +40,7 @@
 #define HIP_ARCH_LEN 16
 
 typedef struct {
+  bool graphs;                         /* coil.graph_capture (mode reduce-overhead): capture, replay */
   bool async;                          /* sync = false: runs with every tensor on the GPU return once queued */
   int platform;                        /* -1: not decided yet; else a hip_platform */
   int narchs;                          /* 0: not decided yet (the device's, on first need) */
@@ -47,6 +49,7 @@ typedef struct {
 
 struct coil_plugin {
   hip_options opt;
+  const coil_host_api *host; /* for the log (may be NULL) */
   char identity[64 + HIP_ARCHS_MAX * HIP_ARCH_LEN]; /* hiprtc version and archs: the cache's key */
   pthread_mutex_t lock; /* the default arch is decided once; compiles may ask from several threads */
 };
@@ -108,6 +111,12 @@ parse_options(const coil_plugin_options *o, hip_options *opt)
   size_t n = o && COIL_STRUCT_HAS(o, coil_plugin_options, values) ? o->count : 0;
   for (size_t i = 0; i < n; i++) {
     const char *k = o->keys[i], *v = o->values[i];
+    if (strcmp(k, "coil.graph_capture") == 0) {
+      if (strcmp(v, "true") && strcmp(v, "false"))
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: option coil.graph_capture: expected true or false, got '%s'", v);
+      opt->graphs = strcmp(v, "true") == 0;
+      continue;
+    }
     if (strncmp(k, "coil.", 5) == 0)
       continue;
     if (strcmp(k, "sync") == 0) {
@@ -143,6 +152,7 @@ create(const coil_plugin_create_args *args, coil_plugin **out)
   if (!p)
     return coil_sdk_out_of_memory();
   p->opt.platform = -1;
+  p->host = COIL_STRUCT_HAS(args, coil_plugin_create_args, host) ? args->host : NULL;
   coil_error *e = parse_options(COIL_STRUCT_HAS(args, coil_plugin_create_args, options) ? args->options : NULL, &p->opt);
   if (e) {
     free(p);
@@ -496,7 +506,8 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
                           path, o.platform == HIP_NVIDIA ? "nvidia" : "amd");
   if (!arch_ok)
     return coil_sdk_error(COIL_ERR_VERSION, "hip: %s was not compiled for %s: recompile", path, o.archs[0]);
-  return hip_load((hip_platform)o.platform, o.archs[0], o.async, args->artifact_dir, out);
+  hip_load_options lo = {.async = o.async, .graphs = o.graphs, .host = self->host};
+  return hip_load((hip_platform)o.platform, o.archs[0], &lo, args->artifact_dir, out);
 }
 
 static coil_error *
@@ -524,7 +535,8 @@ artifact_free(coil_artifact *a)
     .artifact_free = FREE, .identity = identity,                                                             \
   }
 
-static const coil_plugin_api executes = HIP_TABLE(COIL_FEATURE_EXECUTES, load, run, artifact_free);
+static const coil_plugin_api executes =
+    HIP_TABLE(COIL_FEATURE_EXECUTES | COIL_FEATURE_GRAPH_CAPTURE, load, run, artifact_free);
 static const coil_plugin_api emits = HIP_TABLE(COIL_FEATURE_EMITS_ONLY, NULL, NULL, NULL);
 
 /* The table that runs where a runtime is (an AMD GPU's, or the CUDA driver for the NVIDIA

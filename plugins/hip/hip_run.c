@@ -3,7 +3,8 @@
  * programs with the SDK's GPU executor (coil/coil_gpu_run.h) on a stream of its own or the
  * caller's, allocating from the device's stream-ordered pool (hipMallocAsync; the pool keeps its
  * memory between runs). A run synchronizes once at the end, unless it was queued on a caller's
- * stream with every tensor on the device. mm and bmm lines launch the SDK's generated GEMM. */
+ * stream with every tensor on the device. mm and bmm lines launch the SDK's generated GEMM.
+ * reduce-overhead captures the run into a hipGraph (the SDK's coil_gpu_graph_run). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,11 @@ struct coil_artifact {
   hipStream_t stream;        /* what the run in progress queues on */
   bool caller_streams;       /* a run was queued on a caller's stream, or one returned unsynchronized */
   bool async;                /* option sync = false */
+  bool graphs;               /* coil.graph_capture */
+  const coil_host_api *host;
+  coil_gpu_graph *graph;     /* the capture for the last binding; NULL before the first */
+  char graph_refused[512];   /* why runs no longer capture (logged once); "" while they do */
+  hipStream_t run_stream;    /* during a capture: the stream the run was given */
   int nkernels;
   hipModule_t *modules;      /* per kernel */
   hipFunction_t *functions;  /* per kernel (the vectorised variant where there is one) */
@@ -131,6 +137,134 @@ plan_from_file(const char *text, int k, coil_gpu_plan *out)
   return false;
 }
 
+/* ---- reduce-overhead: hipGraph (coil/coil_gpu_run.h's capture) ---- */
+
+static int
+cap_static_alloc(void *user, size_t bytes, coil_gpu_ptr *out)
+{
+  void *p = NULL;
+  int e = ((coil_artifact *)user)->rt->Malloc(&p, bytes);
+  *out = (coil_gpu_ptr)(uintptr_t)p;
+  return e;
+}
+
+static void
+cap_static_free(void *user, coil_gpu_ptr p)
+{
+  ((coil_artifact *)user)->rt->Free(PTR(p));
+}
+
+static int
+cap_copy(void *user, coil_gpu_copy_kind kind, uintptr_t dst, uintptr_t src, size_t bytes)
+{
+  coil_gpu_run r = {.user = user};
+  return rt_copy(&r, kind, dst, src, bytes);
+}
+
+static coil_error *
+cap_fail(coil_artifact *a, hipError_t e, const char *call)
+{
+  return coil_sdk_error(COIL_ERR_RUNTIME, "hip: %s: %s failed: %s (%d)", a->program->name, call, a->rt->GetErrorString(e), e);
+}
+
+/* Captured on the artifact's own stream whatever the run's (a caller's may be the legacy
+ * default stream, which cannot capture); the graph is launched on the run's. */
+static coil_error *
+cap_begin(void *user)
+{
+  coil_artifact *a = user;
+  a->run_stream = a->stream;
+  a->stream = a->own_stream;
+  hipError_t e = a->rt->StreamBeginCapture(a->stream, hipStreamCaptureModeThreadLocal);
+  if (e) {
+    a->stream = a->run_stream;
+    return cap_fail(a, e, "hipStreamBeginCapture");
+  }
+  return NULL;
+}
+
+static coil_error *
+cap_run(void *user, const coil_plugin_run_args *args)
+{
+  coil_artifact *a = user;
+  return coil_gpu_run_program(&a->grt, a, a->program, a->plans, (coil_gpu_ptr)(uintptr_t)a->oob, args);
+}
+
+static coil_error *
+cap_end(void *user, void **exec)
+{
+  coil_artifact *a = user;
+  hipGraph_t graph = NULL;
+  hipError_t e = a->rt->StreamEndCapture(a->stream, &graph);
+  a->stream = a->run_stream;
+  coil_error *err = e ? cap_fail(a, e, "hipStreamEndCapture") : NULL;
+  hipGraphExec_t x = NULL;
+  char log[256];
+  if (!err && exec && (e = a->rt->GraphInstantiate(&x, graph, NULL, log, sizeof log)))
+    err = cap_fail(a, e, "hipGraphInstantiate");
+  if (graph)
+    a->rt->GraphDestroy(graph); /* an instantiated graph stands alone */
+  if (exec)
+    *exec = err ? NULL : x;
+  return err;
+}
+
+static int
+cap_launch(void *user, void *exec)
+{
+  coil_artifact *a = user;
+  return a->rt->GraphLaunch(exec, a->stream);
+}
+
+static void
+cap_destroy(void *user, void *exec)
+{
+  ((coil_artifact *)user)->rt->GraphExecDestroy(exec);
+}
+
+static const char *
+cap_error_string(void *user, int code)
+{
+  return ((coil_artifact *)user)->rt->GetErrorString(code);
+}
+
+static const coil_gpu_capture capture_amd = {
+    .name = "hip", .device_type = COIL_DEVICE_ROCM, .static_alloc = cap_static_alloc, .static_free = cap_static_free,
+    .copy = cap_copy, .begin = cap_begin, .run = cap_run, .end = cap_end, .launch = cap_launch,
+    .destroy = cap_destroy, .error_string = cap_error_string,
+};
+static const coil_gpu_capture capture_nvidia = {
+    .name = "hip", .device_type = COIL_DEVICE_CUDA, .static_alloc = cap_static_alloc, .static_free = cap_static_free,
+    .copy = cap_copy, .begin = cap_begin, .run = cap_run, .end = cap_end, .launch = cap_launch,
+    .destroy = cap_destroy, .error_string = cap_error_string,
+};
+
+static const coil_gpu_capture *
+capture_of(const coil_artifact *a)
+{
+  return a->rt->platform == HIP_NVIDIA ? &capture_nvidia : &capture_amd;
+}
+
+/* Runs through the graph; a program the runtime cannot capture is refused once, with the reason
+ * logged, and runs uncaptured from then on (*plain). */
+static coil_error *
+run_graph(coil_artifact *a, const coil_plugin_run_args *args, bool *plain)
+{
+  bool refuse = false;
+  coil_error *e = coil_gpu_graph_run(capture_of(a), a, a->program, &a->graph, args, &refuse);
+  if (!e || !refuse)
+    return e;
+  snprintf(a->graph_refused, sizeof a->graph_refused, "%s", coil_sdk_error_message(e));
+  coil_sdk_error_free(e);
+  if (a->host && COIL_STRUCT_HAS(a->host, coil_host_api, log) && a->host->log) {
+    char line[700];
+    snprintf(line, sizeof line, "graph capture refused for %s, running uncaptured: %s", a->program->name, a->graph_refused);
+    a->host->log(a->host, COIL_LOG_WARN, line);
+  }
+  *plain = true;
+  return NULL;
+}
+
 void
 hip_artifact_free(coil_artifact *a)
 {
@@ -141,6 +275,8 @@ hip_artifact_free(coil_artifact *a)
       a->rt->DeviceSynchronize(); /* runs queued on a caller's stream may be in flight */
     else if (a->own_stream)
       a->rt->StreamSynchronize(a->own_stream);
+    if (a->graph)
+      coil_gpu_graph_free(capture_of(a), a, &a->graph);
     if (a->oob)
       a->rt->Free(a->oob);
     for (int k = 0; k < a->nkernels; k++)
@@ -203,7 +339,7 @@ load_kernel(coil_artifact *a, const char *dir, int k)
 }
 
 coil_error *
-hip_load(hip_platform pf, const char *arch, bool async, const char *dir, coil_artifact **out)
+hip_load(hip_platform pf, const char *arch, const hip_load_options *o, const char *dir, coil_artifact **out)
 {
   const char *why = NULL;
   const hip_runtime *rt = hip_runtime_get(pf, &why);
@@ -231,7 +367,9 @@ hip_load(hip_platform pf, const char *arch, bool async, const char *dir, coil_ar
   a->program = p;
   a->nkernels = p->nkernels;
   snprintf(a->arch, sizeof a->arch, "%s", arch);
-  a->async = async;
+  a->async = o->async;
+  a->graphs = o->graphs;
+  a->host = o->host;
   int wave = pf == HIP_NVIDIA ? 32 : hip_arch_wave(arch);
   a->grt = (coil_gpu_runtime){
       .name = "hip", .device_type = pf == HIP_NVIDIA ? COIL_DEVICE_CUDA : COIL_DEVICE_ROCM,
@@ -316,7 +454,10 @@ hip_run(coil_artifact *a, const coil_plugin_run_args *args)
   bool caller = COIL_STRUCT_HAS(args, coil_plugin_run_args, stream) && args->has_stream;
   a->stream = caller ? (hipStream_t)args->stream : a->own_stream;
   a->caller_streams = a->caller_streams || caller;
-  coil_error *err = coil_gpu_run_program(&a->grt, a, a->program, a->plans, (coil_gpu_ptr)(uintptr_t)a->oob, args);
+  bool plain = !a->graphs || a->graph_refused[0];
+  coil_error *err = plain ? NULL : run_graph(a, args, &plain);
+  if (plain && !err)
+    err = coil_gpu_run_program(&a->grt, a, a->program, a->plans, (coil_gpu_ptr)(uintptr_t)a->oob, args);
   bool all_device = true;
   for (size_t i = 0; i < args->ninputs + args->noutputs; i++) {
     const coil_plugin_tensor *t = i < args->ninputs ? args->inputs[i] : args->outputs[i - args->ninputs];

@@ -10,6 +10,8 @@
 #   g3_gpu.sh gemm     hip's op cases of the library ops (mm, bmm, addmm, linear, matmul, views
 #                      of their outputs) in f32, f16 and bf16, the model and abi tiers of both
 #                      plugins, cuda's view, addmm and convolution op cases, then bench
+#   g3_gpu.sh graphs   the model tier of both plugins with coil.graph_capture = true (mode
+#                      reduce-overhead: each case captured into a graph and replayed), then bench
 # $G3_OPS replaces the op filter (a POSIX regular expression over case ids). Logs and CSVs
 # under $OUT.
 cd "$(dirname "$0")/../.." || exit 1
@@ -22,6 +24,14 @@ out=${OUT:-/tmp}
 new=$(grep -v '^#' tools/device/g1_ops.txt | sed 's/\./\\./g' | paste -sd'|')
 ops=${G3_OPS:-"op/(aten\.(index\.Tensor|gather|embedding|convolution|max_pool2d|avg_pool2d|view|cumsum|topk|_softmax|native_layer_norm|sum|var|mean|amax|argmax|max\.dim|min\.dim|prod|any|rms|mul|add|to_copy)[^/]*|$new)/(${G3_DTYPES:-f32})/"}
 case "${1:-hip}" in
+graphs)
+  for p in hip cuda; do
+    printf '[plugin.%s]\ncoil.graph_capture = true\n' $p >"$out/graphs_$p.ini"
+    .deps/coil-conformance --plugin $p --config "$out/graphs_$p.ini" --source-dir . --tier model -j 16 \
+      --csv "$out/${p}_model_graphs.csv" >"$out/${p}_model_graphs.log" 2>&1
+    tail -n 2 "$out/${p}_model_graphs.log"; grep FAIL "$out/${p}_model_graphs.log" | head -20
+  done
+  bash "$0" bench ;;
 gemm)
   G3_OPS='op/aten\.(addmm|mm|bmm|view|matmul|linear)[^/]*/(f32|f16|bf16)/' bash "$0" hip
   G3_OPS='op/aten\.(view|addmm|convolution)[^/]*/f32/' bash "$0" cuda

@@ -90,4 +90,41 @@ bool coil_gpu_buf_contiguous(const coil_gpu_buf *b);
 /* Offsets of the lowest and highest element (hi < lo: no elements). */
 void coil_gpu_buf_extent(const coil_gpu_buf *b, int64_t *lo, int64_t *hi);
 
+/* ---- reduce-overhead: a run captured into a graph and replayed (gpu_graph.c) ----
+ *
+ * The first run of a size binding (dtype, sizes, strides and place of every input and output)
+ * is captured: device tensors are used where they are, host tensors through static device
+ * buffers. A later run with the same binding replays the graph; a device tensor found at
+ * another address than at capture becomes static too (one more capture), and from then on is
+ * copied into (inputs, and back out if the program mutates it) or out of (outputs) its static
+ * buffer around each replay. Another binding drops the graph and captures anew. What the
+ * runtime does is the plugin's (coil_gpu_capture): CUDA graphs, hipGraph. */
+typedef struct coil_gpu_capture {
+  const char *name;    /* the plugin, in messages */
+  int32_t device_type; /* tensors of this DLPack device type are on the device */
+  /* a static buffer, outside any capture, and its release; 0 or an error code */
+  int (*static_alloc)(void *user, size_t bytes, coil_gpu_ptr *out);
+  void (*static_free)(void *user, coil_gpu_ptr p);
+  /* a copy queued on the run's stream (outside the capture) */
+  int (*copy)(void *user, coil_gpu_copy_kind kind, uintptr_t dst, uintptr_t src, size_t bytes);
+  /* begin a capture; queue the program's lines with args (captured); end it and instantiate
+   * the graph into *exec (NULL on error), or with exec NULL end it and discard the graph (the
+   * lines failed) */
+  coil_error *(*begin)(void *user);
+  coil_error *(*run)(void *user, const coil_plugin_run_args *args);
+  coil_error *(*end)(void *user, void **exec);
+  int (*launch)(void *user, void *exec); /* on the run's stream */
+  void (*destroy)(void *user, void *exec);
+  const char *(*error_string)(void *user, int code);
+} coil_gpu_capture;
+
+typedef struct coil_gpu_graph coil_gpu_graph; /* a capture and its binding */
+
+/* Runs p with args through the graph in *g (captured first where the binding is new or moved).
+ * On failure *refuse says whether graphs should be given up for this artifact (the runtime
+ * could not capture) rather than the run being wrong; *g is then freed. */
+coil_error *coil_gpu_graph_run(const coil_gpu_capture *c, void *user, const coil_wir_program *p, coil_gpu_graph **g,
+                               const coil_plugin_run_args *args, bool *refuse);
+void coil_gpu_graph_free(const coil_gpu_capture *c, void *user, coil_gpu_graph **g);
+
 #endif
