@@ -125,3 +125,24 @@ coil_sdk_read_file(const char *path, size_t max, size_t *len)
     *len = n;
   return buf;
 }
+
+coil_error *
+coil_sdk_read_program(const char *prefix, const char *dir, coil_wir_program **out)
+{
+  char path[4200];
+  size_t len = 0;
+  *out = NULL;
+  snprintf(path, sizeof path, "%s/program.wir", dir);
+  char *text = coil_sdk_read_file(path, 256u << 20, &len);
+  if (!text)
+    return coil_sdk_error(COIL_ERR_IO, "%s: cannot read %s", prefix, path);
+  coil_diag d = {0};
+  coil_wir_program *p = coil_wir_parse(path, text, len, &d);
+  free(text);
+  if (!p || coil_wir_verify(p, &d) != 0) {
+    coil_wir_free(p);
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "%s: %s", prefix, d.msg);
+  }
+  *out = p;
+  return NULL;
+}

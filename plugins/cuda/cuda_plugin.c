@@ -442,17 +442,10 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
     return coil_sdk_error(COIL_ERR_VERSION, "cuda: %s was not written by this cuda plugin (" CUDA_VERSION_STR ")", path);
   if (!arch_ok)
     return coil_sdk_error(COIL_ERR_VERSION, "cuda: %s was compiled for another arch than %s: recompile", path, self->opt.arch);
-  snprintf(path, sizeof path, "%s/program.wir", args->artifact_dir);
-  char *text = coil_sdk_read_file(path, 256u << 20, &len);
-  if (!text)
-    return coil_sdk_error(COIL_ERR_IO, "cuda: cannot read %s", path);
-  coil_diag d = {0};
-  coil_wir_program *p = coil_wir_parse(path, text, len, &d);
-  free(text);
-  if (!p || coil_wir_verify(p, &d) != 0) {
-    coil_wir_free(p);
-    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: %s", d.msg);
-  }
+  coil_wir_program *p;
+  coil_error *pe = coil_sdk_read_program("cuda", args->artifact_dir, &p);
+  if (pe)
+    return pe;
   coil_artifact *a = calloc(1, sizeof *a);
   if (!a) {
     coil_wir_free(p);

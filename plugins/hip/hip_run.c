@@ -347,17 +347,10 @@ hip_load(hip_platform pf, const char *arch, const hip_load_options *o, const cha
     return coil_sdk_error(COIL_ERR_RUNTIME, "hip: %s", why);
   char path[4096];
   size_t len = 0;
-  snprintf(path, sizeof path, "%s/program.wir", dir);
-  char *text = coil_sdk_read_file(path, 256u << 20, &len);
-  if (!text)
-    return coil_sdk_error(COIL_ERR_IO, "hip: cannot read %s", path);
-  coil_diag d = {0};
-  coil_wir_program *p = coil_wir_parse(path, text, len, &d);
-  free(text);
-  if (!p || coil_wir_verify(p, &d) != 0) {
-    coil_wir_free(p);
-    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: %s", d.msg);
-  }
+  coil_wir_program *p;
+  coil_error *pe = coil_sdk_read_program("hip", dir, &p);
+  if (pe)
+    return pe;
   coil_artifact *a = calloc(1, sizeof *a);
   if (!a) {
     coil_wir_free(p);

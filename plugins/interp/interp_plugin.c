@@ -129,17 +129,10 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
   free(manifest);
   if (!ours)
     return coil_sdk_error(COIL_ERR_VERSION, "interp: %s was not written by the interp plugin", path);
-  snprintf(path, sizeof path, "%s/program.wir", args->artifact_dir);
-  char *text = coil_sdk_read_file(path, 256u << 20, &len);
-  if (!text)
-    return coil_sdk_error(COIL_ERR_IO, "interp: cannot read %s", path);
-  coil_diag d = {0};
-  coil_wir_program *p = coil_wir_parse(path, text, len, &d);
-  free(text);
-  if (!p || coil_wir_verify(p, &d) != 0) {
-    coil_wir_free(p);
-    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "interp: %s", d.msg);
-  }
+  coil_wir_program *p;
+  coil_error *pe = coil_sdk_read_program("interp", args->artifact_dir, &p);
+  if (pe)
+    return pe;
   coil_artifact *a = calloc(1, sizeof *a);
   if (!a) {
     coil_wir_free(p);

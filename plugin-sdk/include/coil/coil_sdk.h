@@ -102,5 +102,8 @@ coil_error *coil_sdk_write_file(const char *dir, const char *name, const char *t
 /* Reads the whole of path, NUL-terminated (malloc'd; free it); NULL if it cannot be read, memory
  * runs out, or it holds more than max bytes (errno EFBIG). Allocates as it reads. */
 char *coil_sdk_read_file(const char *path, size_t max, size_t *len);
+/* An artifact's DIR/program.wir (at most 256 MiB), parsed and verified; errors name the plugin
+ * (prefix, e.g. "cuda") and the file. */
+coil_error *coil_sdk_read_program(const char *prefix, const char *dir, coil_wir_program **out);
 
 #endif
