@@ -43,7 +43,7 @@ if(TARGET coil_conformance) # conformance/ may not define it yet
   install(TARGETS coil_conformance RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 install(TARGETS coil_plugin_interp coil_plugin_cpu coil_plugin_cuda coil_plugin_hip LIBRARY DESTINATION ${COIL_INSTALL_PLUGINDIR})
-install(TARGETS coil_cuda_tune RUNTIME DESTINATION ${COIL_INSTALL_PLUGINDIR}) # found beside libcoil_cuda.so
+install(TARGETS coil_cuda_tune coil_hip_tune RUNTIME DESTINATION ${COIL_INSTALL_PLUGINDIR}) # found beside libcoil_cuda.so, libcoil_hip.so
 
 # ---- the conformance suite's data: coil-conformance finds <prefix>/share/coil/conformance/models ----
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/conformance/models DESTINATION ${CMAKE_INSTALL_DATADIR}/coil/conformance)
@@ -64,6 +64,6 @@ if(COIL_PYTHON_PACKAGE)
   install(TARGETS coil_shared LIBRARY DESTINATION coil/lib COMPONENT python)
   install(TARGETS coil_plugin_interp coil_plugin_cpu coil_plugin_cuda coil_plugin_hip LIBRARY DESTINATION coil/lib/coil/plugins
           COMPONENT python)
-  install(TARGETS coil_cuda_tune RUNTIME DESTINATION coil/lib/coil/plugins COMPONENT python)
+  install(TARGETS coil_cuda_tune coil_hip_tune RUNTIME DESTINATION coil/lib/coil/plugins COMPONENT python)
   install(TARGETS coil RUNTIME DESTINATION coil/bin COMPONENT python)
 endif()

@@ -162,6 +162,8 @@ load_amd(rt_state *s)
   SYM(*r, EventCreate, "hipEventCreate");
   SYM(*r, EventRecord, "hipEventRecord");
   SYM(*r, EventDestroy, "hipEventDestroy");
+  SYM(*r, EventSynchronize, "hipEventSynchronize");
+  SYM(*r, EventElapsedTime, "hipEventElapsedTime");
   SYM(*r, DeviceSynchronize, "hipDeviceSynchronize");
   SYM(*r, ModuleLoadData, "hipModuleLoadData");
   SYM(*r, ModuleUnload, "hipModuleUnload");
@@ -206,6 +208,8 @@ static struct {
   int (*EventCreate)(hipEvent_t *, unsigned);
   int (*EventRecord)(hipEvent_t, hipStream_t);
   int (*EventDestroy)(hipEvent_t);
+  int (*EventSynchronize)(hipEvent_t);
+  int (*EventElapsedTime)(float *, hipEvent_t, hipEvent_t);
   int (*ModuleLoadData)(hipModule_t *, const void *);
   int (*ModuleUnload)(hipModule_t);
   int (*ModuleGetFunction)(hipFunction_t *, hipModule_t, const char *);
@@ -248,7 +252,7 @@ nv_error_string(hipError_t e)
   cu.GetErrorString(e, &s);
   return s ? s : "unknown CUDA error";
 }
-static hipError_t nv_event_create(hipEvent_t *e) { return cu.EventCreate(e, 2 /* CU_EVENT_DISABLE_TIMING */); }
+static hipError_t nv_event_create(hipEvent_t *e) { return cu.EventCreate(e, 0); /* timed, as hipEventCreate's */ }
 static hipError_t
 nv_malloc(void **p, size_t n)
 {
@@ -311,6 +315,8 @@ load_nvidia(rt_state *s)
   SYM(cu, EventCreate, "cuEventCreate");
   SYM(cu, EventRecord, "cuEventRecord");
   SYM(cu, EventDestroy, "cuEventDestroy_v2");
+  SYM(cu, EventSynchronize, "cuEventSynchronize");
+  SYM(cu, EventElapsedTime, "cuEventElapsedTime");
   SYM(cu, ModuleLoadData, "cuModuleLoadData");
   SYM(cu, ModuleUnload, "cuModuleUnload");
   SYM(cu, ModuleGetFunction, "cuModuleGetFunction");
@@ -335,7 +341,8 @@ load_nvidia(rt_state *s)
       .Init = cu.Init, .GetDeviceCount = cu.DeviceGetCount, .SetDevice = nv_set_device,
       .GetErrorString = nv_error_string, .StreamCreateWithFlags = cu.StreamCreate, .StreamDestroy = cu.StreamDestroy,
       .StreamSynchronize = cu.StreamSynchronize, .StreamWaitEvent = cu.StreamWaitEvent, .EventCreate = nv_event_create,
-      .EventRecord = cu.EventRecord, .EventDestroy = cu.EventDestroy, .DeviceSynchronize = cu.CtxSynchronize,
+      .EventRecord = cu.EventRecord, .EventDestroy = cu.EventDestroy, .EventSynchronize = cu.EventSynchronize,
+      .EventElapsedTime = cu.EventElapsedTime, .DeviceSynchronize = cu.CtxSynchronize,
       .ModuleLoadData = cu.ModuleLoadData, .ModuleUnload = cu.ModuleUnload,
       .ModuleGetFunction = cu.ModuleGetFunction, .ModuleLaunchKernel = cu.LaunchKernel, .Malloc = nv_malloc,
       .Free = nv_free, .MallocAsync = nv_malloc_async, .FreeAsync = nv_free_async,
@@ -395,4 +402,14 @@ hip_nvidia_arch(char *arch, size_t n)
   arch[0] = 0;
   if (rt && !cu.DeviceGet(&dev, 0) && !cu.DeviceGetAttribute(&ma, 75, dev) && !cu.DeviceGetAttribute(&mi, 76, dev))
     snprintf(arch, n, "sm_%d%d", ma, mi);
+}
+
+int
+hip_code_platform(const void *code, size_t n)
+{
+  const unsigned char *c = code;
+  if (n < 20 || c[0] != 0x7f || c[1] != 'E' || c[2] != 'L' || c[3] != 'F')
+    return -1;
+  unsigned machine = c[5] == 2 ? (unsigned)c[18] << 8 | c[19] : (unsigned)c[18] | (unsigned)c[19] << 8;
+  return machine == 224 ? HIP_AMD : machine == 190 ? HIP_NVIDIA : -1; /* EM_AMDGPU, EM_CUDA */
 }

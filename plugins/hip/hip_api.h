@@ -76,6 +76,8 @@ typedef struct hip_runtime {
   hipError_t (*EventCreate)(hipEvent_t *e);
   hipError_t (*EventRecord)(hipEvent_t e, hipStream_t s);
   hipError_t (*EventDestroy)(hipEvent_t e);
+  hipError_t (*EventSynchronize)(hipEvent_t e);
+  hipError_t (*EventElapsedTime)(float *ms, hipEvent_t start, hipEvent_t stop);
   hipError_t (*DeviceSynchronize)(void);
   hipError_t (*ModuleLoadData)(hipModule_t *m, const void *image);
   hipError_t (*ModuleUnload)(hipModule_t m);
@@ -100,6 +102,10 @@ typedef struct hip_runtime {
   hipError_t (*GraphExecDestroy)(hipGraphExec_t e);
   hipError_t (*GraphDestroy)(hipGraph_t g);
 } hip_runtime;
+
+/* The platform a code object is for, from its ELF header (EM_AMDGPU: amd, EM_CUDA: nvidia);
+ * -1 when it is neither. */
+int hip_code_platform(const void *code, size_t n);
 
 /* Whether platform pf's runtime library is there and may have a device (amd: libamdhip64 and
  * /dev/kfd; nvidia: libcuda.so.1), without initialising it: a host may still fork after. */

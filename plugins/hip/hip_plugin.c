@@ -12,8 +12,9 @@
  * (default: the arch's, else amd where an AMD GPU is (/dev/kfd), else nvidia where the CUDA
  * driver is, else amd), sync = true | false (false: a run whose tensors are all on the GPU returns
  * once queued, as on a caller's stream). coil.graph_capture (mode reduce-overhead) captures runs
- * into HIP graphs (hipGraph); other keys starting with "coil." are accepted and ignored
- * (max-autotune's coil.autotune among them: the hip plugin does not tune yet).
+ * into HIP graphs (hipGraph); coil.autotune (mode max-autotune) times each kernel's candidate
+ * plans in coil-hip-tune (coil/coil_gpu_tune.h) when compiling for one arch on a machine with
+ * its GPU; other keys starting with "coil." are accepted and ignored.
  *
  * An artifact: kernels-wave<W>.hip (every kernel, readable, for the targets of wavefront W: 64
  * for gfx8/gfx9, 32 for gfx10/gfx11 and NVIDIA; launch plans and reductions differ between the
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coil/coil_gpu_tune.h"
 #include "coil/coil_plugin.h"
 #include "coil/coil_sdk.h"
 #include "coil/wir.h"
@@ -40,6 +42,7 @@
 #define HIP_ARCH_LEN 16
 
 typedef struct {
+  bool autotune;                       /* coil.autotune (mode max-autotune): time candidate plans */
   bool graphs;                         /* coil.graph_capture (mode reduce-overhead): capture, replay */
   bool async;                          /* sync = false: runs with every tensor on the GPU return once queued */
   int platform;                        /* -1: not decided yet; else a hip_platform */
@@ -111,6 +114,12 @@ parse_options(const coil_plugin_options *o, hip_options *opt)
   size_t n = o && COIL_STRUCT_HAS(o, coil_plugin_options, values) ? o->count : 0;
   for (size_t i = 0; i < n; i++) {
     const char *k = o->keys[i], *v = o->values[i];
+    if (strcmp(k, "coil.autotune") == 0) {
+      if (strcmp(v, "true") && strcmp(v, "false"))
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: option coil.autotune: expected true or false, got '%s'", v);
+      opt->autotune = strcmp(v, "true") == 0;
+      continue;
+    }
     if (strcmp(k, "coil.graph_capture") == 0) {
       if (strcmp(v, "true") && strcmp(v, "false"))
         return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: option coil.graph_capture: expected true or false, got '%s'", v);
@@ -326,6 +335,35 @@ compile_kernel(const coil_wir_program *p, int k, int platform, const char *arch,
   return e;
 }
 
+/* max-autotune: candidates compiled as the kernels are, timed by coil-hip-tune */
+typedef struct {
+  int platform;
+  const char *arch;
+} tune_target;
+
+static coil_error *
+tune_compile(void *user, const char *src, const char *what, const char *dir, const char *path)
+{
+  const tune_target *t = user;
+  return rtc_compile(t->platform, src, t->arch, what, dir, path);
+}
+
+/* Each kernel's plan for the one arch of opt: the fastest candidate on this machine's GPU. */
+static void
+tune(const coil_wir_program *p, const hip_options *opt, coil_gpu_plan *plans, coil_strbuf *log)
+{
+  if (opt->narchs != 1) {
+    coil_strbuf_puts(log, "default plans: max-autotune tunes a compile for one arch (the GPU's), not several\n");
+    return;
+  }
+  char worker[4096];
+  bool there = coil_gpu_tune_worker_beside((const void *)tune, "coil-hip-tune", worker, sizeof worker);
+  tune_target target = {opt->platform, opt->archs[0]};
+  coil_gpu_tuner t = {.name = "hip", .worker = there ? worker : NULL, .compile = tune_compile, .user = &target};
+  for (int k = 0; k < p->nkernels; k++)
+    coil_gpu_tune_kernel(hip_dialect(wave_of(opt->platform, opt->archs[0])), p, k, &t, &plans[k], log);
+}
+
 /* The dtypes of p's GEMM lines, as a bit set (checking every extern line is one). */
 static coil_error *
 gemm_dtypes(const coil_wir_program *p, unsigned *set)
@@ -372,7 +410,7 @@ compile_gemm(coil_dtype t, int platform, const char *arch, const char *dir)
  * the plans; the program; the manifest. */
 static coil_error *
 write_files(const coil_wir_program *p, const hip_options *opt, coil_gpu_plan *const plans[2], unsigned gemms,
-            const char *dir)
+            const char *tuning, const char *dir)
 {
   coil_error *e = NULL;
   coil_strbuf files = {0}, archs = {0};
@@ -411,6 +449,10 @@ write_files(const coil_wir_program *p, const hip_options *opt, coil_gpu_plan *co
     for (int t = 0; t < COIL_DTYPE_COUNT; t++)
       if (gemms >> t & 1)
         coil_strbuf_printf(&files, ", \"" HIP_GEMM_OBJECT "\"", coil_dtype_name((coil_dtype)t), opt->archs[a]);
+  }
+  if (!e && tuning) { /* max-autotune's times */
+    e = coil_sdk_write_file(dir, "tuning.log", tuning);
+    coil_strbuf_puts(&files, ", \"tuning.log\"");
   }
   char *text = e ? NULL : coil_wir_print(p);
   if (!e)
@@ -456,6 +498,9 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
     free(plans[0]), free(plans[1]);
     return coil_sdk_out_of_memory();
   }
+  coil_strbuf tlog = {0};
+  if (opt.autotune)
+    tune(p, &opt, plans[wave_slot(opt.platform, opt.archs[0])], &tlog);
   coil_error *failed = NULL;
   for (int a = 0; a < opt.narchs && !failed; a++)
     for (int k = 0; k < p->nkernels && !failed; k++)
@@ -466,7 +511,8 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
       if (gemms >> t & 1)
         failed = compile_gemm((coil_dtype)t, opt.platform, opt.archs[a], args->artifact_dir);
   /* the sources are written on failure too, for the message to point at */
-  e = write_files(p, &opt, plans, gemms, args->artifact_dir);
+  e = write_files(p, &opt, plans, gemms, opt.autotune ? (tlog.s ? tlog.s : "") : NULL, args->artifact_dir);
+  coil_strbuf_free(&tlog);
   free(plans[0]), free(plans[1]);
   if (failed) {
     if (e)
@@ -536,7 +582,7 @@ artifact_free(coil_artifact *a)
   }
 
 static const coil_plugin_api executes =
-    HIP_TABLE(COIL_FEATURE_EXECUTES | COIL_FEATURE_GRAPH_CAPTURE, load, run, artifact_free);
+    HIP_TABLE(COIL_FEATURE_EXECUTES | COIL_FEATURE_GRAPH_CAPTURE | COIL_FEATURE_AUTOTUNE, load, run, artifact_free);
 static const coil_plugin_api emits = HIP_TABLE(COIL_FEATURE_EMITS_ONLY, NULL, NULL, NULL);
 
 /* The table that runs where a runtime is (an AMD GPU's, or the CUDA driver for the NVIDIA

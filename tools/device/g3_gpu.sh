@@ -12,7 +12,10 @@
 #                      plugins, cuda's view, addmm and convolution op cases, then bench
 #   g3_gpu.sh graphs   the model tier of both plugins with coil.graph_capture = true (mode
 #                      reduce-overhead: each case captured into a graph and replayed), then bench
-# $G3_OPS replaces the op filter (a POSIX regular expression over case ids). Logs and CSVs
+#   g3_gpu.sh tune     max-autotune: coil bench --autotune on four graphs, cuda then hip, and the
+#                      model tier's small cases of both with [coil] mode = max-autotune
+# Everything written under $OUT ends up in $OUT/g3_logs.tgz (the device tool returns only a few
+# files). $G3_OPS replaces the op filter (a POSIX regular expression over case ids). Logs and CSVs
 # under $OUT.
 cd "$(dirname "$0")/../.." || exit 1
 nv=$(ls /usr/local/cuda/lib64/libnvrtc.so.1[0-9] 2>/dev/null | head -1)
@@ -23,7 +26,25 @@ out=${OUT:-/tmp}
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git rev-parse --short HEAD 2>/dev/null; } >"$out/g3_env.log" 2>&1
 new=$(grep -v '^#' tools/device/g1_ops.txt | sed 's/\./\\./g' | paste -sd'|')
 ops=${G3_OPS:-"op/(aten\.(index\.Tensor|gather|embedding|convolution|max_pool2d|avg_pool2d|view|cumsum|topk|_softmax|native_layer_norm|sum|var|mean|amax|argmax|max\.dim|min\.dim|prod|any|rms|mul|add|to_copy)[^/]*|$new)/(${G3_DTYPES:-f32})/"}
+top=${G3_NESTED:-1}
+export G3_NESTED=0
 case "${1:-hip}" in
+tune)
+  g=softmax_lastdim,layernorm,sum_dim1,pointwise_gelu_affine
+  for p in cuda hip; do
+    .deps/coil bench --backend $p --autotune --only $g --json "$out/tune_bench_$p.json" >"$out/tune_bench_$p.log" 2>&1
+    tail -n 6 "$out/tune_bench_$p.log"
+    printf '[coil]\nmode = max-autotune\n' >"$out/tune.ini"
+    .deps/coil-conformance --plugin $p --config "$out/tune.ini" --source-dir . --tier model -j 16 \
+      --filter 'model/(e0|m01)' --csv "$out/${p}_model_tune.csv" >"$out/${p}_model_tune.log" 2>&1
+    tail -n 2 "$out/${p}_model_tune.log"; grep FAIL "$out/${p}_model_tune.log" | head
+  done
+  printf 'coil 1\ngraph g(%%x: f32[4096, 1000]) {\n  %%y = aten._softmax.default(%%x, -1, False)\n  return (%%y)\n}\n' >"$out/sm.coil"
+  printf '[coil]\nmode = max-autotune\n' >"$out/tune.ini"
+  for p in cuda hip; do
+    COIL_CONFIG="$out/tune.ini" .deps/coil compile "$out/sm.coil" --backend $p -o "$out/art_$p" >/dev/null 2>&1
+    echo "== $p tuning.log"; cat "$out/art_$p/tuning.log"
+  done ;;
 graphs)
   for p in hip cuda; do
     printf '[plugin.%s]\ncoil.graph_capture = true\n' $p >"$out/graphs_$p.ini"
@@ -56,4 +77,8 @@ bench)
     .deps/coil bench --backend cuda --json "$out/bench_cuda_2.json"; } >"$out/g3_bench.log" 2>&1
   tail -60 "$out/g3_bench.log" ;;
 esac
+if [ "$top" = 1 ]; then
+  t=$(mktemp -d)
+  (cd "$out" && tar czf "$t/g3_logs.tgz" . && find . -mindepth 1 -delete && mv "$t/g3_logs.tgz" .)
+fi
 exit 0

@@ -1,7 +1,7 @@
 #!/bin/bash
 # On the development machine, after a build into build/: fills .deps/ (git-ignored) with what the
 # GPU machine needs to run coil without our Debian packages: coil, coil-conformance, the plugins
-# and coil-cuda-tune in .deps/plugins, the shared libraries it lacks in .deps/lib, and the anchor
+# and the tuning workers in .deps/plugins, the shared libraries it lacks in .deps/lib, and the anchor
 # scripts. Carry .deps with the `device` tool (carry: [".deps"]); the scripts beside this one
 # set LD_LIBRARY_PATH and COIL_PLUGIN_PATH from it.
 set -euo pipefail
@@ -10,7 +10,7 @@ rm -rf .deps
 mkdir -p .deps/plugins .deps/lib
 cp build/tools/coil build/conformance/coil-conformance .deps/
 cp -P build/core/libcoil.so* .deps/lib/ 2>/dev/null || true # the embedding API (the Python package loads it)
-cp build/plugins/libcoil_*.so build/plugins/coil-cuda-tune .deps/plugins/
+cp build/plugins/libcoil_*.so build/plugins/coil-*-tune .deps/plugins/
 for f in $(ldd .deps/coil .deps/coil-conformance .deps/plugins/* | awk '/=>/ {print $3}' | sort -u); do
   case "$(basename "$f")" in
   libc.so.*|libm.so.*|libgcc_s.so.*|libpthread.so.*|libdl.so.*) ;; # the GPU machine has its own
