@@ -1,7 +1,10 @@
-/* emit_golden.c — cuda_emit_golden: the cuda plugin's generated CUDA C++ stays what it was.
+/* emit_golden.c — cuda_emit_golden: the cuda plugin's generated CUDA C++ stays what it was; built
+ * again with -DGOLDEN_HIP as hip_emit_golden, the same for the hip plugin's two dialects.
  *
- * Usage: cuda-emit-golden GOLDEN_DIR [OUT_DIR]
+ * Usage: cuda-emit-golden GOLDEN_DIR [OUT_DIR] [--wir DIR] [--dialect NAME]
  *        cuda-emit-golden --print FILE.wir    (its kernels.cu to stdout)
+ * --wir: where the programs are (default GOLDEN_DIR/wir); --dialect: cuda (the default), or in
+ * hip-emit-golden wave64 (the default) or wave32; kernels/NAME.cu is kernels/NAME.hip there.
  *
  * For every Wrapper IR program GOLDEN_DIR/wir/NAME.wir (the plugin's input, stored so that a
  * change in the core's lowering does not show up here), the code generator runs as the plugin
@@ -24,9 +27,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cuda.h"
+#ifdef GOLDEN_HIP
+#include "../../hip/hip.h"
+#define GOLDEN_EXT ".hip"
+static const coil_gpu_dialect *dialect_dl;
 
-#define MAX_CANDIDATES 16 /* as cuda_tune.c */
+static const coil_gpu_dialect *
+dialect_named(const char *name)
+{
+  return strcmp(name, "wave64") == 0 ? hip_dialect(64) : strcmp(name, "wave32") == 0 ? hip_dialect(32) : NULL;
+}
+#define DEFAULT_DIALECT "wave64"
+#else
+#include "../cuda.h"
+#define GOLDEN_EXT ".cu"
+static const coil_gpu_dialect *dialect_dl;
+
+static const coil_gpu_dialect *
+dialect_named(const char *name)
+{
+  return strcmp(name, "cuda") == 0 ? &cuda_dialect : NULL;
+}
+#define DEFAULT_DIALECT "cuda"
+#endif
+
+#define MAX_CANDIDATES 16 /* as coil_gpu_tune.c */
 
 static uint64_t
 fnv1a(const char *s, size_t n)
@@ -79,15 +104,15 @@ hash_lines(const char *name, const coil_wir_program *p, const char *kernels_cu, 
 {
   coil_strbuf per = {0}, plans = {0}, cand = {0};
   for (int k = 0; k < p->nkernels; k++) {
-    coil_gpu_kernel_source(&cuda_dialect, p, k, NULL, &per);
+    coil_gpu_kernel_source(dialect_dl, p, k, NULL, &per);
     coil_gpu_plan c[MAX_CANDIDATES];
-    int n = coil_gpu_plan_candidates(&cuda_dialect, p, &p->kernels[k], c, MAX_CANDIDATES);
+    int n = coil_gpu_plan_candidates(dialect_dl, p, &p->kernels[k], c, MAX_CANDIDATES);
     coil_gpu_plan d;
-    coil_gpu_plan_kernel(&cuda_dialect, p, &p->kernels[k], &d);
+    coil_gpu_plan_kernel(dialect_dl, p, &p->kernels[k], &d);
     plan_line(&plans, "default", k, 0, &d);
     for (int i = 0; i < n; i++)
       plan_line(&plans, "candidate", k, i, &c[i]);
-    coil_gpu_candidates_source(&cuda_dialect, p, k, c, n, &cand);
+    coil_gpu_candidates_source(dialect_dl, p, k, c, n, &cand);
   }
   const char *texts[] = {kernels_cu, per.s ? per.s : "", plans.s ? plans.s : "", cand.s ? cand.s : ""};
   coil_strbuf_puts(out, name);
@@ -121,7 +146,7 @@ print_one(const char *path)
   if (!p)
     return 1;
   coil_strbuf cu = {0};
-  coil_gpu_program_source(&cuda_dialect, p, NULL, &cu);
+  coil_gpu_program_source(dialect_dl, p, NULL, &cu);
   fputs(cu.s ? cu.s : "", stdout);
   coil_strbuf_free(&cu);
   coil_wir_free(p);
@@ -138,16 +163,32 @@ wir_file(const struct dirent *e)
 int
 main(int argc, char **argv)
 {
+  dialect_dl = dialect_named(DEFAULT_DIALECT);
   if (argc < 2) {
-    fprintf(stderr, "usage: cuda-emit-golden GOLDEN_DIR [OUT_DIR] | --print FILE.wir\n");
+    fprintf(stderr, "usage: emit-golden GOLDEN_DIR [OUT_DIR] [--wir DIR] [--dialect NAME] | --print FILE.wir\n");
     return 2;
   }
   if (strcmp(argv[1], "--print") == 0 && argc == 3)
     return print_one(argv[2]);
-  const char *gold = argv[1], *outdir = argc > 2 ? argv[2] : ".";
+  const char *gold = argv[1], *outdir = ".", *wirdir = NULL;
+  for (int i = 2; i < argc; i++) {
+    if (strcmp(argv[i], "--wir") == 0 && i + 1 < argc)
+      wirdir = argv[++i];
+    else if (strcmp(argv[i], "--dialect") == 0 && i + 1 < argc && dialect_named(argv[i + 1]))
+      dialect_dl = dialect_named(argv[++i]);
+    else if (argv[i][0] != '-')
+      outdir = argv[i];
+    else {
+      fprintf(stderr, "emit-golden: bad argument %s\n", argv[i]);
+      return 2;
+    }
+  }
   bool update = getenv("COIL_UPDATE_GOLDEN") != NULL;
-  char path[4096];
-  snprintf(path, sizeof path, "%s/wir", gold);
+  char path[8192], wir[4096];
+  snprintf(wir, sizeof wir, "%s", wirdir ? wirdir : "");
+  if (!wirdir)
+    snprintf(wir, sizeof wir, "%s/wir", gold);
+  snprintf(path, sizeof path, "%s", wir);
   struct dirent **ents;
   int nfiles = scandir(path, &ents, wir_file, alphasort);
   if (nfiles <= 0) {
@@ -160,7 +201,7 @@ main(int argc, char **argv)
   for (int f = 0; f < nfiles; f++) {
     char name[256];
     snprintf(name, sizeof name, "%.*s", (int)(strlen(ents[f]->d_name) - 4), ents[f]->d_name);
-    snprintf(path, sizeof path, "%s/wir/%s", gold, ents[f]->d_name);
+    snprintf(path, sizeof path, "%s/%s", wir, ents[f]->d_name);
     coil_wir_program *p = read_program(path);
     free(ents[f]);
     if (!p) {
@@ -168,17 +209,17 @@ main(int argc, char **argv)
       continue;
     }
     coil_strbuf cu = {0};
-    coil_gpu_program_source(&cuda_dialect, p, NULL, &cu);
+    coil_gpu_program_source(dialect_dl, p, NULL, &cu);
     const char *got = cu.s ? cu.s : "";
     all_bytes += strlen(got);
     hash_lines(name, p, got, &hashes);
-    snprintf(path, sizeof path, "%s/kernels/%s.cu", gold, name);
+    snprintf(path, sizeof path, "%s/kernels/%s" GOLDEN_EXT, gold, name);
     char *want = slurp(path, NULL);
     if (want && update) {
       failed += write_text(path, got);
     } else if (want && strcmp(want, got) != 0) {
       char out[4096];
-      snprintf(out, sizeof out, "%s/%s.cu", outdir, name);
+      snprintf(out, sizeof out, "%s/%s" GOLDEN_EXT, outdir, name);
       write_text(out, got);
       fprintf(stderr, "FAIL %s: kernels.cu differs from %s from line %d (new text in %s)\n", name, path,
               first_diff_line(want, got), out);
