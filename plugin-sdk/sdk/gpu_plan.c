@@ -2,6 +2,7 @@
  * (pointwise, vectorised, transposing, persistent, looped), max-autotune's candidates, and the
  * launch geometry. Decided from the Wrapper IR and the dialect's warp and vector widths alone, so
  * a plugin's compile and load agree without recording it. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -378,4 +379,35 @@ coil_gpu_grid_blocks(const coil_gpu_plan *pl, bool vec, int64_t xnumel, unsigned
   if (b > (1 << 22))
     b = 1 << 22;
   return b < 1 ? 1 : (unsigned)b;
+}
+
+void
+coil_gpu_plan_print(int k, const coil_gpu_plan *q, coil_strbuf *out)
+{
+  coil_strbuf_printf(out, "k%d %d %u %d %d %d %d %d\n", k, q->kind, q->threads, q->per_thread, q->vec, q->vec_per_thread,
+                     q->tvar, q->rows);
+}
+
+bool
+coil_gpu_plan_read(const char *text, int k, coil_gpu_plan *out)
+{
+  char head[32];
+  snprintf(head, sizeof head, "k%d ", k);
+  for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+    if (strncmp(l, head, strlen(head)) == 0)
+      return sscanf(l + strlen(head), "%d %u %d %d %d %d %d", &out->kind, &out->threads, &out->per_thread, &out->vec,
+                    &out->vec_per_thread, &out->tvar, &out->rows) == 7;
+  return false;
+}
+
+const char *
+coil_gpu_ool_math(coil_kop op, coil_dtype t)
+{
+  bool f = t != COIL_F64;
+  switch (op) {
+  case COIL_KOP_SIN: return f ? "coil_sinf_ool" : "coil_sin_ool";
+  case COIL_KOP_COS: return f ? "coil_cosf_ool" : "coil_cos_ool";
+  case COIL_KOP_TAN: return f ? "coil_tanf_ool" : "coil_tan_ool";
+  default: return NULL;
+  }
 }

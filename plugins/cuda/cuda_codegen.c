@@ -6,21 +6,6 @@
  * and tan, and the integer types NVRTC lacks without system headers. */
 #include "cuda.h"
 
-/* sin, cos and tan carry a large argument-reduction slow path: called out of line (one copy per
- * kernel, not one per unrolled use), which keeps NVRTC's time down; NULL: the SDK's names (the
- * libm names, which CUDA's device math library provides in float and double). */
-static const char *
-cuda_math(coil_kop op, coil_dtype t)
-{
-  bool f = t != COIL_F64;
-  switch (op) {
-  case COIL_KOP_SIN: return f ? "coil_sinf_ool" : "coil_sin_ool";
-  case COIL_KOP_COS: return f ? "coil_cosf_ool" : "coil_cos_ool";
-  case COIL_KOP_TAN: return f ? "coil_tanf_ool" : "coil_tan_ool";
-  default: return NULL;
-  }
-}
-
 const coil_gpu_dialect cuda_dialect = {
     .name = "cuda",
     .compiler = "NVRTC",
@@ -63,12 +48,6 @@ const coil_gpu_dialect cuda_dialect = {
         "#else\n"
         "static __device__ __forceinline__ uint16_t coil_f2b(float f) { uint32_t u = __float_as_uint(f); if (f != f) return (uint16_t)((u >> 16) | 0x40); return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16); }\n"
         "#endif\n",
-    .helpers =
-        "static __device__ __noinline__ float coil_sinf_ool(float x) { return sinf(x); }\n"
-        "static __device__ __noinline__ float coil_cosf_ool(float x) { return cosf(x); }\n"
-        "static __device__ __noinline__ double coil_sin_ool(double x) { return sin(x); }\n"
-        "static __device__ __noinline__ double coil_cos_ool(double x) { return cos(x); }\n"
-        "static __device__ __noinline__ float coil_tanf_ool(float x) { return tanf(x); }\n"
-        "static __device__ __noinline__ double coil_tan_ool(double x) { return tan(x); }\n",
-    .c = {cuda_math},
+    .helpers = COIL_GPU_OOL_HELPERS, /* sin, cos, tan out of line: NVRTC's time */
+    .c = {coil_gpu_ool_math},
 };

@@ -299,8 +299,7 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
     else
       coil_gpu_plan_kernel(&cuda_dialect, p, &p->kernels[k], &plans[k]);
     const coil_gpu_plan *q = &plans[k];
-    coil_strbuf_printf(&ptext, "k%d %d %u %d %d %d %d %d\n", k, q->kind, q->threads, q->per_thread, q->vec,
-                       q->vec_per_thread, q->tvar, q->rows);
+    coil_gpu_plan_print(k, q, &ptext);
   }
   compile_job j = {.p = p, .plans = plans, .arch = arch, .dir = args->artifact_dir};
   pthread_mutex_init(&j.lock, NULL);
@@ -405,19 +404,6 @@ artifact_free(coil_artifact *a)
   coil_wir_free(a->program);
   pthread_mutex_destroy(&a->lock);
   free(a);
-}
-
-/* Kernel k's line of plans.txt ("k<k> kind threads per_thread vec vec_per_thread tvar rows"). */
-static bool
-plan_from_file(const char *text, int k, coil_gpu_plan *out)
-{
-  char head[32];
-  snprintf(head, sizeof head, "k%d ", k);
-  for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-    if (strncmp(l, head, strlen(head)) == 0)
-      return sscanf(l + strlen(head), "%d %u %d %d %d %d %d", &out->kind, &out->threads, &out->per_thread, &out->vec,
-                    &out->vec_per_thread, &out->tvar, &out->rows) == 7;
-  return false;
 }
 
 static coil_error *
@@ -559,7 +545,7 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
       artifact_free(a);
       return coil_sdk_error(COIL_ERR_IO, "cuda: cannot read %s", path);
     }
-    if (!plan_from_file(plans, k, &a->plans[k]) || !coil_gpu_plan_valid(&cuda_dialect, p, &p->kernels[k], &a->plans[k])) {
+    if (!coil_gpu_plan_read(plans, k, &a->plans[k]) || !coil_gpu_plan_valid(&cuda_dialect, p, &p->kernels[k], &a->plans[k])) {
       free(cubin), free(plans);
       artifact_free(a);
       return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: %s/plans.txt: no valid launch plan for kernel k%d (%s)",

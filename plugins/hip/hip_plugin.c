@@ -428,8 +428,7 @@ write_files(const coil_wir_program *p, const hip_options *opt, coil_gpu_plan *co
         gemm_source(hip_dialect(wave), (coil_dtype)t, !p->nkernels && !all.s, &all);
     for (int k = 0; k < p->nkernels; k++) {
       const coil_gpu_plan *q = &plans[w][k];
-      coil_strbuf_printf(&ptext, "k%d %d %u %d %d %d %d %d\n", k, q->kind, q->threads, q->per_thread, q->vec,
-                         q->vec_per_thread, q->tvar, q->rows);
+      coil_gpu_plan_print(k, q, &ptext);
     }
     char name[64];
     snprintf(name, sizeof name, "kernels-wave%d.hip", wave);

@@ -125,18 +125,6 @@ rt_extern_call(coil_gpu_run *r, const coil_line *l)
   return e ? coil_gpu_run_rtfail(r, e, "launching the generated GEMM") : NULL;
 }
 
-static bool
-plan_from_file(const char *text, int k, coil_gpu_plan *out)
-{
-  char head[32];
-  snprintf(head, sizeof head, "k%d ", k);
-  for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-    if (strncmp(l, head, strlen(head)) == 0)
-      return sscanf(l + strlen(head), "%d %u %d %d %d %d %d", &out->kind, &out->threads, &out->per_thread, &out->vec,
-                    &out->vec_per_thread, &out->tvar, &out->rows) == 7;
-  return false;
-}
-
 /* ---- reduce-overhead: hipGraph (coil/coil_gpu_run.h's capture) ---- */
 
 static int
@@ -407,7 +395,7 @@ hip_load(hip_platform pf, const char *arch, const hip_load_options *o, const cha
   }
   for (int k = 0; k < p->nkernels; k++) {
     coil_error *err = NULL;
-    if (!plan_from_file(plans, k, &a->plans[k]) || !coil_gpu_plan_valid(a->grt.dialect, p, &p->kernels[k], &a->plans[k]))
+    if (!coil_gpu_plan_read(plans, k, &a->plans[k]) || !coil_gpu_plan_valid(a->grt.dialect, p, &p->kernels[k], &a->plans[k]))
       err = coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: %s: no valid launch plan for kernel k%d (%s)", path, k,
                            p->kernels[k].name);
     if (!err)

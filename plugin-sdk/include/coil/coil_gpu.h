@@ -107,11 +107,28 @@ int coil_gpu_plan_candidates(const coil_gpu_dialect *dl, const coil_wir_program 
 /* Whether pl is a plan kernel k can run with (a plan read back from an artifact is checked). */
 bool coil_gpu_plan_valid(const coil_gpu_dialect *dl, const coil_wir_program *p, const coil_kernel *k,
                          const coil_gpu_plan *pl);
+/* A plan as an artifact records it: the line "k<K> kind threads per_thread vec vec_per_thread
+ * tvar rows", appended to out; and kernel k's plan read back from such lines (false: none). */
+void coil_gpu_plan_print(int k, const coil_gpu_plan *pl, coil_strbuf *out);
+bool coil_gpu_plan_read(const char *text, int k, coil_gpu_plan *out);
 /* Threads per block and the block count to launch kernel k with plan pl, given its x and r
  * element counts (LOOPED: a multiple of the warp in warp..256 covering the row); vec: the
  * vectorised variant is launched. */
 unsigned coil_gpu_block_threads(const coil_gpu_dialect *dl, const coil_gpu_plan *pl, int64_t rnumel);
 unsigned coil_gpu_grid_blocks(const coil_gpu_plan *pl, bool vec, int64_t xnumel, unsigned threads);
+
+/* sin, cos and tan carry a large argument-reduction slow path: a dialect of the CUDA family
+ * (__device__, __noinline__) can call them out of line, one copy per kernel rather than one per
+ * unrolled use, which keeps its compiler's time down: coil_gpu_ool_math as its math names and
+ * COIL_GPU_OOL_HELPERS in its helpers (cuda and hip do). */
+const char *coil_gpu_ool_math(coil_kop op, coil_dtype t);
+#define COIL_GPU_OOL_HELPERS                                                                                   \
+  "static __device__ __noinline__ float coil_sinf_ool(float x) { return sinf(x); }\n"                         \
+  "static __device__ __noinline__ float coil_cosf_ool(float x) { return cosf(x); }\n"                         \
+  "static __device__ __noinline__ double coil_sin_ool(double x) { return sin(x); }\n"                         \
+  "static __device__ __noinline__ double coil_cos_ool(double x) { return cos(x); }\n"                         \
+  "static __device__ __noinline__ float coil_tanf_ool(float x) { return tanf(x); }\n"                         \
+  "static __device__ __noinline__ double coil_tan_ool(double x) { return tan(x); }\n"
 
 /* The prelude every kernel source starts with (the dialect's head and conversions, the SDK's C
  * helpers as device functions, combining stores, block and warp reductions, scans). */
