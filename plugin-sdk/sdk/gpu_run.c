@@ -89,6 +89,22 @@ coil_gpu_buf_numel(const dbuf *b)
   return n;
 }
 
+bool
+coil_gpu_blas_layout(const dbuf *x, int o, bool *transposed, int64_t *ld)
+{
+  int64_t R = x->sizes[o], C = x->sizes[o + 1], sr = x->strides[o], sc = x->strides[o + 1];
+  if ((sc == 1 || C <= 1) && (R <= 1 || sr >= C)) {
+    *transposed = false;
+    *ld = R <= 1 ? (C > 1 ? C : 1) : sr;
+  } else if ((sr == 1 || R <= 1) && (C <= 1 || sc >= R)) {
+    *transposed = true;
+    *ld = C <= 1 ? (R > 1 ? R : 1) : sc;
+  } else {
+    return false;
+  }
+  return *ld <= 2147483647;
+}
+
 /* The buffer's sizes and strides from the program, symbols bound. */
 static coil_error *
 layout(coil_gpu_run *r, int bi)

@@ -55,23 +55,16 @@ numel(const dbuf *b)
   return coil_gpu_buf_numel(b);
 }
 
-
-/* How cuBLAS (column-major) reads the row-major matrix X[R, C] (dims o, o+1) transposed: op N
- * on rows of stride ld, or op T on a column-major (transposed) view. -1: neither layout. */
+/* How cuBLAS (column-major) reads the row-major matrix X[R, C] (dims o, o+1): op N on rows of
+ * stride ld, or op T on a column-major (transposed) view. -1: neither layout. */
 static int
 blas_operand(const dbuf *x, int o, int *op, int64_t *ld)
 {
-  int64_t R = x->sizes[o], C = x->sizes[o + 1], sr = x->strides[o], sc = x->strides[o + 1];
-  if ((sc == 1 || C <= 1) && (R <= 1 || sr >= C)) {
-    *op = CUBLAS_OP_N;
-    *ld = R <= 1 ? (C > 1 ? C : 1) : sr;
-  } else if ((sr == 1 || R <= 1) && (C <= 1 || sc >= R)) {
-    *op = CUBLAS_OP_T;
-    *ld = C <= 1 ? (R > 1 ? R : 1) : sc;
-  } else {
+  bool t;
+  if (!coil_gpu_blas_layout(x, o, &t, ld))
     return -1;
-  }
-  return *ld > 2147483647 ? -1 : 0;
+  *op = t ? CUBLAS_OP_T : CUBLAS_OP_N;
+  return 0;
 }
 
 /* ---- cuBLASLt ---- */

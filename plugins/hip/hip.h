@@ -41,7 +41,10 @@ bool hip_nvidia_arch_valid(const char *arch);
 #define HIP_GEMM_KERNEL "coil_gemm_%s"
 bool hip_gemm_line(const coil_wir_program *p, const coil_line *l, coil_dtype *t);
 
+enum { HIP_GEMM_AUTO, HIP_GEMM_GENERATED, HIP_GEMM_LIBRARY }; /* option gemm */
+
 typedef struct {
+  int gemm;                  /* HIP_GEMM_*: mm and bmm through the platform's BLAS where it loads */
   bool async;                /* option sync = false: runs on device tensors return once queued */
   bool graphs;               /* coil.graph_capture: runs captured into a hipGraph, replayed */
   const coil_host_api *host; /* for the log (may be NULL) */

@@ -413,3 +413,55 @@ hip_code_platform(const void *code, size_t n)
   unsigned machine = c[5] == 2 ? (unsigned)c[18] << 8 | c[19] : (unsigned)c[18] | (unsigned)c[19] << 8;
   return machine == 224 ? HIP_AMD : machine == 190 ? HIP_NVIDIA : -1; /* EM_AMDGPU, EM_CUDA */
 }
+
+/* ---- BLAS: cuBLAS on the NVIDIA platform (hipblas's NVIDIA backend calls it) ---- */
+
+#undef SYM
+#define SYM(lib, field, name)                                        \
+  do {                                                               \
+    *(void **)&(lib).field = dlsym(handle, name);                    \
+    if (!(lib).field)                                                \
+      return "a function is missing from cuBLAS: " name;            \
+  } while (0)
+
+static hip_blas blas = {.op_n = 0, .op_t = 1, .r16f = 2, .r16bf = 14, .r32f = 0, .r64f = 1, .compute32f = 68,
+                        .compute64f = 70, .algo_default = -1}; /* cuBLAS's values */
+static const char *blas_why;
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
+static const char *
+load_blas(void)
+{
+  static const char *const names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+  char path[512];
+  void *handle = CUDA_OPEN(names, 3, path);
+  if (!handle)
+    return "cuBLAS not found (looked for libcublas.so.13/.12 in $COIL_CUDA_HOME/lib64, /usr/local/cuda/lib64 and the "
+           "library path)";
+  SYM(blas, Create, "cublasCreate_v2");
+  SYM(blas, Destroy, "cublasDestroy_v2");
+  SYM(blas, SetStream, "cublasSetStream_v2");
+  SYM(blas, SetWorkspace, "cublasSetWorkspace_v2");
+  SYM(blas, GemmStridedBatchedEx, "cublasGemmStridedBatchedEx");
+  return NULL;
+}
+
+static void
+blas_init(void)
+{
+  blas_why = load_blas();
+}
+
+const hip_blas *
+hip_blas_get(hip_platform pf, const char **why)
+{
+  if (pf != HIP_NVIDIA) {
+    if (why)
+      *why = "no hipBLAS or rocBLAS is loaded on AMD yet";
+    return NULL;
+  }
+  pthread_once(&blas_once, blas_init);
+  if (blas_why && why)
+    *why = blas_why;
+  return blas_why ? NULL : &blas;
+}

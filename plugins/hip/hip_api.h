@@ -103,6 +103,27 @@ typedef struct hip_runtime {
   hipError_t (*GraphDestroy)(hipGraph_t g);
 } hip_runtime;
 
+/* ---- a vendor BLAS for mm and bmm: hipBLAS's calls ----
+ * On HIP's NVIDIA platform hipBLAS is cuBLAS underneath: the table is cuBLAS's (libcublas.so.13
+ * or .12, from $COIL_CUDA_HOME/lib64, /usr/local/cuda/lib64 or the search path), with its enum
+ * values. On AMD no BLAS is loaded yet (Debian 12 ships no hipBLAS or rocBLAS, and a user's
+ * ROCm versions differ in hipblas's types): mm and bmm run the generated GEMM there. */
+typedef struct hipblasContext *hipblasHandle_t;
+typedef struct hip_blas {
+  int op_n, op_t, r16f, r16bf, r32f, r64f, compute32f, compute64f, algo_default; /* enum values */
+  int (*Create)(hipblasHandle_t *h);
+  int (*Destroy)(hipblasHandle_t h);
+  int (*SetStream)(hipblasHandle_t h, hipStream_t s);
+  int (*SetWorkspace)(hipblasHandle_t h, void *ws, size_t bytes);
+  int (*GemmStridedBatchedEx)(hipblasHandle_t h, int transa, int transb, int m, int n, int k, const void *alpha,
+                              const void *a, int atype, int lda, long long stride_a, const void *b, int btype, int ldb,
+                              long long stride_b, const void *beta, void *c, int ctype, int ldc, long long stride_c,
+                              int batch, int compute, int algo);
+} hip_blas;
+
+/* The BLAS of platform pf, loaded on first use; NULL with why when there is none. */
+const hip_blas *hip_blas_get(hip_platform pf, const char **why);
+
 /* The platform a code object is for, from its ELF header (EM_AMDGPU: amd, EM_CUDA: nvidia);
  * -1 when it is neither. */
 int hip_code_platform(const void *code, size_t n);

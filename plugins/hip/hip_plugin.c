@@ -11,7 +11,9 @@
  * gfx1030, ...; or sm_90 on the NVIDIA platform; default: the device's), platform = amd | nvidia
  * (default: the arch's, else amd where an AMD GPU is (/dev/kfd), else nvidia where the CUDA
  * driver is, else amd), sync = true | false (false: a run whose tensors are all on the GPU returns
- * once queued, as on a caller's stream). coil.graph_capture (mode reduce-overhead) captures runs
+ * once queued, as on a caller's stream), gemm = auto | generated | library (mm and bmm through
+ * the platform's BLAS where it loads, which is cuBLAS on the NVIDIA platform and none on AMD yet;
+ * always the generated GEMM; or the BLAS or a load error). coil.graph_capture (mode reduce-overhead) captures runs
  * into HIP graphs (hipGraph); coil.autotune (mode max-autotune) times each kernel's candidate
  * plans in coil-hip-tune (coil/coil_gpu_tune.h) when compiling for one arch on a machine with
  * its GPU; other keys starting with "coil." are accepted and ignored.
@@ -23,7 +25,8 @@
  * vectorises), program.wir, manifest.json (with "platform" and "archs").
  *
  * Library ops: mm and bmm on f16, bf16, f32 and f64 run as the SDK's generated tiled GEMM (one
- * kernel per dtype used, gemm-<dtype>-<arch>.co; Debian 12 has no rocBLAS or hipBLASLt);
+ * kernel per dtype used, gemm-<dtype>-<arch>.co; Debian 12 has no rocBLAS or hipBLASLt), or
+ * through cuBLAS on the NVIDIA platform (option gemm, hip_run.c);
  * convolutions stay generated kernels (the plugin claims none); other library ops are refused. */
 #include <pthread.h>
 #include <stdio.h>
@@ -42,6 +45,7 @@
 #define HIP_ARCH_LEN 16
 
 typedef struct {
+  int gemm;                            /* option gemm: HIP_GEMM_* */
   bool autotune;                       /* coil.autotune (mode max-autotune): time candidate plans */
   bool graphs;                         /* coil.graph_capture (mode reduce-overhead): capture, replay */
   bool async;                          /* sync = false: runs with every tensor on the GPU return once queued */
@@ -128,6 +132,14 @@ parse_options(const coil_plugin_options *o, hip_options *opt)
     }
     if (strncmp(k, "coil.", 5) == 0)
       continue;
+    if (strcmp(k, "gemm") == 0) {
+      int g = strcmp(v, "auto") == 0 ? HIP_GEMM_AUTO : strcmp(v, "generated") == 0 ? HIP_GEMM_GENERATED
+              : strcmp(v, "library") == 0 ? HIP_GEMM_LIBRARY : -1;
+      if (g < 0)
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: option gemm: expected auto, generated or library, got '%s'", v);
+      opt->gemm = g;
+      continue;
+    }
     if (strcmp(k, "sync") == 0) {
       if (strcmp(v, "true") && strcmp(v, "false"))
         return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: option sync: expected true or false, got '%s'", v);
@@ -149,7 +161,7 @@ parse_options(const coil_plugin_options *o, hip_options *opt)
         return e;
       continue;
     }
-    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: unknown option '%s' (known: arch, platform, sync)", k);
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "hip: unknown option '%s' (known: arch, platform, sync, gemm)", k);
   }
   return NULL;
 }
@@ -551,7 +563,7 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
                           path, o.platform == HIP_NVIDIA ? "nvidia" : "amd");
   if (!arch_ok)
     return coil_sdk_error(COIL_ERR_VERSION, "hip: %s was not compiled for %s: recompile", path, o.archs[0]);
-  hip_load_options lo = {.async = o.async, .graphs = o.graphs, .host = self->host};
+  hip_load_options lo = {.gemm = o.gemm, .async = o.async, .graphs = o.graphs, .host = self->host};
   return hip_load((hip_platform)o.platform, o.archs[0], &lo, args->artifact_dir, out);
 }
 

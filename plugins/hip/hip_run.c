@@ -3,7 +3,9 @@
  * programs with the SDK's GPU executor (coil/coil_gpu_run.h) on a stream of its own or the
  * caller's, allocating from the device's stream-ordered pool (hipMallocAsync; the pool keeps its
  * memory between runs). A run synchronizes once at the end, unless it was queued on a caller's
- * stream with every tensor on the device. mm and bmm lines launch the SDK's generated GEMM.
+ * stream with every tensor on the device. mm and bmm lines call the platform's BLAS where it
+ * loads and the operands have a BLAS layout (cuBLAS on the NVIDIA platform: option gemm), else
+ * launch the SDK's generated GEMM.
  * reduce-overhead captures the run into a hipGraph (the SDK's coil_gpu_graph_run). */
 #include <pthread.h>
 #include <stdio.h>
@@ -35,6 +37,10 @@ struct coil_artifact {
   hipModule_t gemm_modules[COIL_DTYPE_COUNT]; /* the generated GEMM of each dtype mm lines use */
   hipFunction_t gemms[COIL_DTYPE_COUNT];
   coil_gpu_gemm_plan gemm_plans[COIL_DTYPE_COUNT];
+  const hip_blas *blas;      /* mm and bmm through the platform's BLAS (option gemm), or NULL */
+  hipblasHandle_t blas_handle;
+  hipStream_t blas_stream;   /* the stream the handle is set to */
+  void *blas_workspace;      /* given up front, so a captured GEMM allocates nothing */
   void *oob;                 /* the index check (programs with indirect loads), or NULL */
 };
 
@@ -100,7 +106,45 @@ rt_error_string(coil_gpu_run *r, int code)
   return art(r)->rt->GetErrorString(code);
 }
 
-/* mm and bmm: C[b] = A[b] B[b] with the generated GEMM, any strides */
+#define HIP_BLAS_WORKSPACE ((size_t)32 << 20)
+
+/* C[M, N] = A[M, K] B[K, N] (per batch) in row-major terms is C^T = B^T A^T column-major: the
+ * BLAS gets B first, m = N, n = M, and writes C with ldc = N. 1: the operands do not fit a BLAS
+ * call (the generated GEMM runs instead). */
+static int
+blas_gemm(coil_gpu_run *r, coil_dtype t, int o, const coil_gpu_buf *A, const coil_gpu_buf *B, const coil_gpu_buf *C,
+          coil_error **err)
+{
+  coil_artifact *a = art(r);
+  const hip_blas *bl = a->blas;
+  int64_t M = A->sizes[o], K = A->sizes[o + 1], N = B->sizes[o + 1], batch = o ? A->sizes[0] : 1, lda, ldb;
+  bool ta, tb;
+  if (!K || !coil_gpu_blas_layout(A, o, &ta, &lda) || !coil_gpu_blas_layout(B, o, &tb, &ldb) ||
+      C->strides[o + 1] != 1 || C->strides[o] != N || (o && batch > 1 && C->strides[0] != M * N) || M > 2147483647 ||
+      N > 2147483647 || K > 2147483647 || batch > 2147483647)
+    return 1;
+  int dt = t == COIL_F16 ? bl->r16f : t == COIL_BF16 ? bl->r16bf : t == COIL_F32 ? bl->r32f : bl->r64f;
+  int compute = t == COIL_F64 ? bl->compute64f : bl->compute32f;
+  float af = 1, bf = 0;
+  double ad = 1, bd = 0;
+  const void *alpha = t == COIL_F64 ? (const void *)&ad : (const void *)&af;
+  const void *beta = t == COIL_F64 ? (const void *)&bd : (const void *)&bf;
+  long long sa = o && batch > 1 ? A->strides[0] : 0, sb = o && batch > 1 ? B->strides[0] : 0;
+  if (a->blas_stream != a->stream) {
+    if (bl->SetStream(a->blas_handle, a->stream)) {
+      *err = coil_gpu_run_fail(r, COIL_ERR_RUNTIME, "cannot set the BLAS handle's stream");
+      return 0;
+    }
+    a->blas_stream = a->stream;
+  }
+  int s = bl->GemmStridedBatchedEx(a->blas_handle, tb ? bl->op_t : bl->op_n, ta ? bl->op_t : bl->op_n, (int)N, (int)M,
+                                   (int)K, alpha, PTR(B->ptr), dt, (int)ldb, sb, PTR(A->ptr), dt, (int)lda, sa, beta,
+                                   PTR(C->ptr), dt, (int)N, (long long)(M * N), (int)batch, compute, bl->algo_default);
+  *err = s ? coil_gpu_run_fail(r, COIL_ERR_RUNTIME, "the BLAS's GemmStridedBatchedEx failed with status %d", s) : NULL;
+  return 0;
+}
+
+/* mm and bmm: C[b] = A[b] B[b] through the BLAS, or with the generated GEMM (any strides) */
 static coil_error *
 rt_extern_call(coil_gpu_run *r, const coil_line *l)
 {
@@ -112,6 +156,9 @@ rt_extern_call(coil_gpu_run *r, const coil_line *l)
   const coil_gpu_buf *A = &r->bufs[l->args[0]], *B = &r->bufs[l->args[1]], *C = &r->bufs[l->outs[0]];
   if (A->rank != 2 + o || B->rank != 2 + o || C->rank != 2 + o || A->dtype != t || B->dtype != t)
     return coil_gpu_run_fail(r, COIL_ERR_INVALID_ARGUMENT, "%s of ranks %d and %d", l->op, A->rank, B->rank);
+  coil_error *err = NULL;
+  if (a->blas && A->sizes[o] && B->sizes[o + 1] && (!o || A->sizes[0]) && blas_gemm(r, t, o, A, B, C, &err) == 0)
+    return err;
   long long M = A->sizes[o], K = A->sizes[o + 1], N = B->sizes[o + 1], batch = o ? A->sizes[0] : 1;
   long long sab = o ? A->strides[0] : 0, sbb = o ? B->strides[0] : 0, scb = o ? C->strides[0] : 0;
   long long sam = A->strides[o], sak = A->strides[o + 1], sbk = B->strides[o], sbn = B->strides[o + 1];
@@ -273,6 +320,10 @@ hip_artifact_free(coil_artifact *a)
     for (int t = 0; t < COIL_DTYPE_COUNT; t++)
       if (a->gemm_modules[t])
         a->rt->ModuleUnload(a->gemm_modules[t]);
+    if (a->blas_handle)
+      a->blas->Destroy(a->blas_handle);
+    if (a->blas_workspace)
+      a->rt->Free(a->blas_workspace);
     if (a->own_stream)
       a->rt->StreamDestroy(a->own_stream);
   }
@@ -416,6 +467,20 @@ hip_load(hip_platform pf, const char *arch, const hip_load_options *o, const cha
     snprintf(name, sizeof name, HIP_GEMM_KERNEL, coil_dtype_name(t));
     coil_gpu_gemm_plan_for(a->grt.dialect, t, &a->gemm_plans[t]);
     coil_error *err = load_module(a, path, name, &a->gemm_modules[t], &a->gemms[t]);
+    if (!err && o->gemm != HIP_GEMM_GENERATED && !a->blas) { /* the BLAS, once, for every GEMM line */
+      const char *bwhy = NULL;
+      const hip_blas *bl = hip_blas_get(pf, &bwhy);
+      if (bl && (bl->Create(&a->blas_handle) || bl->SetStream(a->blas_handle, a->own_stream) ||
+                 rt->Malloc(&a->blas_workspace, HIP_BLAS_WORKSPACE) ||
+                 bl->SetWorkspace(a->blas_handle, a->blas_workspace, HIP_BLAS_WORKSPACE))) {
+        bl = NULL;
+        bwhy = "the BLAS's setup (create, stream, workspace) failed";
+      }
+      a->blas = bl;
+      a->blas_stream = a->own_stream;
+      if (!bl && o->gemm == HIP_GEMM_LIBRARY)
+        err = coil_sdk_error(COIL_ERR_RUNTIME, "hip: gemm = library, but %s", bwhy);
+    }
     if (err) {
       hip_artifact_free(a);
       return err;

@@ -12,6 +12,9 @@
 #                      plugins, cuda's view, addmm and convolution op cases, then bench
 #   g3_gpu.sh graphs   the model tier of both plugins with coil.graph_capture = true (mode
 #                      reduce-overhead: each case captured into a graph and replayed), then bench
+#   g3_gpu.sh blas     hip's mm and bmm through cuBLAS (option gemm = auto): its library-op cases
+#                      in f32, f16, bf16, the model tier, and coil bench on the matmul graphs,
+#                      cuda, hip, cuda
 #   g3_gpu.sh tune     max-autotune: coil bench --autotune on four graphs, cuda then hip, and the
 #                      model tier's small cases of both with [coil] mode = max-autotune
 # Everything written under $OUT ends up in $OUT/g3_logs.tgz (the device tool returns only a few
@@ -29,6 +32,12 @@ ops=${G3_OPS:-"op/(aten\.(index\.Tensor|gather|embedding|convolution|max_pool2d|
 top=${G3_NESTED:-1}
 export G3_NESTED=0
 case "${1:-hip}" in
+blas)
+  .deps/coil-conformance --plugin hip --source-dir . --tier op,model -j 16 --csv "$out/hip_blas.csv" \
+    --filter 'op/aten\.(addmm|mm|bmm|view|matmul|linear)[^/]*/(f32|f16|bf16)/|model/' >"$out/hip_blas.log" 2>&1
+  tail -n 3 "$out/hip_blas.log"; grep -E "FAIL|not supported" "$out/hip_blas.log" | head -20
+  g=mlp_fp16,attention_fp16,small_8mm_64,conv_bn_relu_maxpool,softmax_lastdim
+  for p in cuda hip cuda; do .deps/coil bench --backend $p --only $g 2>&1 | grep -v '^  \['; done ;;
 tune)
   g=softmax_lastdim,layernorm,sum_dim1,pointwise_gelu_affine
   for p in cuda hip; do

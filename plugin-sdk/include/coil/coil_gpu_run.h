@@ -85,6 +85,11 @@ coil_error *coil_gpu_run_rtfail(coil_gpu_run *r, int code, const char *call);
 /* e evaluated with the symbols bound so far. */
 coil_error *coil_gpu_run_eval(coil_gpu_run *r, const coil_sym *e, int64_t *out);
 
+/* How a column-major BLAS reads the row-major matrix X[R, C] held in dims o and o + 1 of b:
+ * as is (*transposed false: rows of stride *ld) or transposed (a column-major view); false when
+ * neither layout fits (strided in both dims) or ld exceeds an int. */
+bool coil_gpu_blas_layout(const coil_gpu_buf *b, int o, bool *transposed, int64_t *ld);
+
 int64_t coil_gpu_buf_numel(const coil_gpu_buf *b);
 bool coil_gpu_buf_contiguous(const coil_gpu_buf *b);
 /* Offsets of the lowest and highest element (hi < lo: no elements). */
