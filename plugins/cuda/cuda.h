@@ -50,18 +50,6 @@ typedef struct {
   float ms; /* the measured time of algo (timed plans) */
 } cuda_dnn_plan;
 
-/* An mm line whose next kernel only computes out = [relu](mm + [bias]) element for element:
- * cuBLASLt's epilogue does that kernel's work and the kernel line is skipped (cuda_run.c). */
-typedef struct {
-  int kernel_line;  /* -1: nothing to fold */
-  int bias_arg;     /* the kernel call's argument holding the bias (over the columns), or -1 */
-  int out_arg;      /* the kernel call's argument written */
-  bool relu;
-} cuda_epilogue;
-
-/* Finds the foldable epilogue of every mm line of p (epi: one per line). */
-void cuda_find_epilogues(const coil_wir_program *p, cuda_epilogue *epi);
-
 /* The options ([plugin.cuda] and the host's coil.* keys). */
 typedef struct {
   char arch[16];     /* sm_XY; "" = the GPU's (decided on first need) */
@@ -110,7 +98,7 @@ struct coil_artifact {
   const cuda_cublaslt *lt;    /* NULL: GEMMs through cublasGemmStridedBatchedEx, no epilogues */
   cublasLtHandle_t lt_handle;
   cuda_lt_plan *lt_plans;     /* per line */
-  cuda_epilogue *epi;         /* per line */
+  coil_gpu_epilogue *epi;     /* per line: cuBLASLt epilogues (coil/coil_gpu_run.h) */
   const cuda_cudnn *dnn;      /* for programs with convolution lines; else NULL */
   cudnnHandle_t dnn_handle;
   cuda_dnn_plan *dnn_plans;   /* per line */

@@ -506,7 +506,7 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
     }
     if (lt && !lt->Create(&a->lt_handle)) {
       a->lt = lt;
-      cuda_find_epilogues(p, a->epi);
+      coil_gpu_find_epilogues(p, a->epi);
     }
   }
   bool needs_dnn = false;

@@ -90,6 +90,23 @@ coil_error *coil_gpu_run_eval(coil_gpu_run *r, const coil_sym *e, int64_t *out);
  * neither layout fits (strided in both dims) or ld exceeds an int. */
 bool coil_gpu_blas_layout(const coil_gpu_buf *b, int o, bool *transposed, int64_t *ld);
 
+/* ---- GEMM epilogues (gpu_epilogue.c) ----
+ * An mm line (2-D, f32, f16 or bf16, constant sizes) whose next kernel line (past comments,
+ * allocations and frees of other buffers) reads its product and only computes
+ *   out = [relu]([cast] mm [+ bias over the columns]) element for element
+ * storing to a row-major [M, N] out of the product's dtype, with nothing else reading the product
+ * where out is another buffer: a GEMM that adds the bias and applies the relu as it stores C to
+ * out does that kernel's work, and the executor skips the line (coil_gpu_run's skip_line). */
+typedef struct coil_gpu_epilogue {
+  int kernel_line; /* -1: nothing to fold */
+  int bias_arg;    /* the kernel call's argument holding the bias (bias[n], unit stride), or -1 */
+  int out_arg;     /* the kernel call's argument written */
+  bool relu;       /* relu after the bias (NaN stays NaN) */
+} coil_gpu_epilogue;
+
+/* The foldable epilogue of every line of p (epi: p->nlines entries; kernel_line -1 where none). */
+void coil_gpu_find_epilogues(const coil_wir_program *p, coil_gpu_epilogue *epi);
+
 int64_t coil_gpu_buf_numel(const coil_gpu_buf *b);
 bool coil_gpu_buf_contiguous(const coil_gpu_buf *b);
 /* Offsets of the lowest and highest element (hi < lo: no elements). */
