@@ -16,13 +16,13 @@
 
 /* the kernel with @NAME@ tokens (replaced by expand below; see its table) */
 static const char kernel[] =
-    "/* GEMM @NAME@: C[b] = A[b] x B[b] in @DT@, accumulated in @ACC@; @BM@x@BN@ tiles of C, K in slices of\n"
+    "/* GEMM @NAME@: C[b] = [relu](A[b] x B[b] [+ bias]) in @DT@, accumulated in @ACC@; @BM@x@BN@ tiles of C, K in slices of\n"
     " * @BK@ through shared memory, @THREADS@ threads of @TM@x@TN@ each (grid: any, blocks stride over the\n"
     " * tiles; coil_gpu_gemm_blocks gives one block per tile) */\n"
     "@KERNEL@ void@LB@\n"
     "@NAME@(const @T@ *@R@ A, const @T@ *@R@ B, @T@ *@R@ C, long long M, long long N, long long K,\n"
     "    long long batch, long long sab, long long sam, long long sak, long long sbb, long long sbk,\n"
-    "    long long sbn, long long scb, long long scm, long long scn)\n"
+    "    long long sbn, long long scb, long long scm, long long scn, const @T@ *@R@ bias, int relu)\n"
     "{\n"
     "  @SHARED@ @ACC@ As[@BK@][@BM@ + 1]; /* the slice of A, k-major: As[k][m] */\n"
     "  @SHARED@ @ACC@ Bs[@BK@][@BN@ + 1]; /* of B: Bs[k][n] */\n"
@@ -82,8 +82,14 @@ static const char kernel[] =
     "#pragma unroll\n"
     "      for (int j = 0; j < @TN@; j++) {\n"
     "        const long long gn = n0 + tx + j * @RX@;\n"
-    "        if (gm < M && gn < N)\n"
+    "        if (gm < M && gn < N) { /* the epilogue: + bias[n], then relu (NaN stays NaN) */\n"
+    "          @ACC@ v = acc[i][j];\n"
+    "          if (bias)\n"
+    "            v += @LOAD_BIAS@;\n"
+    "          if (relu)\n"
+    "            v = v != v ? v : v > 0 ? v : (@ACC@)0;\n"
     "          Cb[gm * scm + gn * scn] = @STORE@;\n"
+    "        }\n"
     "      }\n"
     "    }\n"
     "  }\n"
@@ -126,6 +132,20 @@ coil_gpu_gemm_plan_for(const coil_gpu_dialect *dl, coil_dtype t, coil_gpu_gemm_p
   (void)dl; /* 256 threads: whole warps of 32 and wavefronts of 64 alike */
   /* 64 x 64 tiles of 4 x 4 per thread; f64 takes half the K slice, so both stage 8.3 KB */
   *out = (coil_gpu_gemm_plan){.threads = 256, .bm = 64, .bn = 64, .bk = t == COIL_F64 ? 8 : 16};
+}
+
+void
+coil_gpu_gemm_plan_small(const coil_gpu_dialect *dl, coil_dtype t, coil_gpu_gemm_plan *out)
+{
+  (void)dl; (void)t; /* two wavefronts of 64, four warps of 32; 8.7 KB of shared memory for f64 */
+  *out = (coil_gpu_gemm_plan){.threads = 128, .bm = 16, .bn = 16, .bk = 32};
+}
+
+bool
+coil_gpu_gemm_is_small(const coil_gpu_gemm_plan *dflt, int64_t M, int64_t N, int64_t batch)
+{
+  unsigned tiles = coil_gpu_gemm_blocks(dflt, M, N, batch);
+  return tiles > 0 && tiles < 8;
 }
 
 bool
@@ -197,16 +217,17 @@ coil_gpu_gemm_source(const coil_gpu_dialect *dl, coil_dtype t, const coil_gpu_ge
   /* f16/bf16 are stored as uint16_t and converted by the prelude's coil_h2f/coil_f2h, coil_b2f/coil_f2b */
   const char *to_acc = t == COIL_F16 ? "coil_h2f" : t == COIL_BF16 ? "coil_b2f" : "";
   const char *to_store = t == COIL_F16 ? "coil_f2h" : t == COIL_BF16 ? "coil_f2b" : "";
-  char load_a[96], load_b[96], store[64];
+  char load_a[96], load_b[96], load_bias[64], store[64];
   snprintf(load_a, sizeof load_a, "%s(Ab[gm * sam + gk * sak])", to_acc);
   snprintf(load_b, sizeof load_b, "%s(Bb[gk * sbk + gn * sbn])", to_acc);
-  snprintf(store, sizeof store, "%s(acc[i][j])", to_store);
+  snprintf(load_bias, sizeof load_bias, "%s(bias[gn])", to_acc);
+  snprintf(store, sizeof store, "%s(v)", to_store);
   const char *const tokens[][2] = {
       {"NAME", name}, {"DT", coil_dtype_name(t)}, {"T", coil_c_storage_type(t)},
       {"ACC", t == COIL_F64 ? "double" : "float"}, {"KERNEL", dl->kernel_decl}, {"LB", lb},
       {"R", dl->restrict_kw}, {"SHARED", dl->shared}, {"TID", dl->thread_idx}, {"BID", dl->block_idx},
       {"GDIM", dl->grid_dim}, {"SYNC", dl->barrier}, {"THREADS", threads}, {"BM", bm}, {"BN", bn}, {"BK", bk},
-      {"TM", tm}, {"TN", tn}, {"RX", srx}, {"RY", sry}, {"LOAD_A", load_a}, {"LOAD_B", load_b}, {"STORE", store},
+      {"TM", tm}, {"TN", tn}, {"RX", srx}, {"RY", sry}, {"LOAD_A", load_a}, {"LOAD_B", load_b}, {"LOAD_BIAS", load_bias}, {"STORE", store},
       {"A_ROUNDS", a_rounds}, {"B_ROUNDS", b_rounds}, {"A_GUARD", a_guard}, {"B_GUARD", b_guard}};
   expand(kernel, tokens, sizeof tokens / sizeof *tokens, out);
   return true;

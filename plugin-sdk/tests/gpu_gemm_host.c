@@ -8,7 +8,9 @@
  * sized shapes, K = 0, batches, transposed and broadcast operands and outputs that are
  * transposed or strided with gaps, comparing every element with a double reference (bounded by
  * the accumulation's and the output dtype's rounding of sum |a||b|) and checking that C's gaps
- * are untouched. Plans other than the default and a grid smaller than the tile count run too.
+ * are untouched; the epilogues (a bias over the columns, a relu that keeps NaN) on every case
+ * with the default and the small plan. Other plans and a grid smaller than the tile count run
+ * too.
  * Usage: sdk-gpu-gemm-host (exit 77: no C++ compiler) */
 #include <dlfcn.h>
 #include <errno.h>
@@ -86,7 +88,8 @@ host_half(coil_strbuf *b)
 }
 
 typedef void gemm_fn(const void *, const void *, void *, long long, long long, long long, long long, long long,
-                     long long, long long, long long, long long, long long, long long, long long, long long);
+                     long long, long long, long long, long long, long long, long long, long long, long long,
+                     const void *, int);
 
 typedef struct {
   int (*start)(unsigned, unsigned);
@@ -101,6 +104,8 @@ typedef struct {
   const void *A, *B;
   void *C;
   long long a[13]; /* M N K batch sab sam sak sbb sbk sbn scb scm scn */
+  const void *bias; /* the epilogue: bias[n] (NULL: none), then relu */
+  int relu;
   unsigned grid;
 } launch;
 
@@ -117,7 +122,8 @@ work(void *arg)
   const long long *a = l->a;
   for (unsigned b = 0; b < l->grid; b++) {
     l->rt->enter(w->tid, b);
-    l->fn(l->A, l->B, l->C, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12]);
+    l->fn(l->A, l->B, l->C, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], l->bias,
+          l->relu);
     l->rt->block_end();
   }
   return NULL;
@@ -212,10 +218,14 @@ span(int64_t batch, int64_t rows, int64_t cols, int64_t sb, int64_t sr, int64_t 
   return (batch - 1) * sb + (rows - 1) * sr + (cols - 1) * sc + 1;
 }
 
-/* One product with kernel fn (plan pl) on a grid of `grid` blocks (0: coil_gpu_gemm_blocks');
- * returns the number of wrong elements (printing the first few). */
+/* One product with kernel fn (plan pl) on a grid of `grid` blocks (0: coil_gpu_gemm_blocks'),
+ * with the epilogue: a bias over the columns (epi & EPI_BIAS; its element 0 NaN with a relu, which
+ * must keep it), a relu (epi & EPI_RELU). Returns the number of wrong elements (printing the
+ * first few). */
+enum { EPI_BIAS = 1, EPI_RELU = 2 };
 static int
-check(const host_rt *rt, gemm_fn *fn, coil_dtype t, const coil_gpu_gemm_plan *pl, const gcase *c, unsigned grid)
+check(const host_rt *rt, gemm_fn *fn, coil_dtype t, const coil_gpu_gemm_plan *pl, const gcase *c, unsigned grid,
+      int epi)
 {
   const int64_t M = c->M, N = c->N, K = c->K, nb = c->batch;
   /* batch strides with a gap of a few elements, so a wrong batch offset reads or writes garbage */
@@ -230,8 +240,9 @@ check(const host_rt *rt, gemm_fn *fn, coil_dtype t, const coil_gpu_gemm_plan *pl
   const int64_t nc = span(nb, M, N, scb, scm, scn);
   const size_t es = coil_dtype_size(t);
   unsigned char *A = malloc((size_t)na * es), *B = malloc((size_t)nbb * es), *C = malloc((size_t)nc * es);
+  unsigned char *bias = malloc((size_t)(N + 1) * es);
   bool *in_c = calloc((size_t)nc, 1);
-  if (!A || !B || !C || !in_c) {
+  if (!A || !B || !C || !bias || !in_c) {
     fprintf(stderr, "FAIL: out of memory\n");
     exit(1);
   }
@@ -239,8 +250,11 @@ check(const host_rt *rt, gemm_fn *fn, coil_dtype t, const coil_gpu_gemm_plan *pl
     put(t, A, i, uniform());
   for (int64_t i = 0; i < nbb; i++)
     put(t, B, i, uniform());
+  for (int64_t i = 0; i < N; i++)
+    put(t, bias, i, i == 0 && (epi & EPI_RELU) ? NAN : uniform());
   memset(C, 0xff, (size_t)nc * es); /* NaN in every dtype: an element not written fails */
-  launch l = {rt, fn, A, B, C, {M, N, K, nb, sab, sam, sak, sbb, sbk, sbn, scb, scm, scn}, grid};
+  launch l = {rt, fn, A, B, C, {M, N, K, nb, sab, sam, sak, sbb, sbk, sbn, scb, scm, scn},
+              epi & EPI_BIAS ? bias : NULL, (epi & EPI_RELU) != 0, grid};
   if (!grid)
     l.grid = coil_gpu_gemm_blocks(pl, M, N, nb);
   if (l.grid)
@@ -255,10 +269,17 @@ check(const host_rt *rt, gemm_fn *fn, coil_dtype t, const coil_gpu_gemm_plan *pl
           ref += p;
           mag += fabs(p);
         }
+        if (epi & EPI_BIAS) {
+          ref += get(t, bias, n);
+          mag += fabs(get(t, bias, n));
+        }
+        if ((epi & EPI_RELU) && ref < 0) /* NaN stays NaN */
+          ref = 0;
         const int64_t at = b * scb + m * scm + n * scn;
         in_c[at] = true;
         const double got = get(t, C, at), tol = 2 * ((double)K * acc_unit(t) + out_unit(t)) * mag;
-        if (!(fabs(got - ref) <= tol) && bad++ < 5)
+        const bool ok = isnan(ref) ? isnan(got) : fabs(got - ref) <= tol;
+        if (!ok && bad++ < 5)
           fprintf(stderr, "  C[%lld][%lld][%lld] = %.17g, want %.17g (tolerance %.3g)\n", (long long)b, (long long)m,
                   (long long)n, got, ref, tol);
       }
@@ -271,6 +292,7 @@ check(const host_rt *rt, gemm_fn *fn, coil_dtype t, const coil_gpu_gemm_plan *pl
   free(A);
   free(B);
   free(C);
+  free(bias);
   free(in_c);
   return bad;
 }
@@ -389,13 +411,28 @@ check_api(const coil_gpu_dialect *d32, const coil_gpu_dialect *d64)
     fprintf(stderr, "FAIL: an i32 GEMM is taken\n");
     failed++;
   }
-  for (size_t i = 0; i < NDT; i++) {
-    coil_gpu_gemm_plan_for(d64, dtypes[i], &pl);
-    if (!coil_gpu_gemm_plan_valid(dtypes[i], &pl) || pl.threads % 64) {
-      fprintf(stderr, "FAIL: %s's default plan is not valid, or not whole wavefronts\n", coil_dtype_name(dtypes[i]));
+  for (size_t i = 0; i < NDT; i++)
+    for (int small = 0; small < 2; small++) {
+      (small ? coil_gpu_gemm_plan_small : coil_gpu_gemm_plan_for)(d64, dtypes[i], &pl);
+      if (!coil_gpu_gemm_plan_valid(dtypes[i], &pl) || pl.threads % 64) {
+        fprintf(stderr, "FAIL: %s's %s plan is not valid, or not whole wavefronts\n", coil_dtype_name(dtypes[i]),
+                small ? "small" : "default");
+        failed++;
+      }
+    }
+  /* small: fewer than 8 tiles of the default plan */
+  coil_gpu_gemm_plan_for(d32, COIL_F32, &pl);
+  struct {
+    int64_t M, N, batch;
+    bool want;
+  } small[] = {{0, 64, 1, false}, {64, 64, 1, true}, {128, 128, 1, true}, {64, 64, 7, true},
+               {64, 64, 8, false}, {130, 130, 3, false}, {512, 512, 1, false}};
+  for (size_t i = 0; i < sizeof small / sizeof *small; i++)
+    if (coil_gpu_gemm_is_small(&pl, small[i].M, small[i].N, small[i].batch) != small[i].want) {
+      fprintf(stderr, "FAIL: coil_gpu_gemm_is_small(%lld, %lld, %lld) is not %d\n", (long long)small[i].M,
+              (long long)small[i].N, (long long)small[i].batch, small[i].want);
       failed++;
     }
-  }
   return failed;
 }
 
@@ -415,11 +452,11 @@ main(void)
     coil_strbuf_free(&half);
     return failed ? 1 : 77;
   }
-  /* the kernels: the default plan per dtype, and two others (a non-square split; threads that
-   * are no multiple of a warp and slices the threads do not divide) */
+  /* the kernels: the default and the small plan per dtype, and two others (a non-square split;
+   * threads that are no multiple of a warp and slices the threads do not divide) */
   const coil_gpu_gemm_plan alt[] = {{128, 32, 64, 8}, {96, 24, 32, 5}};
   const coil_dtype alt_t[] = {COIL_F32, COIL_F64};
-  coil_gpu_gemm_plan plans[NDT];
+  coil_gpu_gemm_plan plans[NDT], small[NDT];
   coil_strbuf src = {0};
   coil_strbuf_puts(&src, "/* sdk_gpu_gemm_host: the generated GEMM for the host dialect */\n");
   coil_gpu_prelude(&host, &src);
@@ -428,6 +465,12 @@ main(void)
     snprintf(name, sizeof name, "gemm_%s", coil_dtype_name(dtypes[i]));
     coil_gpu_gemm_plan_for(&host, dtypes[i], &plans[i]);
     if (!coil_gpu_gemm_source(&host, dtypes[i], &plans[i], name, &src)) {
+      fprintf(stderr, "FAIL: no source for %s\n", name);
+      return 1;
+    }
+    snprintf(name, sizeof name, "gemm_%s_small", coil_dtype_name(dtypes[i]));
+    coil_gpu_gemm_plan_small(&host, dtypes[i], &small[i]);
+    if (!coil_gpu_gemm_source(&host, dtypes[i], &small[i], name, &src)) {
       fprintf(stderr, "FAIL: no source for %s\n", name);
       return 1;
     }
@@ -472,15 +515,18 @@ main(void)
   *(void **)&rt.enter = dlsym(h, "coil_host_enter");
   *(void **)&rt.block_end = dlsym(h, "coil_host_block_end");
   *(void **)&rt.stop = dlsym(h, "coil_host_stop");
-  gemm_fn *fns[NDT], *alt_fn[2];
-  for (size_t i = 0; i < NDT + 2; i++) {
+  gemm_fn *fns[NDT], *small_fn[NDT], *alt_fn[2];
+  for (size_t i = 0; i < 2 * NDT + 2; i++) {
     char name[32];
+    gemm_fn **at = i < NDT ? &fns[i] : i < 2 * NDT ? &small_fn[i - NDT] : &alt_fn[i - 2 * NDT];
     if (i < NDT)
       snprintf(name, sizeof name, "gemm_%s", coil_dtype_name(dtypes[i]));
+    else if (i < 2 * NDT)
+      snprintf(name, sizeof name, "gemm_%s_small", coil_dtype_name(dtypes[i - NDT]));
     else
-      snprintf(name, sizeof name, "gemm_alt%zu", i - NDT);
-    *(void **)(i < NDT ? &fns[i] : &alt_fn[i - NDT]) = dlsym(h, name);
-    if (!(i < NDT ? fns[i] : alt_fn[i - NDT])) {
+      snprintf(name, sizeof name, "gemm_alt%zu", i - 2 * NDT);
+    *(void **)at = dlsym(h, name);
+    if (!*at) {
       fprintf(stderr, "FAIL: %s is not in %s\n", name, so);
       return 1;
     }
@@ -493,19 +539,33 @@ main(void)
   int ran = 0;
   for (size_t i = 0; i < NDT; i++)
     for (size_t c = 0; c < NCASES; c++, ran++)
-      if (check(&rt, fns[i], dtypes[i], &plans[i], &cases[c], 0)) {
+      if (check(&rt, fns[i], dtypes[i], &plans[i], &cases[c], 0, 0)) {
         describe(&cases[c], dtypes[i], "default plan");
         failed++;
       }
+  /* the epilogues (bias, relu, both) on every case, with the small plan and the default */
+  static const char *const epi_name[] = {"", "bias", "relu", "bias and relu"};
+  for (size_t i = 0; i < NDT; i++)
+    for (size_t c = 0; c < NCASES; c++)
+      for (int small_plan = 0; small_plan < 2; small_plan++, ran++) {
+        const int epi = 1 + (int)(c + (size_t)small_plan) % 3;
+        char what[64];
+        snprintf(what, sizeof what, "%s plan, epilogue %s", small_plan ? "small" : "default", epi_name[epi]);
+        if (check(&rt, small_plan ? small_fn[i] : fns[i], dtypes[i], small_plan ? &small[i] : &plans[i], &cases[c],
+                  0, epi)) {
+          describe(&cases[c], dtypes[i], what);
+          failed++;
+        }
+      }
   for (size_t i = 0; i < 2; i++) /* the other plans: edges, transposes, gaps */
     for (size_t c = 2; c < NCASES; c += 2, ran++)
-      if (check(&rt, alt_fn[i], alt_t[i], &alt[i], &cases[c], 0)) {
+      if (check(&rt, alt_fn[i], alt_t[i], &alt[i], &cases[c], 0, 0)) {
         describe(&cases[c], alt_t[i], i ? "plan 96 24 32 5" : "plan 128 32 64 8");
         failed++;
       }
   /* fewer blocks than tiles (27): the blocks stride over them */
   for (unsigned grid = 1; grid <= 5; grid += 4, ran++)
-    if (check(&rt, fns[0], COIL_F32, &plans[0], &cases[7], grid)) {
+    if (check(&rt, fns[0], COIL_F32, &plans[0], &cases[7], grid, 0)) {
       describe(&cases[7], COIL_F32, grid == 1 ? "a grid of 1 block" : "a grid of 5 blocks");
       failed++;
     }
