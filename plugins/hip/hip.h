@@ -34,11 +34,13 @@ bool hip_nvidia_arch_valid(const char *arch);
  * cubin on the NVIDIA platform). */
 #define HIP_CODE_OBJECT "k%d-%s.co"
 
-/* The generated GEMM of dtype t (f16, bf16, f32, f64) for mm and bmm lines: kernel coil_gemm_<t>
- * (coil/coil_gpu.h's coil_gpu_gemm_source, the default plan of the wavefront's dialect) in the
- * code object gemm-<t>-<arch>.co. hip_gemm_line: whether line l is such a call, and its dtype. */
+/* The generated GEMM of dtype t (f16, bf16, f32, f64) for mm and bmm lines: kernels coil_gemm_<t>
+ * and coil_gemm_<t>_small (coil/coil_gpu.h's coil_gpu_gemm_source with the default and the small
+ * plan of the wavefront's dialect) in the code object gemm-<t>-<arch>.co. hip_gemm_line: whether
+ * line l is such a call, and its dtype. */
 #define HIP_GEMM_OBJECT "gemm-%s-%s.co"
 #define HIP_GEMM_KERNEL "coil_gemm_%s"
+#define HIP_GEMM_SMALL "_small"
 bool hip_gemm_line(const coil_wir_program *p, const coil_line *l, coil_dtype *t);
 
 enum { HIP_GEMM_AUTO, HIP_GEMM_GENERATED, HIP_GEMM_LIBRARY }; /* option gemm */

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* Opens the first of names found in $ENV/SUB, DFLT/SUB, then the dynamic linker's own path. */
@@ -414,23 +415,55 @@ hip_code_platform(const void *code, size_t n)
   return machine == 224 ? HIP_AMD : machine == 190 ? HIP_NVIDIA : -1; /* EM_AMDGPU, EM_CUDA */
 }
 
-/* ---- BLAS: cuBLAS on the NVIDIA platform (hipblas's NVIDIA backend calls it) ---- */
+/* ---- BLAS: hipBLAS on AMD (its API 2, ROCm 6 and later), cuBLAS on the NVIDIA platform (what
+ * hipBLAS's NVIDIA backend calls). The two take the same arguments; the enum values differ and
+ * are the table's. hipBLAS 2 exports the API 2 GEMM as hipblasGemmStridedBatchedEx_v2 beside the
+ * deprecated one of hipblasDatatype_t; hipBLAS 3 keeps the API 2 one alone, under the plain name.
+ * hipBLAS on AMD has not run here (Debian 12 has no hipBLAS, coil's GPU machine is NVIDIA's):
+ * hip_run.c checks a loaded BLAS against small products before using it. ---- */
 
 #undef SYM
 #define SYM(lib, field, name)                                        \
   do {                                                               \
     *(void **)&(lib).field = dlsym(handle, name);                    \
     if (!(lib).field)                                                \
-      return "a function is missing from cuBLAS: " name;            \
+      return "a function is missing from the BLAS: " name;          \
   } while (0)
 
-static hip_blas blas = {.op_n = 0, .op_t = 1, .r16f = 2, .r16bf = 14, .r32f = 0, .r64f = 1, .compute32f = 68,
-                        .compute64f = 70, .algo_default = -1}; /* cuBLAS's values */
-static const char *blas_why;
-static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static hip_blas blases[2] = {
+    /* hipBLAS 2: HIPBLAS_OP_N/T, hipDataType HIP_R_16F/16BF/32F/64F, HIPBLAS_COMPUTE_32F/64F, HIPBLAS_GEMM_DEFAULT */
+    [HIP_AMD] = {.op_n = 111, .op_t = 112, .r16f = 2, .r16bf = 14, .r32f = 0, .r64f = 1, .compute32f = 2,
+                 .compute64f = 7, .algo_default = 160},
+    /* cuBLAS's values */
+    [HIP_NVIDIA] = {.op_n = 0, .op_t = 1, .r16f = 2, .r16bf = 14, .r32f = 0, .r64f = 1, .compute32f = 68,
+                    .compute64f = 70, .algo_default = -1},
+};
+static const char *blas_why[2];
+static pthread_once_t blas_once[2] = {PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT};
 
 static const char *
-load_blas(void)
+load_amd_blas(hip_blas *b)
+{
+  static const char *const names[] = {"libhipblas.so.3", "libhipblas.so.2"};
+  char path[512];
+  void *handle = ROCM_OPEN(names, 2, path);
+  if (!handle)
+    return "hipBLAS not found (looked for libhipblas.so.3/.2 in $COIL_ROCM_HOME/lib, /opt/rocm/lib and the library "
+           "path; Debian 12 has none)";
+  SYM(*b, Create, "hipblasCreate");
+  SYM(*b, Destroy, "hipblasDestroy");
+  SYM(*b, SetStream, "hipblasSetStream");
+  SYM(*b, SetWorkspace, "hipblasSetWorkspace");
+  *(void **)&b->GemmStridedBatchedEx = dlsym(handle, "hipblasGemmStridedBatchedEx_v2");
+  if (!b->GemmStridedBatchedEx && strstr(path, ".so.2") == NULL) /* hipBLAS 3: the plain name is API 2's */
+    SYM(*b, GemmStridedBatchedEx, "hipblasGemmStridedBatchedEx");
+  if (!b->GemmStridedBatchedEx)
+    return "hipBLAS 2 without hipblasGemmStridedBatchedEx_v2";
+  return NULL;
+}
+
+static const char *
+load_nvidia_blas(hip_blas *b)
 {
   static const char *const names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
   char path[512];
@@ -438,30 +471,31 @@ load_blas(void)
   if (!handle)
     return "cuBLAS not found (looked for libcublas.so.13/.12 in $COIL_CUDA_HOME/lib64, /usr/local/cuda/lib64 and the "
            "library path)";
-  SYM(blas, Create, "cublasCreate_v2");
-  SYM(blas, Destroy, "cublasDestroy_v2");
-  SYM(blas, SetStream, "cublasSetStream_v2");
-  SYM(blas, SetWorkspace, "cublasSetWorkspace_v2");
-  SYM(blas, GemmStridedBatchedEx, "cublasGemmStridedBatchedEx");
+  SYM(*b, Create, "cublasCreate_v2");
+  SYM(*b, Destroy, "cublasDestroy_v2");
+  SYM(*b, SetStream, "cublasSetStream_v2");
+  SYM(*b, SetWorkspace, "cublasSetWorkspace_v2");
+  SYM(*b, GemmStridedBatchedEx, "cublasGemmStridedBatchedEx");
   return NULL;
 }
 
 static void
-blas_init(void)
+amd_blas_init(void)
 {
-  blas_why = load_blas();
+  blas_why[HIP_AMD] = load_amd_blas(&blases[HIP_AMD]);
+}
+
+static void
+nvidia_blas_init(void)
+{
+  blas_why[HIP_NVIDIA] = load_nvidia_blas(&blases[HIP_NVIDIA]);
 }
 
 const hip_blas *
 hip_blas_get(hip_platform pf, const char **why)
 {
-  if (pf != HIP_NVIDIA) {
-    if (why)
-      *why = "no hipBLAS or rocBLAS is loaded on AMD yet";
-    return NULL;
-  }
-  pthread_once(&blas_once, blas_init);
-  if (blas_why && why)
-    *why = blas_why;
-  return blas_why ? NULL : &blas;
+  pthread_once(&blas_once[pf], pf == HIP_AMD ? amd_blas_init : nvidia_blas_init);
+  if (blas_why[pf] && why)
+    *why = blas_why[pf];
+  return blas_why[pf] ? NULL : &blases[pf];
 }

@@ -106,8 +106,11 @@ typedef struct hip_runtime {
 /* ---- a vendor BLAS for mm and bmm: hipBLAS's calls ----
  * On HIP's NVIDIA platform hipBLAS is cuBLAS underneath: the table is cuBLAS's (libcublas.so.13
  * or .12, from $COIL_CUDA_HOME/lib64, /usr/local/cuda/lib64 or the search path), with its enum
- * values. On AMD no BLAS is loaded yet (Debian 12 ships no hipBLAS or rocBLAS, and a user's
- * ROCm versions differ in hipblas's types): mm and bmm run the generated GEMM there. */
+ * values. On AMD it is hipBLAS's API 2 (libhipblas.so.3 or .2 from $COIL_ROCM_HOME/lib,
+ * /opt/rocm/lib or the search path: ROCm 6 and later; Debian 12 ships none, and the API 1 of ROCm
+ * 5's hipBLAS, with other types, is not taken), untested on AMD hardware: a loaded BLAS is
+ * checked against small products before use (hip_run.c), and without one mm and bmm run the
+ * generated GEMM. */
 typedef struct hipblasContext *hipblasHandle_t;
 typedef struct hip_blas {
   int op_n, op_t, r16f, r16bf, r32f, r64f, compute32f, compute64f, algo_default; /* enum values */

@@ -392,16 +392,20 @@ gemm_dtypes(const coil_wir_program *p, unsigned *set)
   return NULL;
 }
 
-/* The GEMM of dtype t, after a prelude (out: the source). */
+/* The GEMMs of dtype t, the default plan's and the small plan's, after a prelude (out: the
+ * source). */
 static void
 gemm_source(const coil_gpu_dialect *dl, coil_dtype t, bool prelude, coil_strbuf *out)
 {
   coil_gpu_gemm_plan pl;
   char name[64];
-  coil_gpu_gemm_plan_for(dl, t, &pl);
-  snprintf(name, sizeof name, HIP_GEMM_KERNEL, coil_dtype_name(t));
   if (prelude)
     coil_gpu_prelude(dl, out);
+  coil_gpu_gemm_plan_for(dl, t, &pl);
+  snprintf(name, sizeof name, HIP_GEMM_KERNEL, coil_dtype_name(t));
+  coil_gpu_gemm_source(dl, t, &pl, name, out);
+  coil_gpu_gemm_plan_small(dl, t, &pl);
+  snprintf(name, sizeof name, HIP_GEMM_KERNEL HIP_GEMM_SMALL, coil_dtype_name(t));
   coil_gpu_gemm_source(dl, t, &pl, name, out);
 }
 

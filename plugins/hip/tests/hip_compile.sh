@@ -37,7 +37,7 @@ check_artifact() {
       fi
     done
     for name in $(ls "$dir" | sed -n "s/^gemm-\([a-z0-9]*\)-$arch\.co\$/\1/p"); do
-      if "$check" "$dir/gemm-$name-$arch.co" $arch $wave "coil_gemm_$name"; then
+      if "$check" "$dir/gemm-$name-$arch.co" $arch $wave "coil_gemm_$name" "coil_gemm_${name}_small"; then
         objects=$((objects + 1)) gemms=$((gemms + 1))
       else
         bad=1
