@@ -15,6 +15,10 @@
 #   g3_gpu.sh blas     hip's mm and bmm through cuBLAS (option gemm = auto): its library-op cases
 #                      in f32, f16, bf16, the model tier, and coil bench on the matmul graphs,
 #                      cuda, hip, cuda
+#   g3_gpu.sh epi      GEMM epilogues (a following bias/relu kernel folded into the generated GEMM):
+#                      hip's library-op cases and model tier with gemm = generated (every match
+#                      folds) and gemm = auto (small products fold), the model tier with graph
+#                      capture, then bench
 #   g3_gpu.sh tune     max-autotune: coil bench --autotune on four graphs, cuda then hip, and the
 #                      model tier's small cases of both with [coil] mode = max-autotune
 # Everything written under $OUT ends up in $OUT/g3_logs.tgz (the device tool returns only a few
@@ -38,6 +42,20 @@ blas)
   tail -n 3 "$out/hip_blas.log"; grep -E "FAIL|not supported" "$out/hip_blas.log" | head -20
   g=mlp_fp16,attention_fp16,small_8mm_64,conv_bn_relu_maxpool,softmax_lastdim
   for p in cuda hip cuda; do .deps/coil bench --backend $p --only $g 2>&1 | grep -v '^  \['; done ;;
+epi)
+  f='op/aten\.(addmm|mm|bmm|view|matmul|linear|relu)[^/]*/(f32|f16|bf16)/|model/'
+  printf '[plugin.hip]\ngemm = generated\n' >"$out/generated.ini"
+  printf '[plugin.hip]\ncoil.graph_capture = true\n' >"$out/graphs_hip.ini"
+  .deps/coil-conformance --plugin hip --config "$out/generated.ini" --source-dir . --tier op,model -j 16 \
+    --csv "$out/hip_epi_generated.csv" --filter "$f" >"$out/hip_epi_generated.log" 2>&1
+  .deps/coil-conformance --plugin hip --source-dir . --tier op,model,abi -j 16 --csv "$out/hip_epi_auto.csv" \
+    --filter "$f|abi/" >"$out/hip_epi_auto.log" 2>&1
+  .deps/coil-conformance --plugin hip --config "$out/graphs_hip.ini" --source-dir . --tier model -j 16 \
+    --csv "$out/hip_epi_graphs.csv" >"$out/hip_epi_graphs.log" 2>&1
+  for l in hip_epi_generated hip_epi_auto hip_epi_graphs; do
+    echo "== $l"; tail -n 3 "$out/$l.log"; grep -E "FAIL|not supported" "$out/$l.log" | head -20
+  done
+  bash "$0" bench ;;
 tune)
   g=softmax_lastdim,layernorm,sum_dim1,pointwise_gelu_affine
   for p in cuda hip; do
