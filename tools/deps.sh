@@ -18,6 +18,8 @@ if command -v pkg-config >/dev/null 2>&1; then
 else
   missing+=(libcjson-dev libinih-dev libcriterion-dev libxxhash-dev libsodium-dev libopenblas-dev)
 fi
+# Tests only: the fx plugin's Python is checked with python3 -m py_compile.
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
 # OpenMP needs nothing more: gcc brings libgomp.
 # ROCm 5.2 (Debian's own packages): the hip plugin compiles kernels in process with hiprtc, which
 # Debian ships inside libamdhip64 (libamdhip64-5, with libhiprtc-builtins5 beside it); it needs

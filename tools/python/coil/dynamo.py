@@ -37,7 +37,8 @@ counters = {"graphs": 0, "compiled": 0, "fallbacks": 0, "lean": 0, "bindings": 0
 last_runner = None  # the callable of the last graph compiled (the benchmark times it alone)
 
 OPTIONS = {
-    "backend": "coil backend to compile for (cpu, cuda, ...); default: cuda for CUDA inputs, else cpu",
+    "backend": "coil backend to compile for (cpu, cuda, ...; fx: coil.fx's GraphModule with Triton kernels); "
+               "default: cuda for CUDA inputs, else cpu",
     "mode": "default | reduce-overhead | max-autotune (also torch.compile's mode=)",
     "strict": "True: a graph coil cannot compile raises instead of running eagerly",
     "cache_dir": "coil's compile cache ([coil] cache_dir)",
@@ -233,6 +234,8 @@ def _compile(gm, example_inputs, opts):
             "%s is not supported by coil (%s%s)" % (op, lines[0], ", and %d more" % (len(lines) - 1) if len(lines) > 1 else "")
             for op, lines in sorted(pg.unsupported.items())))
     s = opts.session(device)
+    if opts.backend == "fx":
+        return _fx_runner(s, pg, position, computed, results)
     t0 = time.perf_counter()
     model = s.compile(pg.text, file="dynamo_%d.coil" % counters["graphs"])
     counters["coil_compile_s"] += time.perf_counter() - t0
@@ -242,6 +245,45 @@ def _compile(gm, example_inputs, opts):
     counters["compiled"] += 1
     last_runner = _Runner(model, pg, placeholders, position, computed, results, device)
     return last_runner
+
+
+def _fx_runner(s, pg, position, computed, results):
+    """backend "fx": the graph compiled by the fx plugin and run as its GraphModule (coil's
+    schedule, Triton kernels)."""
+    global last_runner
+    import tempfile
+    from . import fx
+    out_dir = tempfile.mkdtemp(prefix="coil-fx-")
+    t0 = time.perf_counter()
+    s.compile_artifact(pg.text, out_dir, file="dynamo_%d.coil" % counters["graphs"])
+    gm = fx.load(out_dir)
+    counters["coil_compile_s"] += time.perf_counter() - t0
+    srcs = [(True, position[gi.node]) if gi.node.op == "placeholder" else (False, gi.tensor.contiguous())
+            for gi in pg.inputs]
+    # eager's strides where they are not the dense ones the program writes (static ones only: a
+    # symbolic non-dense output stays dense)
+    strided = []
+    for o in computed:
+        v = o.meta["val"]
+        st = [_expr(x) for x in v.stride()]
+        strided.append(tuple(st) if not _is_dense(v) and all(isinstance(x, int) for x in st) else None)
+
+    def run(args):
+        ins = [args[v].contiguous() if is_arg else v for is_arg, v in srcs]
+        outs = list(gm(*ins))
+        for k, st in enumerate(strided):
+            if st is not None:
+                o = torch.empty_strided(outs[k].shape, st, dtype=outs[k].dtype, device=outs[k].device)
+                outs[k] = o.copy_(outs[k])
+                counters["output_copies"] += 1
+        res = [outs[v] if kind == "output" else (args[v] if kind == "input" else v) for kind, v in results]
+        args.clear()
+        return res
+    run._boxed_call = True
+    run.gm = gm
+    counters["compiled"] += 1
+    last_runner = run
+    return run
 
 
 def _attr(gm, target):

@@ -1,0 +1,160 @@
+# kernels.py: the Triton kernels of coil program g (Wrapper IR 1.4), written by coil's fx
+# plugin 0.1.0. graph.py launches them; KERNELS lists each with its argument types.
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+# Helpers (PyTorch's semantics where Triton's operators differ): integer floor division and
+# remainder (Triton's truncate), division by zero of integers giving 0 as in coil's other
+# generated code, NaN-propagating max and min, and the combine functions of reductions.
+@triton.jit
+def _coil_floordiv(a, b):
+    q = a // b
+    return tl.where(((a % b) != 0) & ((a < 0) != (b < 0)), q - 1, q)
+
+@triton.jit
+def _coil_mod(a, b):
+    r = a % b
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+
+@triton.jit
+def _coil_min(a, b):
+    return tl.minimum(a, b)
+
+@triton.jit
+def _coil_max(a, b):
+    return tl.maximum(a, b)
+
+@triton.jit
+def _coil_floordiv_v(a, b):
+    s = tl.where(b == 0, 1, b)
+    return tl.where(b == 0, 0, _coil_floordiv(a, s))
+
+@triton.jit
+def _coil_truncdiv_v(a, b):
+    s = tl.where(b == 0, 1, b)
+    return tl.where(b == 0, 0, a // s)
+
+@triton.jit
+def _coil_fmod_v(a, b):
+    s = tl.where(b == 0, 1, b)
+    return tl.where(b == 0, 0, a % s)
+
+@triton.jit
+def _coil_floordiv_f(a, b):
+    # PyTorch's div_floor for floats: from fmod, so that a == b * q + r holds where it can
+    m = libdevice.fmod(a, b)
+    d = (a - m) / b
+    d = tl.where((m != 0) & ((b < 0) != (m < 0)), d - 1.0, d)
+    q = tl.floor(d)
+    q = tl.where(d - q > 0.5, q + 1.0, q)
+    q = tl.where(d == 0, libdevice.copysign(0.0 * d, a / b), q)
+    return tl.where(b == 0, a / b, q)
+
+@triton.jit
+def _coil_fmax(a, b):
+    return tl.where((a > b) | (a != a), a, b)
+
+@triton.jit
+def _coil_fmin(a, b):
+    return tl.where((a < b) | (a != a), a, b)
+
+@triton.jit
+def _coil_imax(a, b):
+    return tl.maximum(a, b)
+
+@triton.jit
+def _coil_imin(a, b):
+    return tl.minimum(a, b)
+
+@triton.jit
+def _coil_or(a, b):
+    return a | b
+
+@triton.jit
+def _coil_and(a, b):
+    return a & b
+
+@triton.jit
+def _coil_add(a, b):
+    return a + b
+
+@triton.jit
+def _coil_mul(a, b):
+    return a * b
+
+@triton.jit
+def _coil_argmax(av, ai, bv, bi):
+    # the first largest; NaN is larger than everything (torch.argmax)
+    an = av != av
+    bn = bv != bv
+    a = (av > bv) | (an & ~bn) | (((av == bv) | (an & bn)) & (ai < bi))
+    return tl.where(a, av, bv), tl.where(a, ai, bi)
+
+@triton.jit
+def _coil_argmin(av, ai, bv, bi):
+    # the first smallest; NaN is smaller than everything (torch.argmin)
+    an = av != av
+    bn = bv != bv
+    a = (av < bv) | (an & ~bn) | (((av == bv) | (an & bn)) & (ai < bi))
+    return tl.where(a, av, bv), tl.where(a, ai, bi)
+
+
+def _blocks(kind, xnumel, rnumel):
+    """(_XBLOCK, _RBLOCK, num_warps) of a launch: 1024 points a program for pointwise kernels;
+    a persistent reduction holds its whole row (a power of two), with as many rows as make 4096
+    points; a looped one walks r by up to 1024 points, 2048 points a chunk."""
+    if kind == "pointwise":
+        return 1024, 1, 4
+    rb = triton.next_power_of_2(max(int(rnumel), 1))
+    if kind == "persistent":
+        return max(1, min(64, 4096 // rb)), rb, (8 if rb >= 2048 else 4)
+    rb = min(rb, 1024)
+    return max(1, min(64, 2048 // rb)), rb, 8
+
+
+@triton.jit
+def coil_per_fused_embedding_add_native_layer_norm_0(in0, in1, in2, out0, in3, in4, out1, _xnumel, _rnumel, _XBLOCK: tl.constexpr, _RBLOCK: tl.constexpr):
+    # aten.embedding.default aten.add.Tensor aten.native_layer_norm.default
+    _xindex = (tl.program_id(0).to(tl.int64) * _XBLOCK + tl.arange(0, _XBLOCK).to(tl.int64))[:, None]
+    _xmask = _xindex < _xnumel
+    _xz = tl.zeros([_XBLOCK, 1], tl.int64)
+    x0 = _xindex // (1024)
+    x1 = _xindex % 1024
+    _rindex = tl.arange(0, _RBLOCK).to(tl.int64)[None, :]
+    _rmask = _rindex < _rnumel
+    r0 = _rindex
+    _t0 = tl.load(in0 + (((1024 * x0) + x1) + _xz), _xmask, other=0)
+    _v1 = _t0.to(tl.int64)
+    _ok1 = (_v1 >= 0) & (_v1 < 50257)
+    tl.device_assert(_ok1 | ~(_xmask), "index out of range in coil_per_fused_embedding_add_native_layer_norm_0")
+    i1 = tl.where(_ok1, _v1, 0)
+    _t1 = i1
+    _t2 = tl.load(in1 + (((768 * i1) + r0) + _xz), _xmask & _rmask, other=0)
+    _t3 = tl.load(in2 + ((r0 + (768 * x1)) + _xz), _xmask & _rmask, other=0)
+    _t4 = (_t2 + _t3)
+    _w5 = tl.broadcast_to(_t4, [_XBLOCK, _RBLOCK])
+    _t5 = tl.sum(tl.where(_rmask, _w5, 0.0), 1)[:, None] / _rnumel
+    _w6 = tl.broadcast_to(_t4, [_XBLOCK, _RBLOCK])
+    _m6 = _t5
+    _d6 = tl.where(_rmask, _w6 - _m6, 0.0)
+    _t6 = tl.sum(_d6 * _d6, 1)[:, None]
+    tl.store(out0 + ((r0 + (786432 * x0) + (768 * x1)) + _xz), _t4.to(tl.float32), _xmask & _rmask)
+    _t8 = (_t4 - _t5)
+    _t9 = (768 + _xz)
+    _t10 = _t9.to(tl.float32)
+    _t11 = (_t6 / _t10)
+    _t12 = tl.full([_XBLOCK, 1], 1e-05, tl.float32)
+    _t13 = (_t11 + _t12)
+    _t14 = tl.rsqrt(_t13)
+    _t15 = (_t8 * _t14)
+    _t16 = tl.load(in3 + (r0 + _xz), _xmask & _rmask, other=0)
+    _t17 = (_t15 * _t16)
+    _t18 = tl.load(in4 + (r0 + _xz), _xmask & _rmask, other=0)
+    _t19 = (_t17 + _t18)
+    tl.store(out1 + ((r0 + (786432 * x0) + (768 * x1)) + _xz), _t19.to(tl.float32), _xmask & _rmask)
+
+
+KERNELS = {
+    "coil_per_fused_embedding_add_native_layer_norm_0": (coil_per_fused_embedding_add_native_layer_norm_0, "persistent", {"in0": "*i64", "in1": "*fp32", "in2": "*fp32", "out0": "*fp32", "in3": "*fp32", "in4": "*fp32", "out1": "*fp32", "_xnumel": "i64", "_rnumel": "i64"}),
+}

@@ -1,0 +1,156 @@
+# kernels.py: the Triton kernels of coil program g (Wrapper IR 1.4), written by coil's fx
+# plugin 0.1.0. graph.py launches them; KERNELS lists each with its argument types.
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+# Helpers (PyTorch's semantics where Triton's operators differ): integer floor division and
+# remainder (Triton's truncate), division by zero of integers giving 0 as in coil's other
+# generated code, NaN-propagating max and min, and the combine functions of reductions.
+@triton.jit
+def _coil_floordiv(a, b):
+    q = a // b
+    return tl.where(((a % b) != 0) & ((a < 0) != (b < 0)), q - 1, q)
+
+@triton.jit
+def _coil_mod(a, b):
+    r = a % b
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+
+@triton.jit
+def _coil_min(a, b):
+    return tl.minimum(a, b)
+
+@triton.jit
+def _coil_max(a, b):
+    return tl.maximum(a, b)
+
+@triton.jit
+def _coil_floordiv_v(a, b):
+    s = tl.where(b == 0, 1, b)
+    return tl.where(b == 0, 0, _coil_floordiv(a, s))
+
+@triton.jit
+def _coil_truncdiv_v(a, b):
+    s = tl.where(b == 0, 1, b)
+    return tl.where(b == 0, 0, a // s)
+
+@triton.jit
+def _coil_fmod_v(a, b):
+    s = tl.where(b == 0, 1, b)
+    return tl.where(b == 0, 0, a % s)
+
+@triton.jit
+def _coil_floordiv_f(a, b):
+    # PyTorch's div_floor for floats: from fmod, so that a == b * q + r holds where it can
+    m = libdevice.fmod(a, b)
+    d = (a - m) / b
+    d = tl.where((m != 0) & ((b < 0) != (m < 0)), d - 1.0, d)
+    q = tl.floor(d)
+    q = tl.where(d - q > 0.5, q + 1.0, q)
+    q = tl.where(d == 0, libdevice.copysign(0.0 * d, a / b), q)
+    return tl.where(b == 0, a / b, q)
+
+@triton.jit
+def _coil_fmax(a, b):
+    return tl.where((a > b) | (a != a), a, b)
+
+@triton.jit
+def _coil_fmin(a, b):
+    return tl.where((a < b) | (a != a), a, b)
+
+@triton.jit
+def _coil_imax(a, b):
+    return tl.maximum(a, b)
+
+@triton.jit
+def _coil_imin(a, b):
+    return tl.minimum(a, b)
+
+@triton.jit
+def _coil_or(a, b):
+    return a | b
+
+@triton.jit
+def _coil_and(a, b):
+    return a & b
+
+@triton.jit
+def _coil_add(a, b):
+    return a + b
+
+@triton.jit
+def _coil_mul(a, b):
+    return a * b
+
+@triton.jit
+def _coil_argmax(av, ai, bv, bi):
+    # the first largest; NaN is larger than everything (torch.argmax)
+    an = av != av
+    bn = bv != bv
+    a = (av > bv) | (an & ~bn) | (((av == bv) | (an & bn)) & (ai < bi))
+    return tl.where(a, av, bv), tl.where(a, ai, bi)
+
+@triton.jit
+def _coil_argmin(av, ai, bv, bi):
+    # the first smallest; NaN is smaller than everything (torch.argmin)
+    an = av != av
+    bn = bv != bv
+    a = (av < bv) | (an & ~bn) | (((av == bv) | (an & bn)) & (ai < bi))
+    return tl.where(a, av, bv), tl.where(a, ai, bi)
+
+
+def _blocks(kind, xnumel, rnumel):
+    """(_XBLOCK, _RBLOCK, num_warps) of a launch: 1024 points a program for pointwise kernels;
+    a persistent reduction holds its whole row (a power of two), with as many rows as make 4096
+    points; a looped one walks r by up to 1024 points, 2048 points a chunk."""
+    if kind == "pointwise":
+        return 1024, 1, 4
+    rb = triton.next_power_of_2(max(int(rnumel), 1))
+    if kind == "persistent":
+        return max(1, min(64, 4096 // rb)), rb, (8 if rb >= 2048 else 4)
+    rb = min(rb, 1024)
+    return max(1, min(64, 2048 // rb)), rb, 8
+
+
+@triton.jit
+def coil_red_fused__softmax_0(in0, out0, _xnumel, _rnumel, _XBLOCK: tl.constexpr, _RBLOCK: tl.constexpr):
+    # aten._softmax.default
+    _xindex = (tl.program_id(0).to(tl.int64) * _XBLOCK + tl.arange(0, _XBLOCK).to(tl.int64))[:, None]
+    _xmask = _xindex < _xnumel
+    _xz = tl.zeros([_XBLOCK, 1], tl.int64)
+    x0 = _xindex
+    _a1 = tl.full([_XBLOCK, _RBLOCK], float("-inf"), tl.float32)
+    for _roffset in range(0, _rnumel, _RBLOCK):
+        _rindex = _roffset + tl.arange(0, _RBLOCK).to(tl.int64)[None, :]
+        _rmask = _rindex < _rnumel
+        r0 = _rindex
+        _t0 = tl.load(in0 + ((r0 + (4096 * x0)) + _xz), _xmask & _rmask, other=0)
+        _w1 = tl.broadcast_to(_t0, [_XBLOCK, _RBLOCK])
+        _a1 = _coil_fmax(_a1, tl.where(_rmask, _w1, float("-inf")))
+    _t1 = tl.reduce(_a1, 1, _coil_fmax)[:, None]
+    _a4 = tl.full([_XBLOCK, _RBLOCK], 0, tl.float32)
+    for _roffset in range(0, _rnumel, _RBLOCK):
+        _rindex = _roffset + tl.arange(0, _RBLOCK).to(tl.int64)[None, :]
+        _rmask = _rindex < _rnumel
+        r0 = _rindex
+        _t0 = tl.load(in0 + ((r0 + (4096 * x0)) + _xz), _xmask & _rmask, other=0)
+        _t2 = (_t0 - _t1)
+        _t3 = tl.exp(_t2)
+        _w4 = tl.broadcast_to(_t3, [_XBLOCK, _RBLOCK])
+        _a4 = _coil_add(_a4, tl.where(_rmask, _w4, 0))
+    _t4 = tl.sum(_a4, 1)[:, None].to(tl.float32)
+    for _roffset in range(0, _rnumel, _RBLOCK):
+        _rindex = _roffset + tl.arange(0, _RBLOCK).to(tl.int64)[None, :]
+        _rmask = _rindex < _rnumel
+        r0 = _rindex
+        _t0 = tl.load(in0 + ((r0 + (4096 * x0)) + _xz), _xmask & _rmask, other=0)
+        _t2 = (_t0 - _t1)
+        _t3 = tl.exp(_t2)
+        _t5 = (_t3 / _t4)
+        tl.store(out0 + ((r0 + (4096 * x0)) + _xz), _t5.to(tl.float32), _xmask & _rmask)
+
+
+KERNELS = {
+    "coil_red_fused__softmax_0": (coil_red_fused__softmax_0, "reduction", {"in0": "*fp32", "out0": "*fp32", "_xnumel": "i64", "_rnumel": "i64"}),
+}

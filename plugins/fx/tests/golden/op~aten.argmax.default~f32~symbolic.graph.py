@@ -1,0 +1,81 @@
+# graph.py: coil program conformance_case (Wrapper IR 1.4) as a torch.fx.GraphModule, written by coil's fx
+# plugin 0.1.0: build() returns it, its nodes named as the program's buffers and kernels.
+PROGRAM = "conformance_case"
+# the inputs: (placeholder, the graph's name for it (as the exporter wrote it), a weight?)
+INPUTS = [
+    ("arg0", "a", False),
+]
+
+import importlib.util
+import operator
+import os
+
+import torch
+import torch.fx
+import triton
+from torch.library import wrap_triton
+
+try:  # launchers and checks are kept by dead-code elimination
+    from torch.fx.node import has_side_effect as _side_effect
+except ImportError:  # an older torch
+    def _side_effect(fn):
+        return fn
+
+
+def _sibling(name):
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
+    spec = importlib.util.spec_from_file_location("coil_fx_" + PROGRAM + "_" + name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+K = _sibling("kernels")
+
+
+@_side_effect
+def _coil_aligned(t, n):
+    """assert BUF aligned N"""
+    if t.data_ptr() % n:
+        raise RuntimeError("coil: an input's data is not aligned to %d bytes" % n)
+
+
+def _coil_view(t, sizes, strides, offset):
+    """view / reuse: a layout over t's storage, offset elements past t's first"""
+    return torch.as_strided(t, sizes, strides, t.storage_offset() + offset)
+
+
+def _coil_layout(t, sizes, strides):
+    """an extern call's result in the layout the program planned for it (copied if not)"""
+    if tuple(t.shape) == tuple(sizes) and (t.numel() == 0 or t.stride() == tuple(strides)):
+        return t
+    out = torch.empty_strided(sizes, strides, dtype=t.dtype, device=t.device)
+    return out.copy_(t)
+
+
+@_side_effect
+def coil_per_fused_argmax_0(in0, out0, s0):
+    """kernel_call coil_per_fused_argmax_0: the Triton kernel K.coil_per_fused_argmax_0"""
+    _xnumel = 1 * (s0)
+    _rnumel = 1 * (7)
+    if _xnumel <= 0:
+        return
+    _xb, _rb, _nw = K._blocks("persistent", _xnumel, _rnumel)
+    wrap_triton(K.coil_per_fused_argmax_0)[(triton.cdiv(_xnumel, _xb), 1, 1)](in0, out0, s0, _xnumel, _rnumel, _XBLOCK=_xb, _RBLOCK=_rb, num_warps=_nw)
+
+
+def build(device="cuda"):
+    """The program as a torch.fx.GraphModule (device: where its buffers go when it has no
+    tensor input to take the device from)."""
+    g = torch.fx.Graph()
+    arg0 = g.placeholder("arg0")
+    _device = g.call_function(getattr, (arg0, "device"))
+    s0 = g.create_node("call_method", "size", (arg0, 0), name="s0")
+    g.call_function(torch._check, (g.call_function(operator.eq, (g.call_method("size", (arg0, 1)), 7)),))
+    g.call_function(torch._check, (g.call_function(operator.eq, (g.call_method("stride", (arg0, 0)), 7)),))
+    g.call_function(torch._check, (g.call_function(operator.eq, (g.call_method("stride", (arg0, 1)), 1)),))
+    buf0 = g.create_node("call_function", torch.empty_strided, ((s0,), (1,)), {"dtype": torch.int64, "device": _device}, name="buf0")
+    g.create_node("call_function", coil_per_fused_argmax_0, (arg0, buf0, s0, ), name="coil_per_fused_argmax_0")
+    g.output((buf0,))
+    g.lint()
+    return torch.fx.GraphModule(torch.nn.Module(), g, class_name=PROGRAM)
