@@ -41,19 +41,22 @@ torch_dtype(coil_dtype t)
   }
 }
 
-/* a Python string literal of untrusted text: printable ASCII but quote and backslash as they are,
- * everything else escaped */
+/* A Python string of untrusted text: printable ASCII but quote and backslash as it is; text with
+ * any other byte as an escaped bytes literal decoded as UTF-8 (so "é" stays "é"). */
 static void
 py_string(coil_strbuf *b, const char *s)
 {
-  coil_strbuf_puts(b, "\"");
+  bool plain = true;
+  for (const unsigned char *c = (const unsigned char *)s; c && *c; c++)
+    plain = plain && *c >= 0x20 && *c < 0x7f;
+  coil_strbuf_puts(b, plain ? "\"" : "b\"");
   for (const unsigned char *c = (const unsigned char *)s; c && *c; c++) {
     if (*c >= 0x20 && *c < 0x7f && *c != '"' && *c != '\\')
       coil_strbuf_putn(b, (const char *)c, 1);
     else
       coil_strbuf_printf(b, "\\x%02x", *c);
   }
-  coil_strbuf_puts(b, "\"");
+  coil_strbuf_puts(b, plain ? "\"" : "\".decode(\"utf-8\", \"replace\")");
 }
 
 /* A size expression as nodes (constants as ints), size symbols by their Python names. */
