@@ -2,7 +2,8 @@
  * node names are the Wrapper IR's (arg0, s0, buf3, v1, the kernels' names):
  *
  *   input            a placeholder
- *   symbol / assert  x.size(d) / x.stride(d); torch._check of the equality; alignment checked
+ *   symbol / assert  x.size(d) / x.stride(d); _coil_expect (torch._check with a message naming
+ *                    the input) of the equality; alignment checked
  *   alloc            torch.empty_strided (none for a buffer an extern call produces: its
  *                    result, in the planned layout)
  *   reuse, view      torch.as_strided over the storage they share
@@ -238,6 +239,15 @@ static const char header[] =
     "        raise RuntimeError(\"coil: an input's data is not aligned to %d bytes\" % n)\n"
     "\n"
     "\n"
+    "@_side_effect\n"
+    "def _coil_expect(t, what, dim, want, name):\n"
+    "    \"\"\"assert BUF size|stride D == VALUE: input name is as the program was compiled for\"\"\"\n"
+    "    got = t.size(dim) if what == \"size\" else t.stride(dim)\n"
+    "    label = dict((i[0], i[1]) for i in INPUTS).get(name, \"\")\n"
+    "    torch._check(got == want, lambda: \"coil: input %s (%r) of program %s: %s %d is %s, compiled for %s\"\n"
+    "                 % (name, label, PROGRAM, what, dim, got, want))\n"
+    "\n"
+    "\n"
     "def _coil_view(t, sizes, strides, offset):\n"
     "    \"\"\"view / reuse: a layout over t's storage, offset elements past t's first\"\"\"\n"
     "    return torch.as_strided(t, sizes, strides, t.storage_offset() + offset)\n"
@@ -248,7 +258,68 @@ static const char header[] =
     "    if tuple(t.shape) == tuple(sizes) and (t.numel() == 0 or t.stride() == tuple(strides)):\n"
     "        return t\n"
     "    out = torch.empty_strided(sizes, strides, dtype=t.dtype, device=t.device)\n"
-    "    return out.copy_(t)\n";
+    "    return out.copy_(t)\n"
+    "\n"
+    "\n"
+    "# CPU tensors, where this Triton has no CPU backend: the kernels run in Triton's interpreter.\n"
+    "_HOST_BACKEND = \"cpu\" in getattr(getattr(triton, \"backends\", None), \"backends\", {})\n"
+    "_host = None\n"
+    "\n"
+    "\n"
+    "def _kernel(kernel, t):\n"
+    "    \"\"\"kernel as it launches on t's device: through wrap_triton (make_fx and torch.export record\n"
+    "    it) where Triton compiles for the device, else its twin in the interpreter (_host_kernels)\"\"\"\n"
+    "    if not isinstance(kernel, triton.runtime.jit.JITFunction):  # TRITON_INTERPRET=1 already\n"
+    "        return kernel\n"
+    "    if t is not None and t.device.type == \"cpu\" and not _HOST_BACKEND:\n"
+    "        return getattr(_host_kernels(), kernel.fn.__name__)\n"
+    "    return wrap_triton(kernel)\n"
+    "\n"
+    "\n"
+    "def _host_kernels():\n"
+    "    \"\"\"kernels.py loaded a second time with TRITON_INTERPRET=1, its libdevice calls and its\n"
+    "    rounding to bfloat16 (which the interpreter truncates) through torch\"\"\"\n"
+    "    global _host\n"
+    "    if _host is None:\n"
+    "        old = os.environ.get(\"TRITON_INTERPRET\")\n"
+    "        os.environ[\"TRITON_INTERPRET\"] = \"1\"\n"
+    "        try:\n"
+    "            module = _sibling(\"kernels\")\n"
+    "        finally:\n"
+    "            if old is None:\n"
+    "                del os.environ[\"TRITON_INTERPRET\"]\n"
+    "            else:\n"
+    "                os.environ[\"TRITON_INTERPRET\"] = old\n"
+    "        module.libdevice = _HostLibdevice()\n"
+    "        module._coil_bf16 = lambda x: _host_elementwise(lambda v: v.to(torch.bfloat16).to(v.dtype), (x,))\n"
+    "        _host = module\n"
+    "    return _host\n"
+    "\n"
+    "\n"
+    "class _HostLibdevice:\n"
+    "    \"\"\"libdevice for the interpreter, which has none: each function is torch's, computed in the\n"
+    "    arguments' dtype on the numpy arrays the interpreter holds\"\"\"\n"
+    "\n"
+    "    _torch = {\"nearbyint\": torch.round}  # rounds ties to even, as nearbyint does\n"
+    "\n"
+    "    def __getattr__(self, name):\n"
+    "        fn = self._torch.get(name) or getattr(torch, name)\n"
+    "        return lambda *args: _host_elementwise(fn, args)\n"
+    "\n"
+    "\n"
+    "def _host_elementwise(fn, args):\n"
+    "    import numpy\n"
+    "    import triton.language as tl\n"
+    "    from triton.runtime.interpreter import TensorHandle\n"
+    "\n"
+    "    ts = [a for a in args if isinstance(a, tl.tensor)]\n"
+    "    nd = ts[0].handle.data.dtype\n"
+    "    xs = [torch.from_numpy(numpy.ascontiguousarray(a.handle.data)) if isinstance(a, tl.tensor)\n"
+    "          else torch.from_numpy(numpy.asarray(getattr(a, \"value\", a), dtype=nd)) for a in args]\n"
+    "    r = numpy.ascontiguousarray(fn(*xs).numpy().astype(nd))\n"
+    "    scalar = ts[0].dtype\n"
+    "    block = any(isinstance(a.type, tl.block_type) for a in ts)\n"
+    "    return tl.tensor(TensorHandle(r, scalar), tl.block_type(scalar, list(r.shape)) if block else scalar)\n";
 
 bool
 fx_graph_module(const coil_wir_program *p, coil_strbuf *b, char *why, size_t n)
@@ -311,10 +382,10 @@ fx_graph_module(const coil_wir_program *p, coil_strbuf *b, char *why, size_t n)
       if (l->assert_kind == COIL_ASSERT_ALIGNED) {
         coil_strbuf_printf(b, "    g.call_function(_coil_aligned, (%s, %lld))\n", buf->name, (long long)l->align);
       } else {
-        coil_strbuf_printf(b, "    g.call_function(torch._check, (g.call_function(operator.eq, (g.call_method(\"%s\", (%s, %d)), ",
-                           l->assert_kind == COIL_ASSERT_STRIDE ? "stride" : "size", buf->name, l->dim);
+        coil_strbuf_printf(b, "    g.call_function(_coil_expect, (%s, \"%s\", %d, ", buf->name,
+                           l->assert_kind == COIL_ASSERT_STRIDE ? "stride" : "size", l->dim);
         sym_node(p, l->value, b);
-        coil_strbuf_puts(b, ")),))\n");
+        coil_strbuf_printf(b, ", \"%s\"))\n", buf->name);
       }
       break;
     case COIL_LINE_ALLOC:

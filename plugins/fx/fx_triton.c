@@ -15,6 +15,12 @@
  * Out-of-range indirect indices are checked with tl.device_assert (Triton compiles it only in
  * debug mode: TRITON_DEBUG=1) and clamped, so nothing is read with them.
  *
+ * The kernels call Triton's builtins only (tl.full, tl.reduce with the helpers here), none of
+ * triton.language's own @triton.jit functions (tl.zeros, tl.sum, tl.max): graph.py runs the
+ * kernels on CPU tensors by loading this file again under Triton's interpreter, in a process
+ * whose triton.language was not, and a compiled function cannot be called from an interpreted
+ * one.
+ *
  * Every name from the program goes into the source as it is (fx_name_ok refuses the ones Python
  * would read otherwise); everything this file names itself starts with '_'. */
 #include <math.h>
@@ -292,11 +298,24 @@ combine_fn(coil_reduction red, coil_dtype t)
   }
 }
 
+/* The expression written since b's offset start, rounded to f16 or bf16 (and back to float, the
+ * compute type). bf16 goes through _coil_bf16, which the interpreted twin of the kernels
+ * replaces: Triton's interpreter truncates f32 to bf16 where the GPU rounds to nearest even. */
 static void
-round16(coil_strbuf *b, coil_dtype t)
+round16(coil_strbuf *b, size_t start, coil_dtype t)
 {
-  if (t == COIL_F16 || t == COIL_BF16)
-    coil_strbuf_printf(b, ".to(%s).to(tl.float32)", fx_tl_dtype(t));
+  if (t == COIL_F16) {
+    coil_strbuf_puts(b, ".to(tl.float16).to(tl.float32)");
+  } else if (t == COIL_BF16) {
+    size_t n = b->len - start;
+    char *x = malloc(n + 1);
+    if (x) {
+      memcpy(x, b->s + start, n), x[n] = '\0';
+      b->len = start, b->s[start] = '\0';
+    }
+    coil_strbuf_printf(b, "_coil_bf16(%s)", x ? x : "?");
+    free(x);
+  }
 }
 
 static const char *
@@ -366,6 +385,7 @@ value_expr(kemit *e, int i)
 {
   const coil_kinst *in = &e->k->insts[i];
   coil_strbuf *b = e->b;
+  size_t start = b->len;
   coil_dtype t = in->dtype;
   char a[24] = "", c[24] = "", d[24] = "";
   int ar = coil_kop_arity(in->op);
@@ -401,7 +421,7 @@ value_expr(kemit *e, int i)
     if (t == COIL_BOOL)
       coil_strbuf_printf(b, "(%s != 0)", a);
     else if (t == COIL_F16 || t == COIL_BF16)
-      coil_strbuf_printf(b, "%s.to(%s).to(tl.float32)", a, fx_tl_dtype(t));
+      coil_strbuf_puts(b, a), round16(b, start, t);
     else
       coil_strbuf_printf(b, "%s.to(%s)", a, fx_tl_dtype(t));
     return;
@@ -471,7 +491,7 @@ value_expr(kemit *e, int i)
     break;
   }
   }
-  round16(b, t);
+  round16(b, start, t);
 }
 
 /* the statements of instruction i that is not a REDUCE (computed at e->pad) */
@@ -547,11 +567,11 @@ reduce_whole(kemit *e, int i)
   coil_strbuf_printf(b, "%s_w%d = tl.broadcast_to(_t%d, [_XBLOCK, _RBLOCK])\n", pad, i, a);
   switch (in->red) {
   case COIL_REDUCE_SUM:
-    coil_strbuf_printf(b, "%s_t%d = tl.sum(tl.where(_rmask, _w%d, 0), 1)[:, None].to(%s)", pad, i, i,
+    coil_strbuf_printf(b, "%s_t%d = tl.reduce(tl.where(_rmask, _w%d, 0).to(%s), 1, _coil_add)[:, None]", pad, i, i,
                        fx_tl_compute(in->dtype));
     break;
   case COIL_REDUCE_ANY:
-    coil_strbuf_printf(b, "%s_t%d = tl.max(tl.where(_rmask, _w%d != 0, 0).to(tl.int8), 1)[:, None] != 0", pad, i, i);
+    coil_strbuf_printf(b, "%s_t%d = tl.reduce(tl.where(_rmask, _w%d != 0, 0).to(tl.int8), 1, _coil_imax)[:, None] != 0", pad, i, i);
     break;
   case COIL_REDUCE_ARGMAX:
   case COIL_REDUCE_ARGMIN:
@@ -561,16 +581,16 @@ reduce_whole(kemit *e, int i)
                        combine_fn(in->red, ot));
     break;
   case COIL_REDUCE_WELFORD_MEAN:
-    coil_strbuf_printf(b, "%s_t%d = tl.sum(tl.where(_rmask, _w%d, 0.0), 1)[:, None] / _rnumel", pad, i, i);
+    coil_strbuf_printf(b, "%s_t%d = tl.reduce(tl.where(_rmask, _w%d, 0.0), 1, _coil_add)[:, None] / _rnumel", pad, i, i);
     break;
   case COIL_REDUCE_WELFORD_M2: {
     int m = mean_of(e->k, i, a);
     if (m >= 0)
       coil_strbuf_printf(b, "%s_m%d = _t%d\n", pad, i, m);
     else
-      coil_strbuf_printf(b, "%s_m%d = tl.sum(tl.where(_rmask, _w%d, 0.0), 1)[:, None] / _rnumel\n", pad, i, i);
+      coil_strbuf_printf(b, "%s_m%d = tl.reduce(tl.where(_rmask, _w%d, 0.0), 1, _coil_add)[:, None] / _rnumel\n", pad, i, i);
     coil_strbuf_printf(b, "%s_d%d = tl.where(_rmask, _w%d - _m%d, 0.0)\n", pad, i, i, i);
-    coil_strbuf_printf(b, "%s_t%d = tl.sum(_d%d * _d%d, 1)[:, None]", pad, i, i, i);
+    coil_strbuf_printf(b, "%s_t%d = tl.reduce(_d%d * _d%d, 1, _coil_add)[:, None]", pad, i, i, i);
     break;
   }
   default:
@@ -579,8 +599,14 @@ reduce_whole(kemit *e, int i)
     coil_strbuf_printf(b, "), 1, %s)[:, None]", combine_fn(in->red, ot));
     break;
   }
-  round16(b, in->dtype);
   coil_strbuf_puts(b, "\n");
+  if (in->dtype == COIL_F16 || in->dtype == COIL_BF16) {
+    coil_strbuf_printf(b, "%s_t%d = ", pad, i);
+    size_t start = b->len;
+    coil_strbuf_printf(b, "_t%d", i);
+    round16(b, start, in->dtype);
+    coil_strbuf_puts(b, "\n");
+  }
 }
 
 /* Marks in need[] the per-r instructions that instruction i's value depends on (i included when
@@ -636,7 +662,7 @@ reduce_looped(kemit *e, int i)
   need_per_r(e, a, need);
   int m = in->red == COIL_REDUCE_WELFORD_M2 ? mean_of(e->k, i, a) : -1;
   if (in->red == COIL_REDUCE_WELFORD_M2 && m < 0) { /* its mean first, in a loop of its own */
-    coil_strbuf_printf(b, "    _a%dm = tl.zeros([_XBLOCK, _RBLOCK], tl.float32)\n", i);
+    coil_strbuf_printf(b, "    _a%dm = tl.full([_XBLOCK, _RBLOCK], 0, tl.float32)\n", i);
     chunk_header(e, "    ");
     e->pad = "        ";
     decompose(e, true, "        ");
@@ -644,7 +670,7 @@ reduce_looped(kemit *e, int i)
     coil_strbuf_printf(b, "        _a%dm = _a%dm + tl.where(_rmask, tl.broadcast_to(_t%d, [_XBLOCK, _RBLOCK]), 0.0)\n", i,
                        i, a);
     e->pad = "    ";
-    coil_strbuf_printf(b, "    _m%d = tl.sum(_a%dm, 1)[:, None] / _rnumel\n", i, i);
+    coil_strbuf_printf(b, "    _m%d = tl.reduce(_a%dm, 1, _coil_add)[:, None] / _rnumel\n", i, i);
   } else if (m >= 0) {
     coil_strbuf_printf(b, "    _m%d = _t%d\n", i, m);
   }
@@ -652,13 +678,13 @@ reduce_looped(kemit *e, int i)
   case COIL_REDUCE_ARGMAX: case COIL_REDUCE_ARGMIN:
     coil_strbuf_printf(b, "    _a%d = tl.full([_XBLOCK, _RBLOCK], ", i);
     identity(b, in->red, ot);
-    coil_strbuf_printf(b, ", %s)\n    _a%di = tl.zeros([_XBLOCK, _RBLOCK], tl.int64)\n", ct, i);
+    coil_strbuf_printf(b, ", %s)\n    _a%di = tl.full([_XBLOCK, _RBLOCK], 0, tl.int64)\n", ct, i);
     break;
   case COIL_REDUCE_ANY:
-    coil_strbuf_printf(b, "    _a%d = tl.zeros([_XBLOCK, _RBLOCK], tl.int8)\n", i);
+    coil_strbuf_printf(b, "    _a%d = tl.full([_XBLOCK, _RBLOCK], 0, tl.int8)\n", i);
     break;
   case COIL_REDUCE_WELFORD_MEAN: case COIL_REDUCE_WELFORD_M2:
-    coil_strbuf_printf(b, "    _a%d = tl.zeros([_XBLOCK, _RBLOCK], %s)\n", i, ot == COIL_F64 ? "tl.float64" : "tl.float32");
+    coil_strbuf_printf(b, "    _a%d = tl.full([_XBLOCK, _RBLOCK], 0, %s)\n", i, ot == COIL_F64 ? "tl.float64" : "tl.float32");
     break;
   default:
     coil_strbuf_printf(b, "    _a%d = tl.full([_XBLOCK, _RBLOCK], ", i);
@@ -698,22 +724,28 @@ reduce_looped(kemit *e, int i)
     coil_strbuf_printf(b, "    _t%d = tl.reduce((_a%d, _a%di), 1, %s)[1][:, None]", i, i, i, cf);
     break;
   case COIL_REDUCE_ANY:
-    coil_strbuf_printf(b, "    _t%d = tl.max(_a%d, 1)[:, None] != 0", i, i);
+    coil_strbuf_printf(b, "    _t%d = tl.reduce(_a%d, 1, _coil_imax)[:, None] != 0", i, i);
     break;
   case COIL_REDUCE_SUM:
-    coil_strbuf_printf(b, "    _t%d = tl.sum(_a%d, 1)[:, None].to(%s)", i, i, fx_tl_compute(in->dtype));
+    coil_strbuf_printf(b, "    _t%d = tl.reduce(_a%d, 1, _coil_add)[:, None].to(%s)", i, i, fx_tl_compute(in->dtype));
     break;
   case COIL_REDUCE_WELFORD_MEAN:
-    coil_strbuf_printf(b, "    _t%d = tl.sum(_a%d, 1)[:, None] / _rnumel", i, i);
+    coil_strbuf_printf(b, "    _t%d = tl.reduce(_a%d, 1, _coil_add)[:, None] / _rnumel", i, i);
     break;
   case COIL_REDUCE_WELFORD_M2:
-    coil_strbuf_printf(b, "    _t%d = tl.sum(_a%d, 1)[:, None]", i, i);
+    coil_strbuf_printf(b, "    _t%d = tl.reduce(_a%d, 1, _coil_add)[:, None]", i, i);
     break;
   default:
     coil_strbuf_printf(b, "    _t%d = tl.reduce(_a%d, 1, %s)[:, None]", i, i, cf);
   }
-  round16(b, in->dtype);
   coil_strbuf_puts(b, "\n");
+  if (in->dtype == COIL_F16 || in->dtype == COIL_BF16) {
+    coil_strbuf_printf(b, "    _t%d = ", i);
+    size_t start = b->len;
+    coil_strbuf_printf(b, "_t%d", i);
+    round16(b, start, in->dtype);
+    coil_strbuf_puts(b, "\n");
+  }
   free(need);
 }
 
@@ -773,11 +805,11 @@ kernel_source(const coil_wir_program *p, const coil_kernel *k, coil_strbuf *b)
   if (e.red) {
     coil_strbuf_puts(b, "    _xindex = (tl.program_id(0).to(tl.int64) * _XBLOCK + tl.arange(0, _XBLOCK).to(tl.int64))[:, None]\n"
                         "    _xmask = _xindex < _xnumel\n"
-                        "    _xz = tl.zeros([_XBLOCK, 1], tl.int64)\n");
+                        "    _xz = tl.full([_XBLOCK, 1], 0, tl.int64)\n");
   } else {
     coil_strbuf_puts(b, "    _xindex = tl.program_id(0).to(tl.int64) * _XBLOCK + tl.arange(0, _XBLOCK).to(tl.int64)\n"
                         "    _xmask = _xindex < _xnumel\n"
-                        "    _xz = tl.zeros([_XBLOCK], tl.int64)\n");
+                        "    _xz = tl.full([_XBLOCK], 0, tl.int64)\n");
   }
   decompose(&e, false, "    ");
   if (e.red && !e.looped) {
@@ -896,6 +928,10 @@ static const char helpers[] =
     "def _coil_mul(a, b):\n"
     "    return a * b\n\n"
     "@triton.jit\n"
+    "def _coil_bf16(x):\n"
+    "    # float rounded to bfloat16, to nearest even, and back\n"
+    "    return x.to(tl.bfloat16).to(tl.float32)\n\n"
+    "@triton.jit\n"
     "def _coil_argmax(av, ai, bv, bi):\n"
     "    # the first largest; NaN is larger than everything (torch.argmax)\n"
     "    an = av != av\n"
@@ -976,7 +1012,8 @@ fx_launch_source(const coil_wir_program *p, const coil_kernel *k, coil_strbuf *o
   }
   coil_strbuf_printf(out, "\n    if _xnumel <= 0:\n        return\n"
                           "    _xb, _rb, _nw = K._blocks(\"%s\", _xnumel, _rnumel)\n", kind_name(k));
-  coil_strbuf_printf(out, "    wrap_triton(K.%s)[(triton.cdiv(_xnumel, _xb), 1, 1)](", k->name);
+  coil_strbuf_printf(out, "    _kernel(K.%s, %s)[(triton.cdiv(_xnumel, _xb), 1, 1)](", k->name,
+                     k->nparams ? k->params[0].name : "None");
   for (int i = 0; i < k->nparams; i++)
     coil_strbuf_printf(out, "%s, ", k->params[i].name);
   for (int i = 0; i < k->nsyms; i++)

@@ -5,9 +5,10 @@ its graph.py built (coil.fx's loading, done here without the package), and the m
 PyTorch on the case's inputs and weights (bound by name through INPUTS), for every
 inputs*/expected* pair; each output must have PyTorch's shape, dtype and dense strides, and values
 within the model tier's tolerances for its dtype (rtol and atol of core/compare.c), NaN where
-PyTorch has NaN. On the CPU Triton's interpreter runs the kernels (TRITON_INTERPRET=1, set here
-before triton is imported). Needs torch, triton, safetensors; prints a line a case and a summary;
-exit 1 on any failure."""
+PyTorch has NaN; a static program called with its first input one row short must fail with
+coil's error naming that input. On the CPU the modules' own fallback runs the kernels (Triton's interpreter, with
+libdevice's functions through torch: graph.py's _kernel); TRITON_INTERPRET is left as it is. Needs
+torch, triton, safetensors; prints a line a case and a summary; exit 1 on any failure."""
 import argparse
 import importlib.util
 import os
@@ -40,8 +41,6 @@ def main():
     ap.add_argument("--filter", default="")
     ap.add_argument("--keep")
     a = ap.parse_args()
-    if a.device == "cpu":
-        os.environ["TRITON_INTERPRET"] = "1"
     import torch
     from safetensors.torch import load_file
 
@@ -101,6 +100,15 @@ def main():
                             k, n, o.numel()))
                 elif not torch.equal(o, w):
                     bad.append("out%d differs (%d of %d elements)" % (k, int((o != w).sum()), o.numel()))
+            if not bad and suffix == cases[0] and args and args[0].dim() and not any(
+                    "symbol" in line for line in open(os.path.join(out, "program.wir"))):
+                # a static program called with its first input one row short: a clear error
+                try:
+                    gm(args[0][:-1], *args[1:])
+                    bad.append("an input one row short ran without an error")
+                except RuntimeError as e:
+                    if not str(e).startswith("coil: input %s (" % mod.INPUTS[0][0]):
+                        bad.append("an input one row short: %r, not coil's error naming it" % str(e)[:160])
             if bad:
                 print("FAIL %-32s %s" % (case, "; ".join(bad)))
                 failed += 1

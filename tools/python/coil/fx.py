@@ -6,8 +6,9 @@
     outs = gm(*inputs)               # a tuple, one tensor per output of the program
 
 The directory holds kernels.py (a @triton.jit function per kernel of the program) and graph.py
-(build() -> GraphModule); docs/fx.md describes both. Running needs torch and Triton (a GPU of
-Triton's); loading and printing need torch and an importable triton."""
+(build() -> GraphModule); docs/fx.md describes both. Loading, printing and running need torch and
+an importable triton: on a GPU the kernels are compiled by Triton, on CPU tensors they run in
+Triton's interpreter (slow; docs/fx.md, "On CPU tensors")."""
 import importlib.util
 import json
 import os

@@ -84,6 +84,11 @@ def _coil_mul(a, b):
     return a * b
 
 @triton.jit
+def _coil_bf16(x):
+    # float rounded to bfloat16, to nearest even, and back
+    return x.to(tl.bfloat16).to(tl.float32)
+
+@triton.jit
 def _coil_argmax(av, ai, bv, bi):
     # the first largest; NaN is larger than everything (torch.argmax)
     an = av != av
@@ -118,7 +123,7 @@ def coil_per_fused_mul__softmax_0(in0, out0, _xnumel, _rnumel, _XBLOCK: tl.const
     # aten.mul.Tensor aten._softmax.default
     _xindex = (tl.program_id(0).to(tl.int64) * _XBLOCK + tl.arange(0, _XBLOCK).to(tl.int64))[:, None]
     _xmask = _xindex < _xnumel
-    _xz = tl.zeros([_XBLOCK, 1], tl.int64)
+    _xz = tl.full([_XBLOCK, 1], 0, tl.int64)
     x0 = _xindex // (16 * 1024)
     x1 = _xindex // (1024) % 16
     x2 = _xindex % 1024
@@ -136,7 +141,7 @@ def coil_per_fused_mul__softmax_0(in0, out0, _xnumel, _rnumel, _XBLOCK: tl.const
     _t7 = (_t5 - _t6)
     _t8 = tl.exp(_t7)
     _w9 = tl.broadcast_to(_t8, [_XBLOCK, _RBLOCK])
-    _t9 = tl.sum(tl.where(_rmask, _w9, 0), 1)[:, None].to(tl.float32)
+    _t9 = tl.reduce(tl.where(_rmask, _w9, 0).to(tl.float32), 1, _coil_add)[:, None]
     _t10 = (_t8 / _t9)
     _t11 = _t10.to(tl.float16).to(tl.float32)
     tl.store(out0 + ((r0 + (16777216 * x0) + (1048576 * x1) + (1024 * x2)) + _xz), _t11.to(tl.float16), _xmask & _rmask)

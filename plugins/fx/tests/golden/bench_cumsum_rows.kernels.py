@@ -84,6 +84,11 @@ def _coil_mul(a, b):
     return a * b
 
 @triton.jit
+def _coil_bf16(x):
+    # float rounded to bfloat16, to nearest even, and back
+    return x.to(tl.bfloat16).to(tl.float32)
+
+@triton.jit
 def _coil_argmax(av, ai, bv, bi):
     # the first largest; NaN is larger than everything (torch.argmax)
     an = av != av
@@ -118,7 +123,7 @@ def coil_red_fused_cumsum_0(in0, out0, _xnumel, _rnumel, _XBLOCK: tl.constexpr, 
     # aten.cumsum.default
     _xindex = (tl.program_id(0).to(tl.int64) * _XBLOCK + tl.arange(0, _XBLOCK).to(tl.int64))[:, None]
     _xmask = _xindex < _xnumel
-    _xz = tl.zeros([_XBLOCK, 1], tl.int64)
+    _xz = tl.full([_XBLOCK, 1], 0, tl.int64)
     x0 = _xindex
     _c1 = tl.full([_XBLOCK, 1], 0, tl.float32)
     for _roffset in range(0, _rnumel, _RBLOCK):

@@ -84,6 +84,11 @@ def _coil_mul(a, b):
     return a * b
 
 @triton.jit
+def _coil_bf16(x):
+    # float rounded to bfloat16, to nearest even, and back
+    return x.to(tl.bfloat16).to(tl.float32)
+
+@triton.jit
 def _coil_argmax(av, ai, bv, bi):
     # the first largest; NaN is larger than everything (torch.argmax)
     an = av != av
@@ -118,7 +123,7 @@ def coil_per_fused_embedding_add_native_layer_norm_0(in0, in1, in2, out0, in3, i
     # aten.embedding.default aten.add.Tensor aten.native_layer_norm.default
     _xindex = (tl.program_id(0).to(tl.int64) * _XBLOCK + tl.arange(0, _XBLOCK).to(tl.int64))[:, None]
     _xmask = _xindex < _xnumel
-    _xz = tl.zeros([_XBLOCK, 1], tl.int64)
+    _xz = tl.full([_XBLOCK, 1], 0, tl.int64)
     x0 = _xindex // (1024)
     x1 = _xindex % 1024
     _rindex = tl.arange(0, _RBLOCK).to(tl.int64)[None, :]
@@ -134,11 +139,11 @@ def coil_per_fused_embedding_add_native_layer_norm_0(in0, in1, in2, out0, in3, i
     _t3 = tl.load(in2 + ((r0 + (768 * x1)) + _xz), _xmask & _rmask, other=0)
     _t4 = (_t2 + _t3)
     _w5 = tl.broadcast_to(_t4, [_XBLOCK, _RBLOCK])
-    _t5 = tl.sum(tl.where(_rmask, _w5, 0.0), 1)[:, None] / _rnumel
+    _t5 = tl.reduce(tl.where(_rmask, _w5, 0.0), 1, _coil_add)[:, None] / _rnumel
     _w6 = tl.broadcast_to(_t4, [_XBLOCK, _RBLOCK])
     _m6 = _t5
     _d6 = tl.where(_rmask, _w6 - _m6, 0.0)
-    _t6 = tl.sum(_d6 * _d6, 1)[:, None]
+    _t6 = tl.reduce(_d6 * _d6, 1, _coil_add)[:, None]
     tl.store(out0 + ((r0 + (786432 * x0) + (768 * x1)) + _xz), _t4.to(tl.float32), _xmask & _rmask)
     _t8 = (_t4 - _t5)
     _t9 = (768 + _xz)

@@ -84,6 +84,11 @@ def _coil_mul(a, b):
     return a * b
 
 @triton.jit
+def _coil_bf16(x):
+    # float rounded to bfloat16, to nearest even, and back
+    return x.to(tl.bfloat16).to(tl.float32)
+
+@triton.jit
 def _coil_argmax(av, ai, bv, bi):
     # the first largest; NaN is larger than everything (torch.argmax)
     an = av != av
@@ -118,9 +123,9 @@ def coil_red_fused_native_layer_norm_0(in0, in1, in2, out0, _xnumel, _rnumel, _X
     # aten.native_layer_norm.default
     _xindex = (tl.program_id(0).to(tl.int64) * _XBLOCK + tl.arange(0, _XBLOCK).to(tl.int64))[:, None]
     _xmask = _xindex < _xnumel
-    _xz = tl.zeros([_XBLOCK, 1], tl.int64)
+    _xz = tl.full([_XBLOCK, 1], 0, tl.int64)
     x0 = _xindex
-    _a1 = tl.zeros([_XBLOCK, _RBLOCK], tl.float32)
+    _a1 = tl.full([_XBLOCK, _RBLOCK], 0, tl.float32)
     for _roffset in range(0, _rnumel, _RBLOCK):
         _rindex = _roffset + tl.arange(0, _RBLOCK).to(tl.int64)[None, :]
         _rmask = _rindex < _rnumel
@@ -128,9 +133,9 @@ def coil_red_fused_native_layer_norm_0(in0, in1, in2, out0, _xnumel, _rnumel, _X
         _t0 = tl.load(in0 + ((r0 + (4096 * x0)) + _xz), _xmask & _rmask, other=0)
         _w1 = tl.broadcast_to(_t0, [_XBLOCK, _RBLOCK])
         _a1 = _a1 + tl.where(_rmask, _w1, 0.0)
-    _t1 = tl.sum(_a1, 1)[:, None] / _rnumel
+    _t1 = tl.reduce(_a1, 1, _coil_add)[:, None] / _rnumel
     _m2 = _t1
-    _a2 = tl.zeros([_XBLOCK, _RBLOCK], tl.float32)
+    _a2 = tl.full([_XBLOCK, _RBLOCK], 0, tl.float32)
     for _roffset in range(0, _rnumel, _RBLOCK):
         _rindex = _roffset + tl.arange(0, _RBLOCK).to(tl.int64)[None, :]
         _rmask = _rindex < _rnumel
@@ -139,7 +144,7 @@ def coil_red_fused_native_layer_norm_0(in0, in1, in2, out0, _xnumel, _rnumel, _X
         _w2 = tl.broadcast_to(_t0, [_XBLOCK, _RBLOCK])
         _d2 = tl.where(_rmask, _w2 - _m2, 0.0)
         _a2 = _a2 + _d2 * _d2
-    _t2 = tl.sum(_a2, 1)[:, None]
+    _t2 = tl.reduce(_a2, 1, _coil_add)[:, None]
     _t4 = (4096 + _xz)
     _t5 = _t4.to(tl.float32)
     _t6 = (_t2 / _t5)

@@ -84,6 +84,11 @@ def _coil_mul(a, b):
     return a * b
 
 @triton.jit
+def _coil_bf16(x):
+    # float rounded to bfloat16, to nearest even, and back
+    return x.to(tl.bfloat16).to(tl.float32)
+
+@triton.jit
 def _coil_argmax(av, ai, bv, bi):
     # the first largest; NaN is larger than everything (torch.argmax)
     an = av != av
@@ -118,7 +123,7 @@ def coil_red_fused__softmax_0(in0, out0, _xnumel, _rnumel, _XBLOCK: tl.constexpr
     # aten._softmax.default
     _xindex = (tl.program_id(0).to(tl.int64) * _XBLOCK + tl.arange(0, _XBLOCK).to(tl.int64))[:, None]
     _xmask = _xindex < _xnumel
-    _xz = tl.zeros([_XBLOCK, 1], tl.int64)
+    _xz = tl.full([_XBLOCK, 1], 0, tl.int64)
     x0 = _xindex
     _a1 = tl.full([_XBLOCK, _RBLOCK], float("-inf"), tl.float32)
     for _roffset in range(0, _rnumel, _RBLOCK):
@@ -139,7 +144,7 @@ def coil_red_fused__softmax_0(in0, out0, _xnumel, _rnumel, _XBLOCK: tl.constexpr
         _t3 = tl.exp(_t2)
         _w4 = tl.broadcast_to(_t3, [_XBLOCK, _RBLOCK])
         _a4 = _coil_add(_a4, tl.where(_rmask, _w4, 0))
-    _t4 = tl.sum(_a4, 1)[:, None].to(tl.float32)
+    _t4 = tl.reduce(_a4, 1, _coil_add)[:, None].to(tl.float32)
     for _roffset in range(0, _rnumel, _RBLOCK):
         _rindex = _roffset + tl.arange(0, _RBLOCK).to(tl.int64)[None, :]
         _rmask = _rindex < _rnumel

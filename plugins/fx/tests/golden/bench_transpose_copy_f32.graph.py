@@ -40,6 +40,15 @@ def _coil_aligned(t, n):
         raise RuntimeError("coil: an input's data is not aligned to %d bytes" % n)
 
 
+@_side_effect
+def _coil_expect(t, what, dim, want, name):
+    """assert BUF size|stride D == VALUE: input name is as the program was compiled for"""
+    got = t.size(dim) if what == "size" else t.stride(dim)
+    label = dict((i[0], i[1]) for i in INPUTS).get(name, "")
+    torch._check(got == want, lambda: "coil: input %s (%r) of program %s: %s %d is %s, compiled for %s"
+                 % (name, label, PROGRAM, what, dim, got, want))
+
+
 def _coil_view(t, sizes, strides, offset):
     """view / reuse: a layout over t's storage, offset elements past t's first"""
     return torch.as_strided(t, sizes, strides, t.storage_offset() + offset)
@@ -53,6 +62,67 @@ def _coil_layout(t, sizes, strides):
     return out.copy_(t)
 
 
+# CPU tensors, where this Triton has no CPU backend: the kernels run in Triton's interpreter.
+_HOST_BACKEND = "cpu" in getattr(getattr(triton, "backends", None), "backends", {})
+_host = None
+
+
+def _kernel(kernel, t):
+    """kernel as it launches on t's device: through wrap_triton (make_fx and torch.export record
+    it) where Triton compiles for the device, else its twin in the interpreter (_host_kernels)"""
+    if not isinstance(kernel, triton.runtime.jit.JITFunction):  # TRITON_INTERPRET=1 already
+        return kernel
+    if t is not None and t.device.type == "cpu" and not _HOST_BACKEND:
+        return getattr(_host_kernels(), kernel.fn.__name__)
+    return wrap_triton(kernel)
+
+
+def _host_kernels():
+    """kernels.py loaded a second time with TRITON_INTERPRET=1, its libdevice calls and its
+    rounding to bfloat16 (which the interpreter truncates) through torch"""
+    global _host
+    if _host is None:
+        old = os.environ.get("TRITON_INTERPRET")
+        os.environ["TRITON_INTERPRET"] = "1"
+        try:
+            module = _sibling("kernels")
+        finally:
+            if old is None:
+                del os.environ["TRITON_INTERPRET"]
+            else:
+                os.environ["TRITON_INTERPRET"] = old
+        module.libdevice = _HostLibdevice()
+        module._coil_bf16 = lambda x: _host_elementwise(lambda v: v.to(torch.bfloat16).to(v.dtype), (x,))
+        _host = module
+    return _host
+
+
+class _HostLibdevice:
+    """libdevice for the interpreter, which has none: each function is torch's, computed in the
+    arguments' dtype on the numpy arrays the interpreter holds"""
+
+    _torch = {"nearbyint": torch.round}  # rounds ties to even, as nearbyint does
+
+    def __getattr__(self, name):
+        fn = self._torch.get(name) or getattr(torch, name)
+        return lambda *args: _host_elementwise(fn, args)
+
+
+def _host_elementwise(fn, args):
+    import numpy
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    ts = [a for a in args if isinstance(a, tl.tensor)]
+    nd = ts[0].handle.data.dtype
+    xs = [torch.from_numpy(numpy.ascontiguousarray(a.handle.data)) if isinstance(a, tl.tensor)
+          else torch.from_numpy(numpy.asarray(getattr(a, "value", a), dtype=nd)) for a in args]
+    r = numpy.ascontiguousarray(fn(*xs).numpy().astype(nd))
+    scalar = ts[0].dtype
+    block = any(isinstance(a.type, tl.block_type) for a in ts)
+    return tl.tensor(TensorHandle(r, scalar), tl.block_type(scalar, list(r.shape)) if block else scalar)
+
+
 @_side_effect
 def coil_poi_fused_copy_0(in0, out0):
     """kernel_call coil_poi_fused_copy_0: the Triton kernel K.coil_poi_fused_copy_0"""
@@ -61,7 +131,7 @@ def coil_poi_fused_copy_0(in0, out0):
     if _xnumel <= 0:
         return
     _xb, _rb, _nw = K._blocks("pointwise", _xnumel, _rnumel)
-    wrap_triton(K.coil_poi_fused_copy_0)[(triton.cdiv(_xnumel, _xb), 1, 1)](in0, out0, _xnumel, _XBLOCK=_xb, num_warps=_nw)
+    _kernel(K.coil_poi_fused_copy_0, in0)[(triton.cdiv(_xnumel, _xb), 1, 1)](in0, out0, _xnumel, _XBLOCK=_xb, num_warps=_nw)
 
 
 def build(device="cuda"):
@@ -70,10 +140,10 @@ def build(device="cuda"):
     g = torch.fx.Graph()
     arg0 = g.placeholder("arg0")
     _device = g.call_function(getattr, (arg0, "device"))
-    g.call_function(torch._check, (g.call_function(operator.eq, (g.call_method("size", (arg0, 0)), 8192)),))
-    g.call_function(torch._check, (g.call_function(operator.eq, (g.call_method("size", (arg0, 1)), 8192)),))
-    g.call_function(torch._check, (g.call_function(operator.eq, (g.call_method("stride", (arg0, 0)), 8192)),))
-    g.call_function(torch._check, (g.call_function(operator.eq, (g.call_method("stride", (arg0, 1)), 1)),))
+    g.call_function(_coil_expect, (arg0, "size", 0, 8192, "arg0"))
+    g.call_function(_coil_expect, (arg0, "size", 1, 8192, "arg0"))
+    g.call_function(_coil_expect, (arg0, "stride", 0, 8192, "arg0"))
+    g.call_function(_coil_expect, (arg0, "stride", 1, 1, "arg0"))
     buf0 = g.create_node("call_function", torch.empty_strided, ((8192, 8192), (8192, 1)), {"dtype": torch.float32, "device": _device}, name="buf0")
     g.create_node("call_function", coil_poi_fused_copy_0, (arg0, buf0, ), name="coil_poi_fused_copy_0")
     g.output((buf0,))

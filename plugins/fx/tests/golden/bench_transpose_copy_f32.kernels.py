@@ -84,6 +84,11 @@ def _coil_mul(a, b):
     return a * b
 
 @triton.jit
+def _coil_bf16(x):
+    # float rounded to bfloat16, to nearest even, and back
+    return x.to(tl.bfloat16).to(tl.float32)
+
+@triton.jit
 def _coil_argmax(av, ai, bv, bi):
     # the first largest; NaN is larger than everything (torch.argmax)
     an = av != av
@@ -117,7 +122,7 @@ def _blocks(kind, xnumel, rnumel):
 def coil_poi_fused_copy_0(in0, out0, _xnumel, _XBLOCK: tl.constexpr):
     _xindex = tl.program_id(0).to(tl.int64) * _XBLOCK + tl.arange(0, _XBLOCK).to(tl.int64)
     _xmask = _xindex < _xnumel
-    _xz = tl.zeros([_XBLOCK], tl.int64)
+    _xz = tl.full([_XBLOCK], 0, tl.int64)
     x0 = _xindex // (8192)
     x1 = _xindex % 8192
     _t0 = tl.load(in0 + ((x0 + (8192 * x1)) + _xz), _xmask, other=0)

@@ -84,6 +84,11 @@ def _coil_mul(a, b):
     return a * b
 
 @triton.jit
+def _coil_bf16(x):
+    # float rounded to bfloat16, to nearest even, and back
+    return x.to(tl.bfloat16).to(tl.float32)
+
+@triton.jit
 def _coil_argmax(av, ai, bv, bi):
     # the first largest; NaN is larger than everything (torch.argmax)
     an = av != av
@@ -118,7 +123,7 @@ def coil_per_fused_var_0(in0, out0, _xnumel, _rnumel, _XBLOCK: tl.constexpr, _RB
     # aten.var.correction
     _xindex = (tl.program_id(0).to(tl.int64) * _XBLOCK + tl.arange(0, _XBLOCK).to(tl.int64))[:, None]
     _xmask = _xindex < _xnumel
-    _xz = tl.zeros([_XBLOCK, 1], tl.int64)
+    _xz = tl.full([_XBLOCK, 1], 0, tl.int64)
     x0 = _xindex
     _rindex = tl.arange(0, _RBLOCK).to(tl.int64)[None, :]
     _rmask = _rindex < _rnumel
@@ -126,9 +131,9 @@ def coil_per_fused_var_0(in0, out0, _xnumel, _rnumel, _XBLOCK: tl.constexpr, _RB
     _t0 = tl.load(in0 + ((r0 + (7 * x0)) + _xz), _xmask & _rmask, other=0).to(tl.float32)
     _t1 = _t0.to(tl.float32)
     _w2 = tl.broadcast_to(_t1, [_XBLOCK, _RBLOCK])
-    _m2 = tl.sum(tl.where(_rmask, _w2, 0.0), 1)[:, None] / _rnumel
+    _m2 = tl.reduce(tl.where(_rmask, _w2, 0.0), 1, _coil_add)[:, None] / _rnumel
     _d2 = tl.where(_rmask, _w2 - _m2, 0.0)
-    _t2 = tl.sum(_d2 * _d2, 1)[:, None]
+    _t2 = tl.reduce(_d2 * _d2, 1, _coil_add)[:, None]
     _t3 = (7 + _xz)
     _t4 = _t3.to(tl.float32)
     _t5 = tl.full([_XBLOCK, 1], 1.0, tl.float32)
@@ -136,7 +141,7 @@ def coil_per_fused_var_0(in0, out0, _xnumel, _rnumel, _XBLOCK: tl.constexpr, _RB
     _t7 = tl.full([_XBLOCK, 1], 0.0, tl.float32)
     _t8 = _coil_fmax(_t6, _t7)
     _t9 = (_t2 / _t8)
-    _t10 = _t9.to(tl.bfloat16).to(tl.float32)
+    _t10 = _coil_bf16(_t9)
     tl.store(out0 + (x0 + _xz), _t10.to(tl.bfloat16), _xmask)
 
 
