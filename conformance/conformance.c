@@ -15,6 +15,7 @@
 #include "config.h"
 
 int conf_print_case(const conf_ctx *c, FILE *f); /* tier_op.c */
+int conf_write_cases(const conf_ctx *c, const char *dir);
 
 static const char usage[] =
     "usage: coil-conformance --plugin NAME|PATH [options]\n"
@@ -40,6 +41,10 @@ static const char usage[] =
     "  --list              print the ids of the selected cases and exit\n"
     "  --print-case        print the graph of the first selected op case and exit (with --tier\n"
     "                      random: the graph of --seed)\n"
+    "  --write-cases DIR   write every selected op case to DIR/op~NAME~DTYPE~SHAPE/ and exit:\n"
+    "                      graph.coil, the inputs the op tier gives a plugin (with the same\n"
+    "                      --filter) and the reference interpreter's outputs as safetensors,\n"
+    "                      case.json (the comparison); needs no --plugin\n"
     "  -v                  a line per case as it finishes\n"
     "  --source-dir DIR    where conformance/models lives (default: this build's source)\n"
     "\n"
@@ -71,6 +76,7 @@ main(int argc, char **argv)
                 .random_batch = 1};
   const char *config_file = NULL, *tiers = "op,model,abi,emit", *junit = NULL, *csv = NULL, *filter = NULL;
   bool list = false, print_case = false;
+  const char *write_cases = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
@@ -106,6 +112,8 @@ main(int argc, char **argv)
       list = true;
     else if (strcmp(a, "--print-case") == 0)
       print_case = true;
+    else if (strcmp(a, "--write-cases") == 0 && more)
+      write_cases = argv[++i];
     else if (strcmp(a, "-v") == 0)
       c.verbose = true;
     else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -116,6 +124,8 @@ main(int argc, char **argv)
       return 2;
     }
   }
+  if (!c.plugin && write_cases)
+    c.plugin = "interp"; /* unused: the cases are the core's and the reference interpreter's */
   if (!c.plugin) {
     fprintf(stderr, "coil-conformance: --plugin is required\n\n%s", usage);
     return 2;
@@ -193,6 +203,8 @@ main(int argc, char **argv)
   }
   if (print_case)
     return conf_print_case(&c, stdout) == 0 ? 0 : 1;
+  if (write_cases)
+    return conf_write_cases(&c, write_cases) == 0 ? 0 : 1;
 
   /* the plugin must open before anything else is worth running */
   conf_result r = {0};

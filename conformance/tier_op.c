@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "artifact.h"
@@ -357,8 +358,10 @@ done:
   coil_strbuf_free(&text);
 }
 
-void
-conf_tier_op(conf_ctx *c)
+/* The selected op cases, in the suite's order (a case's data comes from its place in it), with
+ * their results' identity fields set; *n of them. */
+static op_case *
+select_cases(const conf_ctx *c, conf_result **results, int *count)
 {
   int n = 0, cap = 0;
   op_case *cases = NULL;
@@ -395,10 +398,118 @@ conf_tier_op(conf_ctx *c)
       }
     }
   }
+  *results = res;
+  *count = n;
+  return cases;
+}
+
+void
+conf_tier_op(conf_ctx *c)
+{
+  int n;
+  conf_result *res;
+  op_case *cases = select_cases(c, &res, &n);
   if (n)
     conf_run_cases(c, n, run_case, cases, res);
   free(cases);
   free(res);
+}
+
+/* One case into dir/ID (ID: op~NAME~DTYPE~SHAPE, ':' of a shape as '-'): graph.coil; for each
+ * run, inputs[_1].safetensors by the graph's input names and expected[_1].safetensors, the
+ * reference interpreter's outputs out0, out1, ...; case.json. 0, or -1 with why in msg. */
+static int
+write_case(const op_case *oc, int i, const conf_result *r, const char *dir, char *msg, size_t n)
+{
+  char path[4096], id[192];
+  snprintf(id, sizeof id, "op~%s~%s~%s", r->name, r->dtype, r->shape);
+  for (char *q = id; *q; q++)
+    if (*q == ':' || *q == '/')
+      *q = '-';
+  snprintf(path, sizeof path, "%s/%s", dir, id);
+  if (mkdir(path, 0777) && errno != EEXIST) {
+    snprintf(msg, n, "%.900s: %s", path, strerror(errno));
+    return -1;
+  }
+  coil_strbuf text = {0};
+  case_text(oc, &text);
+  coil_diag d = {0};
+  int rc = -1;
+  coil_graph *g = coil_graph_parse("conformance_case.coil", text.s, text.len, &d);
+  if (!g) {
+    snprintf(msg, n, "%s: the case's graph does not parse: %.400s", id, d.msg);
+    goto done;
+  }
+  snprintf(path, sizeof path, "%s/%s/graph.coil", dir, id);
+  FILE *f = fopen(path, "w");
+  if (!f || fputs(text.s, f) < 0 || fclose(f)) {
+    snprintf(msg, n, "%.900s: %s", path, strerror(errno));
+    goto done;
+  }
+  int64_t sizes[2] = {3, 11};
+  int runs = oc->cls == C_SYMBOLIC ? 2 : 1;
+  for (int run = 0; run < runs; run++) {
+    coil_tensor_list in = {0}, want = {0};
+    int bad = make_inputs(g, oc, sizes[run], (uint64_t)(i + 1) * 31 + (uint64_t)run, &in, msg, n);
+    if (!bad && coil_ref_run(g, &in, &want, &d)) {
+      snprintf(msg, n, "%s: the reference interpreter cannot run the case: %.400s", id, d.msg);
+      bad = 1;
+    }
+    snprintf(path, sizeof path, "%s/%s/inputs%s.safetensors", dir, id, run ? "_1" : "");
+    bad = bad || coil_safetensors_write(path, &in, &d);
+    snprintf(path, sizeof path, "%s/%s/expected%s.safetensors", dir, id, run ? "_1" : "");
+    bad = bad || coil_safetensors_write(path, &want, &d);
+    if (bad && !msg[0])
+      snprintf(msg, n, "%.400s", d.msg);
+    coil_tensor_list_free(&in), coil_tensor_list_free(&want);
+    if (bad)
+      goto done;
+  }
+  snprintf(path, sizeof path, "%s/%s/case.json", dir, id);
+  f = fopen(path, "w");
+  if (!f || fprintf(f,
+                    "{\"id\": \"op/%s/%s/%s\", \"compare\": \"nmse\", \"nmse_max\": {\"float64\": %g, "
+                    "\"float32\": %g, \"float16\": %g, \"bfloat16\": %g}, \"sizes\": %s}\n",
+                    r->name, r->dtype, r->shape, conf_nmse_max(COIL_F64), conf_nmse_max(COIL_F32),
+                    conf_nmse_max(COIL_F16), conf_nmse_max(COIL_BF16), runs > 1 ? "[3, 11]" : "[]") < 0 ||
+      fclose(f)) {
+    snprintf(msg, n, "%.900s: %s", path, strerror(errno));
+    goto done;
+  }
+  rc = 0;
+done:
+  coil_graph_free(g);
+  coil_strbuf_free(&text);
+  return rc;
+}
+
+/* For --write-cases DIR: every selected op case as files another tool can run (tier_op's data:
+ * the same inputs a run of the op tier with the same --filter gives the plugin). */
+int
+conf_write_cases(const conf_ctx *c, const char *dir)
+{
+  int n, bad = 0;
+  conf_result *res;
+  op_case *cases = select_cases(c, &res, &n);
+  if (n == 0) {
+    fprintf(stderr, "coil-conformance: --write-cases: no op case is selected (see --list --tier op)\n");
+    bad = 1;
+  } else if (mkdir(dir, 0777) && errno != EEXIST) {
+    fprintf(stderr, "coil-conformance: --write-cases %s: %s\n", dir, strerror(errno));
+    bad = 1;
+  }
+  for (int i = 0; i < n && !bad; i++) {
+    char msg[1024] = "";
+    if (write_case(&cases[i], i, &res[i], dir, msg, sizeof msg)) {
+      fprintf(stderr, "coil-conformance: --write-cases: %s\n", msg);
+      bad = 1;
+    }
+    if (!bad && ((i + 1) % 200 == 0 || i + 1 == n))
+      fprintf(stderr, "coil-conformance: wrote %d of %d op cases to %s\n", i + 1, n, dir);
+  }
+  free(cases);
+  free(res);
+  return bad ? -1 : 0;
 }
 
 /* For --print-case: the graph text of the first case whose id matches the filter. */

@@ -8,8 +8,9 @@
  *                    result, in the planned layout)
  *   reuse, view      torch.as_strided over the storage they share
  *   kernel_call      a launcher (one per kernel, the kernel's name) that launches the Triton
- *                    kernel through torch.library.wrap_triton, so the module runs as it is and
- *                    torch.export / make_fx record triton_kernel_wrapper_mutation nodes
+ *                    kernel through torch.library.wrap_triton (_launch), so the module runs as
+ *                    it is and torch.export / make_fx record triton_kernel_wrapper_mutation
+ *                    nodes; on CPU tensors the kernel runs in Triton's interpreter
  *   extern_call      torch.ops.aten.OP.OVERLOAD with the scalar parameters by name
  *   multi_output     operator.getitem of the extern call's result
  *   copy_back        aten.copy_ into the input
@@ -235,7 +236,9 @@ static const char header[] =
     "@_side_effect\n"
     "def _coil_aligned(t, n):\n"
     "    \"\"\"assert BUF aligned N\"\"\"\n"
-    "    if t.data_ptr() % n:\n"
+    "    from torch._subclasses.fake_tensor import is_fake\n"
+    "\n"
+    "    if not is_fake(t) and t.data_ptr() % n:  # a traced tensor has no data to check\n"
     "        raise RuntimeError(\"coil: an input's data is not aligned to %d bytes\" % n)\n"
     "\n"
     "\n"
@@ -266,14 +269,28 @@ static const char header[] =
     "_host = None\n"
     "\n"
     "\n"
-    "def _kernel(kernel, t):\n"
-    "    \"\"\"kernel as it launches on t's device: through wrap_triton (make_fx and torch.export record\n"
-    "    it) where Triton compiles for the device, else its twin in the interpreter (_host_kernels)\"\"\"\n"
-    "    if not isinstance(kernel, triton.runtime.jit.JITFunction):  # TRITON_INTERPRET=1 already\n"
-    "        return kernel\n"
-    "    if t is not None and t.device.type == \"cpu\" and not _HOST_BACKEND:\n"
-    "        return getattr(_host_kernels(), kernel.fn.__name__)\n"
-    "    return wrap_triton(kernel)\n"
+    "def _launch(kernel, grid, *args, **meta):\n"
+    "    \"\"\"kernel[grid](*args, **meta) where args[0] lives: through wrap_triton (make_fx, torch.export\n"
+    "    and torch.compile record the launch) where Triton compiles for that device; on CPU tensors,\n"
+    "    where this Triton has no CPU backend, in Triton's interpreter (_host_launch)\"\"\"\n"
+    "    if not isinstance(kernel, triton.runtime.jit.JITFunction):  # TRITON_INTERPRET=1 for the process\n"
+    "        return kernel[grid](*args, **meta)\n"
+    "    if _on_host(args[0]):\n"
+    "        return _host_launch(kernel.fn.__name__, grid, args, meta)\n"
+    "    wrap_triton(kernel)[grid](*args, **meta)\n"
+    "\n"
+    "\n"
+    "def _on_host(t):\n"
+    "    if _HOST_BACKEND or not isinstance(t, torch.Tensor) or t.device.type != \"cpu\":\n"
+    "        return False\n"
+    "    from torch._subclasses.fake_tensor import is_fake\n"
+    "\n"
+    "    return not is_fake(t)  # traced (torch.export, make_fx): recorded as a launch, not run\n"
+    "\n"
+    "\n"
+    "@torch.compiler.disable  # torch.compile runs it as it is, between the graphs it compiles\n"
+    "def _host_launch(name, grid, args, meta):\n"
+    "    getattr(_host_kernels(), name)[grid](*args, **meta)\n"
     "\n"
     "\n"
     "def _host_kernels():\n"

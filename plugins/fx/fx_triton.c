@@ -1012,8 +1012,7 @@ fx_launch_source(const coil_wir_program *p, const coil_kernel *k, coil_strbuf *o
   }
   coil_strbuf_printf(out, "\n    if _xnumel <= 0:\n        return\n"
                           "    _xb, _rb, _nw = K._blocks(\"%s\", _xnumel, _rnumel)\n", kind_name(k));
-  coil_strbuf_printf(out, "    _kernel(K.%s, %s)[(triton.cdiv(_xnumel, _xb), 1, 1)](", k->name,
-                     k->nparams ? k->params[0].name : "None");
+  coil_strbuf_printf(out, "    _launch(K.%s, (triton.cdiv(_xnumel, _xb), 1, 1), ", k->name);
   for (int i = 0; i < k->nparams; i++)
     coil_strbuf_printf(out, "%s, ", k->params[i].name);
   for (int i = 0; i < k->nsyms; i++)

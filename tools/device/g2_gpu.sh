@@ -5,6 +5,7 @@
 #   g2_gpu.sh test    the pytest suite (tools/python/tests) on cpu and cuda
 #   g2_gpu.sh bench   tools/python/bench_models.py: eager, torch.compile and coil side by side
 #   g2_gpu.sh profile kernels per model under Inductor and coil (g2_profile.py), host overhead
+#   g2_gpu.sh install the package only
 #   g2_gpu.sh         test and bench
 # Logs and JSON under $OUT.
 cd "$(dirname "$0")/../.." || exit 1
@@ -34,6 +35,7 @@ fi
 python3 -c 'import coil, torch; print("coil", coil.__file__); from torch._dynamo import list_backends; print("coil" in list_backends())' >>"$out/g2_env.log" 2>&1
 
 part=${1:-all}
+[ "$part" = install ] && exit 0 # the package only (tools/device/g4_gpu.sh bench)
 if [ "$part" = profile ]; then # where forward time goes (tools/device/g2_profile.py), and the host overhead again
   { python3 tools/device/g2_profile.py small_cnn squeezenet
     python3 tools/device/g2_profile.py mobilenet bert --mode reduce-overhead; } >"$out/g2_profile.log" 2>&1

@@ -36,7 +36,9 @@ K = _sibling("kernels")
 @_side_effect
 def _coil_aligned(t, n):
     """assert BUF aligned N"""
-    if t.data_ptr() % n:
+    from torch._subclasses.fake_tensor import is_fake
+
+    if not is_fake(t) and t.data_ptr() % n:  # a traced tensor has no data to check
         raise RuntimeError("coil: an input's data is not aligned to %d bytes" % n)
 
 
@@ -67,14 +69,28 @@ _HOST_BACKEND = "cpu" in getattr(getattr(triton, "backends", None), "backends", 
 _host = None
 
 
-def _kernel(kernel, t):
-    """kernel as it launches on t's device: through wrap_triton (make_fx and torch.export record
-    it) where Triton compiles for the device, else its twin in the interpreter (_host_kernels)"""
-    if not isinstance(kernel, triton.runtime.jit.JITFunction):  # TRITON_INTERPRET=1 already
-        return kernel
-    if t is not None and t.device.type == "cpu" and not _HOST_BACKEND:
-        return getattr(_host_kernels(), kernel.fn.__name__)
-    return wrap_triton(kernel)
+def _launch(kernel, grid, *args, **meta):
+    """kernel[grid](*args, **meta) where args[0] lives: through wrap_triton (make_fx, torch.export
+    and torch.compile record the launch) where Triton compiles for that device; on CPU tensors,
+    where this Triton has no CPU backend, in Triton's interpreter (_host_launch)"""
+    if not isinstance(kernel, triton.runtime.jit.JITFunction):  # TRITON_INTERPRET=1 for the process
+        return kernel[grid](*args, **meta)
+    if _on_host(args[0]):
+        return _host_launch(kernel.fn.__name__, grid, args, meta)
+    wrap_triton(kernel)[grid](*args, **meta)
+
+
+def _on_host(t):
+    if _HOST_BACKEND or not isinstance(t, torch.Tensor) or t.device.type != "cpu":
+        return False
+    from torch._subclasses.fake_tensor import is_fake
+
+    return not is_fake(t)  # traced (torch.export, make_fx): recorded as a launch, not run
+
+
+@torch.compiler.disable  # torch.compile runs it as it is, between the graphs it compiles
+def _host_launch(name, grid, args, meta):
+    getattr(_host_kernels(), name)[grid](*args, **meta)
 
 
 def _host_kernels():
@@ -131,7 +147,7 @@ def coil_red_fused_cumsum_0(in0, out0):
     if _xnumel <= 0:
         return
     _xb, _rb, _nw = K._blocks("reduction", _xnumel, _rnumel)
-    _kernel(K.coil_red_fused_cumsum_0, in0)[(triton.cdiv(_xnumel, _xb), 1, 1)](in0, out0, _xnumel, _rnumel, _XBLOCK=_xb, _RBLOCK=_rb, num_warps=_nw)
+    _launch(K.coil_red_fused_cumsum_0, (triton.cdiv(_xnumel, _xb), 1, 1), in0, out0, _xnumel, _rnumel, _XBLOCK=_xb, _RBLOCK=_rb, num_warps=_nw)
 
 
 def build(device="cuda"):
