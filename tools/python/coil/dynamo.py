@@ -235,7 +235,7 @@ def _compile(gm, example_inputs, opts):
             for op, lines in sorted(pg.unsupported.items())))
     s = opts.session(device)
     if opts.backend == "fx":
-        return _fx_runner(s, pg, position, computed, results)
+        return _fx_runner(s, pg, position, computed, results, device)
     t0 = time.perf_counter()
     model = s.compile(pg.text, file="dynamo_%d.coil" % counters["graphs"])
     counters["coil_compile_s"] += time.perf_counter() - t0
@@ -247,7 +247,7 @@ def _compile(gm, example_inputs, opts):
     return last_runner
 
 
-def _fx_runner(s, pg, position, computed, results):
+def _fx_runner(s, pg, position, computed, results, device):
     """backend "fx": the graph compiled by the fx plugin and run as its GraphModule (coil's
     schedule, Triton kernels)."""
     global last_runner
@@ -256,7 +256,7 @@ def _fx_runner(s, pg, position, computed, results):
     out_dir = tempfile.mkdtemp(prefix="coil-fx-")
     t0 = time.perf_counter()
     s.compile_artifact(pg.text, out_dir, file="dynamo_%d.coil" % counters["graphs"])
-    gm = fx.load(out_dir)
+    gm = fx.load(out_dir, device=str(device))  # where buffers go when no tensor input says
     counters["coil_compile_s"] += time.perf_counter() - t0
     srcs = [(True, position[gi.node]) if gi.node.op == "placeholder" else (False, gi.tensor.contiguous())
             for gi in pg.inputs]
