@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""fx_models.py COIL CASES_DIR [--device cpu|cuda] [--filter REGEX] [-j N] [--keep DIR]: cases
+"""fx_models.py COIL CASES_DIR [--device cpu|cuda] [--filter REGEX] [-j N] [--keep DIR]
+[--deadline S] [--skip LOG ...]: cases
 through the fx plugin. CASES_DIR holds a directory per case with graph.coil, inputs*.safetensors,
 expected*.safetensors and maybe weights.safetensors: conformance/models (the model tier), or what
 `coil-conformance --write-cases DIR` writes (the op tier; those also have case.json).
@@ -15,7 +16,11 @@ with coil's error naming that input.
 
 On the CPU the modules' own fallback runs the kernels (Triton's interpreter, with libdevice's
 functions through torch: graph.py's _launch); TRITON_INTERPRET is left as it is. Needs torch,
-triton, safetensors; prints a line a case and a summary; exit 1 on any failure."""
+triton, safetensors; prints a line a case and a summary; exit 1 on any failure.
+
+For runs longer than one sitting: --deadline S starts no case after S seconds (the summary counts
+those not run), and --skip LOG leaves out the cases an earlier run's log names (pass, FAIL or
+unsupported lines), so a second run finishes the first's work."""
 import argparse
 import concurrent.futures
 import importlib.util
@@ -26,6 +31,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 
 # the model tier's tolerances (core/compare.c: coil_tolerance_default): |got - want| <= atol +
@@ -138,11 +144,21 @@ def main():
     ap.add_argument("--filter", default="")
     ap.add_argument("-j", type=int, default=1, help="cases at a time, each worker a process of its own")
     ap.add_argument("--keep")
+    ap.add_argument("--deadline", type=float, default=0, help="seconds after which no case starts")
+    ap.add_argument("--skip", action="append", default=[], help="an earlier run's log: its cases are left out")
     a = ap.parse_args()
+    t0 = time.monotonic()
+    done = set()
+    for log in a.skip:
+        with open(log) as f:
+            for line in f:
+                w = line.split()
+                if len(w) >= 2 and w[0] in ("pass", "FAIL", "unsupported"):
+                    done.add(re.sub(r"_\d+$", "", w[1]) if not os.path.isdir(os.path.join(a.cases, w[1])) else w[1])
     tmp = a.keep or tempfile.mkdtemp(prefix="coil-fx-cases-")
     os.makedirs(tmp, exist_ok=True)
     names = [n for n in sorted(os.listdir(a.cases))
-             if os.path.isfile(os.path.join(a.cases, n, "graph.coil")) and re.search(a.filter, n)]
+             if os.path.isfile(os.path.join(a.cases, n, "graph.coil")) and re.search(a.filter, n) and n not in done]
     jobs = [(a.coil, os.path.join(a.cases, n), n, os.path.join(tmp, n), a.device) for n in names]
     passed = failed = unsupported = 0
 
@@ -154,14 +170,30 @@ def main():
         unsupported += sum(line.startswith("unsupported") for line in lines)
         passed, failed = passed + p, failed + f
 
+    late = lambda: a.deadline and time.monotonic() - t0 > a.deadline  # noqa: E731
+    notrun = 0
     if a.j > 1:  # spawned workers: a CUDA context does not survive fork
-        with concurrent.futures.ProcessPoolExecutor(a.j, mp_context=multiprocessing.get_context("spawn")) as ex:
-            for res in ex.map(run_case, *zip(*jobs), chunksize=4) if jobs else []:
-                report(res)
+        ex = concurrent.futures.ProcessPoolExecutor(a.j, mp_context=multiprocessing.get_context("spawn"))
+        pending, queued = set(), list(reversed(jobs))
+        while queued or pending:
+            while queued and len(pending) < 2 * a.j and not late():
+                pending.add(ex.submit(run_case, *queued.pop()))
+            if not pending:
+                break
+            finished, pending = concurrent.futures.wait(pending, timeout=5, return_when=concurrent.futures.FIRST_COMPLETED)
+            for fut in finished:
+                report(fut.result())
+        notrun = len(queued)
+        ex.shutdown(wait=True)
     else:
         for job in jobs:
+            if late():
+                notrun += 1
+                continue
             report(run_case(*job))
-    print("fx cases on %s: %d passed, %d failed, %d not supported" % (a.device, passed, failed, unsupported))
+    print("fx cases on %s: %d passed, %d failed, %d not supported%s%s" % (
+        a.device, passed, failed, unsupported, ", %d left out (--skip)" % len(done) if done else "",
+        ", %d not run (--deadline %g s)" % (notrun, a.deadline) if notrun else ""))
     return 1 if failed else 0
 
 

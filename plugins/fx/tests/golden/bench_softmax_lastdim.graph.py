@@ -108,7 +108,9 @@ def _host_kernels():
             else:
                 os.environ["TRITON_INTERPRET"] = old
         module.libdevice = _HostLibdevice()
-        module._coil_bf16 = lambda x: _host_elementwise(lambda v: v.to(torch.bfloat16).to(v.dtype), (x,))
+        # in f32, as on the GPU: an integer or bool kept its dtype and the interpreter's cast of it
+        # to bfloat16 then reinterprets bits
+        module._coil_bf16 = lambda x: _host_elementwise(lambda v: v.to(torch.bfloat16).float(), (x,), True)
         _host = module
     return _host
 
@@ -124,7 +126,7 @@ class _HostLibdevice:
         return lambda *args: _host_elementwise(fn, args)
 
 
-def _host_elementwise(fn, args):
+def _host_elementwise(fn, args, f32=False):
     import numpy
     import triton.language as tl
     from triton.runtime.interpreter import TensorHandle
@@ -133,8 +135,8 @@ def _host_elementwise(fn, args):
     nd = ts[0].handle.data.dtype
     xs = [torch.from_numpy(numpy.ascontiguousarray(a.handle.data)) if isinstance(a, tl.tensor)
           else torch.from_numpy(numpy.asarray(getattr(a, "value", a), dtype=nd)) for a in args]
-    r = numpy.ascontiguousarray(fn(*xs).numpy().astype(nd))
-    scalar = ts[0].dtype
+    r = numpy.ascontiguousarray(fn(*xs).numpy().astype(numpy.float32 if f32 else nd))
+    scalar = tl.float32 if f32 else ts[0].dtype
     block = any(isinstance(a.type, tl.block_type) for a in ts)
     return tl.tensor(TensorHandle(r, scalar), tl.block_type(scalar, list(r.shape)) if block else scalar)
 
