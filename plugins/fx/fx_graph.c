@@ -177,6 +177,18 @@ xparam_value(const coil_xparam *x, coil_strbuf *b)
   }
 }
 
+/* an aten matrix product, which CUDA's libraries have only for floats */
+static bool
+integer_matmul(const char *op)
+{
+  static const char *const names[] = {"aten.mm.", "aten.bmm.", "aten.addmm.", "aten.baddbmm.", "aten.addbmm.",
+                                      "aten.matmul.", "aten.mv.", "aten.addmv.", "aten.dot.", "aten.vdot."};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (strncmp(op, names[i], strlen(names[i])) == 0)
+      return true;
+  return false;
+}
+
 /* "aten.mm.default" -> torch.ops.aten.mm.default, when it is NAMESPACE.NAME.OVERLOAD of
  * identifiers (the parser's OPNAME: NAMEs joined by '.') */
 static bool
@@ -254,6 +266,14 @@ static const char header[] =
     "def _coil_view(t, sizes, strides, offset):\n"
     "    \"\"\"view / reuse: a layout over t's storage, offset elements past t's first\"\"\"\n"
     "    return torch.as_strided(t, sizes, strides, t.storage_offset() + offset)\n"
+    "\n"
+    "\n"
+    "def _coil_on_cpu(op, *args, **kwargs):\n"
+    "    \"\"\"an integer matrix product, which CUDA has not: computed on the CPU, exactly, and moved back\"\"\"\n"
+    "    dev = next(a.device for a in args if isinstance(a, torch.Tensor))\n"
+    "    if dev.type == \"cpu\":\n"
+    "        return op(*args, **kwargs)\n"
+    "    return op(*[a.cpu() if isinstance(a, torch.Tensor) else a for a in args], **kwargs).to(dev)\n"
     "\n"
     "\n"
     "def _coil_layout(t, sizes, strides):\n"
@@ -448,7 +468,12 @@ fx_graph_module(const coil_wir_program *p, coil_strbuf *b, char *why, size_t n)
         snprintf(why, n, "line %d: extern_call %s is no NAMESPACE.OP.OVERLOAD name", li + 1, l->op ? l->op : "?");
         return false;
       }
-      coil_strbuf_printf(b, "    _r%d = g.call_function(%s, (", li, target.s);
+      /* CUDA has no integer matmul: those go through the CPU (_coil_on_cpu) */
+      bool via_cpu = l->nouts > 0 && !coil_dtype_is_float(p->buffers[l->outs[0]].dtype) && integer_matmul(l->op);
+      if (via_cpu)
+        coil_strbuf_printf(b, "    _r%d = g.call_function(_coil_on_cpu, (%s, ", li, target.s);
+      else
+        coil_strbuf_printf(b, "    _r%d = g.call_function(%s, (", li, target.s);
       coil_strbuf_free(&target);
       for (int i = 0; i < l->nargs; i++)
         coil_strbuf_printf(b, "%s, ", p->buffers[l->args[i]].name);

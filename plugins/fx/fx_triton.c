@@ -451,10 +451,17 @@ value_expr(kemit *e, int i)
   case COIL_KOP_ADD: coil_strbuf_printf(b, "(%s + %s)", a, c); break;
   case COIL_KOP_SUB: coil_strbuf_printf(b, "(%s - %s)", a, c); break;
   case COIL_KOP_MUL: coil_strbuf_printf(b, "(%s * %s)", a, c); break;
-  case COIL_KOP_DIV: coil_strbuf_printf(b, "(%s / %s)", a, c); break;
+  case COIL_KOP_DIV: /* Triton's '/' on f32 is div.full (2 ulp): truncdiv of 6 / 3 could give 1 */
+    if (f && at != COIL_F64)
+      coil_strbuf_printf(b, "tl.div_rn(%s, %s)", a, c);
+    else
+      coil_strbuf_printf(b, "(%s / %s)", a, c);
+    break;
   case COIL_KOP_FLOORDIV: coil_strbuf_printf(b, "%s(%s, %s)", f ? "_coil_floordiv_f" : "_coil_floordiv_v", a, c); break;
   case COIL_KOP_TRUNCDIV:
-    if (f)
+    if (f && at != COIL_F64)
+      coil_strbuf_printf(b, "libdevice.trunc(tl.div_rn(%s, %s))", a, c);
+    else if (f)
       coil_strbuf_printf(b, "libdevice.trunc(%s / %s)", a, c);
     else
       coil_strbuf_printf(b, "_coil_truncdiv_v(%s, %s)", a, c);

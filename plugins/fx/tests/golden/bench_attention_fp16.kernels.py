@@ -142,7 +142,7 @@ def coil_per_fused_mul__softmax_0(in0, out0, _xnumel, _rnumel, _XBLOCK: tl.const
     _t8 = tl.exp(_t7)
     _w9 = tl.broadcast_to(_t8, [_XBLOCK, _RBLOCK])
     _t9 = tl.reduce(tl.where(_rmask, _w9, 0).to(tl.float32), 1, _coil_add)[:, None]
-    _t10 = (_t8 / _t9)
+    _t10 = tl.div_rn(_t8, _t9)
     _t11 = _t10.to(tl.float16).to(tl.float32)
     tl.store(out0 + ((r0 + (16777216 * x0) + (1048576 * x1) + (1024 * x2)) + _xz), _t11.to(tl.float16), _xmask & _rmask)
 

@@ -56,6 +56,14 @@ def _coil_view(t, sizes, strides, offset):
     return torch.as_strided(t, sizes, strides, t.storage_offset() + offset)
 
 
+def _coil_on_cpu(op, *args, **kwargs):
+    """an integer matrix product, which CUDA has not: computed on the CPU, exactly, and moved back"""
+    dev = next(a.device for a in args if isinstance(a, torch.Tensor))
+    if dev.type == "cpu":
+        return op(*args, **kwargs)
+    return op(*[a.cpu() if isinstance(a, torch.Tensor) else a for a in args], **kwargs).to(dev)
+
+
 def _coil_layout(t, sizes, strides):
     """an extern call's result in the layout the program planned for it (copied if not)"""
     if tuple(t.shape) == tuple(sizes) and (t.numel() == 0 or t.stride() == tuple(strides)):

@@ -148,7 +148,7 @@ def coil_per_fused_embedding_add_native_layer_norm_0(in0, in1, in2, out0, in3, i
     _t8 = (_t4 - _t5)
     _t9 = (768 + _xz)
     _t10 = _t9.to(tl.float32)
-    _t11 = (_t6 / _t10)
+    _t11 = tl.div_rn(_t6, _t10)
     _t12 = tl.full([_XBLOCK, 1], 1e-05, tl.float32)
     _t13 = (_t11 + _t12)
     _t14 = tl.rsqrt(_t13)

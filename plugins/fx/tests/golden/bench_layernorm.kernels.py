@@ -147,7 +147,7 @@ def coil_red_fused_native_layer_norm_0(in0, in1, in2, out0, _xnumel, _rnumel, _X
     _t2 = tl.reduce(_a2, 1, _coil_add)[:, None]
     _t4 = (4096 + _xz)
     _t5 = _t4.to(tl.float32)
-    _t6 = (_t2 / _t5)
+    _t6 = tl.div_rn(_t2, _t5)
     _t7 = tl.full([_XBLOCK, 1], 1e-05, tl.float32)
     _t8 = (_t6 + _t7)
     _t9 = tl.rsqrt(_t8)

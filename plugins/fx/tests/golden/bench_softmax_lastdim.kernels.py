@@ -152,7 +152,7 @@ def coil_red_fused__softmax_0(in0, out0, _xnumel, _rnumel, _XBLOCK: tl.constexpr
         _t0 = tl.load(in0 + ((r0 + (4096 * x0)) + _xz), _xmask & _rmask, other=0)
         _t2 = (_t0 - _t1)
         _t3 = tl.exp(_t2)
-        _t5 = (_t3 / _t4)
+        _t5 = tl.div_rn(_t3, _t4)
         tl.store(out0 + ((r0 + (4096 * x0)) + _xz), _t5.to(tl.float32), _xmask & _rmask)
 
 

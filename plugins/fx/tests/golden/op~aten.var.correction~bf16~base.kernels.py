@@ -140,7 +140,7 @@ def coil_per_fused_var_0(in0, out0, _xnumel, _rnumel, _XBLOCK: tl.constexpr, _RB
     _t6 = (_t4 - _t5)
     _t7 = tl.full([_XBLOCK, 1], 0.0, tl.float32)
     _t8 = _coil_fmax(_t6, _t7)
-    _t9 = (_t2 / _t8)
+    _t9 = tl.div_rn(_t2, _t8)
     _t10 = _coil_bf16(_t9)
     tl.store(out0 + (x0 + _xz), _t10.to(tl.bfloat16), _xmask)
 
