@@ -221,6 +221,7 @@ static const char header[] =
     "import importlib.util\n"
     "import operator\n"
     "import os\n"
+    "import sys\n"
     "\n"
     "import torch\n"
     "import torch.fx\n"
@@ -235,9 +236,12 @@ static const char header[] =
     "\n"
     "\n"
     "def _sibling(name):\n"
+    "    \"\"\"NAME.py beside this file as a module, registered in sys.modules under a name of its own\n"
+    "    (torch.compile imports the modules of the functions it traces)\"\"\"\n"
     "    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + \".py\")\n"
-    "    spec = importlib.util.spec_from_file_location(\"coil_fx_\" + PROGRAM + \"_\" + name, path)\n"
+    "    spec = importlib.util.spec_from_file_location(\"%s_%s_%d\" % (__name__, name, len(sys.modules)), path)\n"
     "    module = importlib.util.module_from_spec(spec)\n"
+    "    sys.modules[spec.name] = module\n"
     "    spec.loader.exec_module(module)\n"
     "    return module\n"
     "\n"
@@ -274,6 +278,17 @@ static const char header[] =
     "    if dev.type == \"cpu\":\n"
     "        return op(*args, **kwargs)\n"
     "    return op(*[a.cpu() if isinstance(a, torch.Tensor) else a for a in args], **kwargs).to(dev)\n"
+    "\n"
+    "\n"
+    "def _coil_sort(t, dim=-1, descending=False):\n"
+    "    \"\"\"aten.sort with equal elements in index order\"\"\"\n"
+    "    return torch.ops.aten.sort.stable(t, stable=True, dim=dim, descending=descending)\n"
+    "\n"
+    "\n"
+    "def _coil_topk(t, k, dim=-1, largest=True, sorted=True):\n"
+    "    \"\"\"aten.topk with equal elements in index order: a stable sort's first k\"\"\"\n"
+    "    v, i = torch.ops.aten.sort.stable(t, stable=True, dim=dim, descending=largest)\n"
+    "    return v.narrow(dim, 0, k), i.narrow(dim, 0, k)\n"
     "\n"
     "\n"
     "def _coil_layout(t, sizes, strides):\n"
@@ -470,8 +485,15 @@ fx_graph_module(const coil_wir_program *p, coil_strbuf *b, char *why, size_t n)
       }
       /* CUDA has no integer matmul: those go through the CPU (_coil_on_cpu) */
       bool via_cpu = l->nouts > 0 && !coil_dtype_is_float(p->buffers[l->outs[0]].dtype) && integer_matmul(l->op);
+      /* ties in index order, as the reference and coil's generated sort give them: PyTorch's
+       * CUDA topk and sort leave their order open (a topk of i64 differed between two runs) */
+      const char *stable = strcmp(l->op, "aten.topk.default") == 0   ? "_coil_topk"
+                           : strcmp(l->op, "aten.sort.default") == 0 ? "_coil_sort"
+                                                                     : NULL;
       if (via_cpu)
         coil_strbuf_printf(b, "    _r%d = g.call_function(_coil_on_cpu, (%s, ", li, target.s);
+      else if (stable)
+        coil_strbuf_printf(b, "    _r%d = g.call_function(%s, (", li, stable);
       else
         coil_strbuf_printf(b, "    _r%d = g.call_function(%s, (", li, target.s);
       coil_strbuf_free(&target);

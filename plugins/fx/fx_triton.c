@@ -108,14 +108,6 @@ typedef struct {
 
 static void sym_put(const symprinter *s, const coil_sym *e);
 
-static bool
-nonneg(const coil_wir_program *p, const coil_sym *e)
-{
-  int64_t lo, hi;
-  coil_sym_bounds(p->sym, e, &lo, &hi);
-  return lo >= 0;
-}
-
 /* a call f(a, f(b, c)) of two arguments at a time */
 static void
 sym_call(const symprinter *s, const char *f, const coil_sym *const *args, int n)
@@ -152,17 +144,37 @@ sym_put(const symprinter *s, const coil_sym *e)
     coil_strbuf_puts(s->out, ")");
     return;
   case COIL_SYM_FLOORDIV:
-  case COIL_SYM_MOD:
-    if (nonneg(s->p, e->args[0]) && nonneg(s->p, e->args[1])) {
+  case COIL_SYM_MOD: {
+    /* Triton's '//' and '%' truncate, and its axis analysis (contiguity, constancy) assumes a
+     * dividend >= 0: a negative one gives wrong loads on the GPU, not only a wrong rounding (a
+     * depthwise convolution_backward of the op tier, on the H200). A dividend a >= lo, lo < 0,
+     * over a divisor b >= 1 is shifted: a // b = (a + m*b) // b - m and a % b = (a + m*b) % b,
+     * m = -lo, with a + m*b >= 0. The helpers are left for what has no such bounds. */
+    int64_t alo, ahi, blo, bhi;
+    coil_sym_bounds(s->p->sym, e->args[0], &alo, &ahi);
+    coil_sym_bounds(s->p->sym, e->args[1], &blo, &bhi);
+    if (alo >= 0 && blo >= 0) {
       coil_strbuf_puts(s->out, "(");
       sym_put(s, e->args[0]);
       coil_strbuf_puts(s->out, e->kind == COIL_SYM_MOD ? " % " : " // ");
       sym_put(s, e->args[1]);
       coil_strbuf_puts(s->out, ")");
+    } else if (blo >= 1 && alo > INT64_MIN / 4 && (bhi == INT64_MAX || bhi <= INT64_MAX / 4 / -alo)) {
+      long long m = -(long long)alo;
+      coil_strbuf_puts(s->out, "((");
+      sym_put(s, e->args[0]);
+      coil_strbuf_printf(s->out, " + %lld * ", m);
+      sym_put(s, e->args[1]);
+      coil_strbuf_puts(s->out, e->kind == COIL_SYM_MOD ? ") % " : ") // ");
+      sym_put(s, e->args[1]);
+      if (e->kind == COIL_SYM_FLOORDIV)
+        coil_strbuf_printf(s->out, " - %lld", m);
+      coil_strbuf_puts(s->out, ")");
     } else {
       sym_call(s, e->kind == COIL_SYM_MOD ? "_coil_mod" : "_coil_floordiv", e->args, 2);
     }
     return;
+  }
   case COIL_SYM_MIN:
   case COIL_SYM_MAX:
     sym_call(s, e->kind == COIL_SYM_MIN ? "_coil_min" : "_coil_max", e->args, e->nargs);

@@ -41,6 +41,7 @@ def run(art, case, device):
     n_mod += 1
     spec = importlib.util.spec_from_file_location("g4_diag_%d" % n_mod, os.path.join(art, "graph.py"))
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     ins = load_file(os.path.join(case, "inputs.safetensors"))
     args = [ins[label].to(device) for _, label, _ in mod.INPUTS]

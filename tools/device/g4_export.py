@@ -49,6 +49,7 @@ def main():
             continue
         spec = importlib.util.spec_from_file_location("g4_export_" + name, os.path.join(out, "graph.py"))
         mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
         spec.loader.exec_module(mod)
         gm = mod.build(a.device)
         weights = load_file(os.path.join(d, "weights.safetensors")) if os.path.exists(

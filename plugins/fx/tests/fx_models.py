@@ -83,6 +83,7 @@ def run_case(coil, d, name, out, device):
             spec = json.load(f)
     mspec = importlib.util.spec_from_file_location("fx_case_" + re.sub(r"\W", "_", name), os.path.join(out, "graph.py"))
     mod = importlib.util.module_from_spec(mspec)
+    sys.modules[mspec.name] = mod
     try:
         mspec.loader.exec_module(mod)
         gm = mod.build(device)

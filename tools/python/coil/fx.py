@@ -12,6 +12,7 @@ Triton's interpreter (slow; docs/fx.md, "On CPU tensors")."""
 import importlib.util
 import json
 import os
+import sys
 
 __all__ = ["load"]
 
@@ -34,6 +35,7 @@ def load(path, device="cuda"):
     _count += 1
     spec = importlib.util.spec_from_file_location("coil_fx_graph_%d" % _count, os.path.join(path, "graph.py"))
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # torch.compile imports the modules of the functions it traces
     spec.loader.exec_module(module)
     gm = module.build(device)
     gm.coil_inputs = list(module.INPUTS)

@@ -9,6 +9,7 @@ INPUTS = [
 import importlib.util
 import operator
 import os
+import sys
 
 import torch
 import torch.fx
@@ -23,9 +24,12 @@ except ImportError:  # an older torch
 
 
 def _sibling(name):
+    """NAME.py beside this file as a module, registered in sys.modules under a name of its own
+    (torch.compile imports the modules of the functions it traces)"""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
-    spec = importlib.util.spec_from_file_location("coil_fx_" + PROGRAM + "_" + name, path)
+    spec = importlib.util.spec_from_file_location("%s_%s_%d" % (__name__, name, len(sys.modules)), path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
@@ -62,6 +66,17 @@ def _coil_on_cpu(op, *args, **kwargs):
     if dev.type == "cpu":
         return op(*args, **kwargs)
     return op(*[a.cpu() if isinstance(a, torch.Tensor) else a for a in args], **kwargs).to(dev)
+
+
+def _coil_sort(t, dim=-1, descending=False):
+    """aten.sort with equal elements in index order"""
+    return torch.ops.aten.sort.stable(t, stable=True, dim=dim, descending=descending)
+
+
+def _coil_topk(t, k, dim=-1, largest=True, sorted=True):
+    """aten.topk with equal elements in index order: a stable sort's first k"""
+    v, i = torch.ops.aten.sort.stable(t, stable=True, dim=dim, descending=largest)
+    return v.narrow(dim, 0, k), i.narrow(dim, 0, k)
 
 
 def _coil_layout(t, sizes, strides):
