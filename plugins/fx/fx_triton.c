@@ -971,7 +971,7 @@ static const char helpers[] =
     "    points; a looped one walks r by up to 1024 points, 2048 points a chunk.\"\"\"\n"
     "    if kind == \"pointwise\":\n"
     "        return 1024, 1, 4\n"
-    "    rb = triton.next_power_of_2(max(int(rnumel), 1))\n"
+    "    rb = 1 << (max(int(rnumel), 1) - 1).bit_length()  # the next power of two, in plain Python\n"
     "    if kind == \"persistent\":\n"
     "        return max(1, min(64, 4096 // rb)), rb, (8 if rb >= 2048 else 4)\n"
     "    rb = min(rb, 1024)\n"
@@ -1031,7 +1031,7 @@ fx_launch_source(const coil_wir_program *p, const coil_kernel *k, coil_strbuf *o
   }
   coil_strbuf_printf(out, "\n    if _xnumel <= 0:\n        return\n"
                           "    _xb, _rb, _nw = K._blocks(\"%s\", _xnumel, _rnumel)\n", kind_name(k));
-  coil_strbuf_printf(out, "    _launch(K.%s, (triton.cdiv(_xnumel, _xb), 1, 1), ", k->name);
+  coil_strbuf_printf(out, "    _launch(K.%s, ((_xnumel + _xb - 1) // _xb, 1, 1), ", k->name);
   for (int i = 0; i < k->nparams; i++)
     coil_strbuf_printf(out, "%s, ", k->params[i].name);
   for (int i = 0; i < k->nsyms; i++)

@@ -34,6 +34,9 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--filter", default="")
     a = ap.parse_args()
+    # f32 at f32 precision: cuDNN's default TF32 differs between eager and Inductor's choices
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
     tmp = tempfile.mkdtemp(prefix="coil-g4-export-")
     failed = 0
     for name in sorted(os.listdir(a.models)):

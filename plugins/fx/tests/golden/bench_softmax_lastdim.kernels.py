@@ -111,7 +111,7 @@ def _blocks(kind, xnumel, rnumel):
     points; a looped one walks r by up to 1024 points, 2048 points a chunk."""
     if kind == "pointwise":
         return 1024, 1, 4
-    rb = triton.next_power_of_2(max(int(rnumel), 1))
+    rb = 1 << (max(int(rnumel), 1) - 1).bit_length()  # the next power of two, in plain Python
     if kind == "persistent":
         return max(1, min(64, 4096 // rb)), rb, (8 if rb >= 2048 else 4)
     rb = min(rb, 1024)
