@@ -2,7 +2,7 @@
 # lets a plugin be built outside this tree against P (find_package(coil), coilConfig.cmake.in):
 #
 #   bin/coil, bin/coil-conformance          the tools
-#   lib/coil/plugins/libcoil_{interp,cpu,cuda,hip}.so the in-tree plugins (never the test plugins)
+#   lib/coil/plugins/libcoil_{interp,cpu,cuda,hip,fx}.so the in-tree plugins (never the test plugins)
 #   include/coil/                           the SDK headers: coil_plugin.h, coil_sdk.h and the
 #                                           Wrapper IR headers they include
 #   lib/libcoil_wir.a, lib/libcoil_sdk.a    static and PIC: a plugin links them in
@@ -42,7 +42,8 @@ install(TARGETS coil RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET coil_conformance) # conformance/ may not define it yet
   install(TARGETS coil_conformance RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
-install(TARGETS coil_plugin_interp coil_plugin_cpu coil_plugin_cuda coil_plugin_hip LIBRARY DESTINATION ${COIL_INSTALL_PLUGINDIR})
+install(TARGETS coil_plugin_interp coil_plugin_cpu coil_plugin_cuda coil_plugin_hip coil_plugin_fx
+        LIBRARY DESTINATION ${COIL_INSTALL_PLUGINDIR})
 install(TARGETS coil_cuda_tune coil_hip_tune RUNTIME DESTINATION ${COIL_INSTALL_PLUGINDIR}) # found beside libcoil_cuda.so, libcoil_hip.so
 
 # ---- the conformance suite's data: coil-conformance finds <prefix>/share/coil/conformance/models ----
@@ -62,8 +63,9 @@ endif()
 option(COIL_PYTHON_PACKAGE "Install the Python package's native parts (component python)" ${COIL_PYTHON_PACKAGE_DEFAULT})
 if(COIL_PYTHON_PACKAGE)
   install(TARGETS coil_shared LIBRARY DESTINATION coil/lib COMPONENT python)
-  install(TARGETS coil_plugin_interp coil_plugin_cpu coil_plugin_cuda coil_plugin_hip LIBRARY DESTINATION coil/lib/coil/plugins
-          COMPONENT python)
+  # every target here is in tools/python/pyproject.toml's build.targets (the package builds only those)
+  install(TARGETS coil_plugin_interp coil_plugin_cpu coil_plugin_cuda coil_plugin_hip coil_plugin_fx
+          LIBRARY DESTINATION coil/lib/coil/plugins COMPONENT python)
   install(TARGETS coil_cuda_tune coil_hip_tune RUNTIME DESTINATION coil/lib/coil/plugins COMPONENT python)
   install(TARGETS coil RUNTIME DESTINATION coil/bin COMPONENT python)
 endif()
