@@ -125,18 +125,15 @@ def coil_red_fused_cumsum_0(in0, out0, _xnumel, _rnumel, _XBLOCK: tl.constexpr, 
     _xmask = _xindex < _xnumel
     _xz = tl.full([_XBLOCK, 1], 0, tl.int64)
     x0 = _xindex
-    _c1 = tl.full([_XBLOCK, 1], 0, tl.float32)
-    for _roffset in range(0, _rnumel, _RBLOCK):
-        _rindex = _roffset + tl.arange(0, _RBLOCK).to(tl.int64)[None, :]
-        _rmask = _rindex < _rnumel
-        r0 = _rindex
-        _t0 = tl.load(in0 + ((r0 + (4096 * x0)) + _xz), _xmask & _rmask, other=0)
-        _s1 = tl.where(_rmask, tl.broadcast_to(_t0, [_XBLOCK, _RBLOCK]), 0)
-        _t1 = _coil_add(_c1, tl.associative_scan(_s1, 1, _coil_add))
-        _c1 = _coil_add(_c1, tl.reduce(_s1, 1, _coil_add)[:, None])
-        tl.store(out0 + ((r0 + (4096 * x0)) + _xz), _t1.to(tl.float32), _xmask & _rmask)
+    _rindex = tl.arange(0, _RBLOCK).to(tl.int64)[None, :]
+    _rmask = _rindex < _rnumel
+    r0 = _rindex
+    _t0 = tl.load(in0 + ((r0 + (4096 * x0)) + _xz), _xmask & _rmask, other=0)
+    _s1 = tl.where(_rmask, tl.broadcast_to(_t0, [_XBLOCK, _RBLOCK]), 0)
+    _t1 = tl.associative_scan(_s1, 1, _coil_add)
+    tl.store(out0 + ((r0 + (4096 * x0)) + _xz), _t1.to(tl.float32), _xmask & _rmask)
 
 
 KERNELS = {
-    "coil_red_fused_cumsum_0": (coil_red_fused_cumsum_0, "reduction", {"in0": "*fp32", "out0": "*fp32", "_xnumel": "i64", "_rnumel": "i64"}),
+    "coil_red_fused_cumsum_0": (coil_red_fused_cumsum_0, "persistent", {"in0": "*fp32", "out0": "*fp32", "_xnumel": "i64", "_rnumel": "i64"}),
 }

@@ -178,7 +178,7 @@ def coil_red_fused_native_layer_norm_0(in0, in1, in2, out0):
     _rnumel = 1 * (4096)
     if _xnumel <= 0:
         return
-    _xb, _rb, _nw = K._blocks("reduction", _xnumel, _rnumel)
+    _xb, _rb, _nw = K._blocks("persistent", _xnumel, _rnumel)
     _launch(K.coil_red_fused_native_layer_norm_0, ((_xnumel + _xb - 1) // _xb, 1, 1), in0, in1, in2, out0, _xnumel, _rnumel, _XBLOCK=_xb, _RBLOCK=_rb, num_warps=_nw)
 
 

@@ -125,46 +125,31 @@ def coil_red_fused_native_layer_norm_0(in0, in1, in2, out0, _xnumel, _rnumel, _X
     _xmask = _xindex < _xnumel
     _xz = tl.full([_XBLOCK, 1], 0, tl.int64)
     x0 = _xindex
-    _a1 = tl.full([_XBLOCK, _RBLOCK], 0, tl.float32)
-    for _roffset in range(0, _rnumel, _RBLOCK):
-        _rindex = _roffset + tl.arange(0, _RBLOCK).to(tl.int64)[None, :]
-        _rmask = _rindex < _rnumel
-        r0 = _rindex
-        _t0 = tl.load(in0 + ((r0 + (4096 * x0)) + _xz), _xmask & _rmask, other=0)
-        _w1 = tl.broadcast_to(_t0, [_XBLOCK, _RBLOCK])
-        _a1 = _a1 + tl.where(_rmask, _w1, 0.0)
-    _t1 = tl.reduce(_a1, 1, _coil_add)[:, None] / _rnumel
+    _rindex = tl.arange(0, _RBLOCK).to(tl.int64)[None, :]
+    _rmask = _rindex < _rnumel
+    r0 = _rindex
+    _t0 = tl.load(in0 + ((r0 + (4096 * x0)) + _xz), _xmask & _rmask, other=0)
+    _w1 = tl.broadcast_to(_t0, [_XBLOCK, _RBLOCK])
+    _t1 = tl.reduce(tl.where(_rmask, _w1, 0.0), 1, _coil_add)[:, None] / _rnumel
+    _w2 = tl.broadcast_to(_t0, [_XBLOCK, _RBLOCK])
     _m2 = _t1
-    _a2 = tl.full([_XBLOCK, _RBLOCK], 0, tl.float32)
-    for _roffset in range(0, _rnumel, _RBLOCK):
-        _rindex = _roffset + tl.arange(0, _RBLOCK).to(tl.int64)[None, :]
-        _rmask = _rindex < _rnumel
-        r0 = _rindex
-        _t0 = tl.load(in0 + ((r0 + (4096 * x0)) + _xz), _xmask & _rmask, other=0)
-        _w2 = tl.broadcast_to(_t0, [_XBLOCK, _RBLOCK])
-        _d2 = tl.where(_rmask, _w2 - _m2, 0.0)
-        _a2 = _a2 + _d2 * _d2
-    _t2 = tl.reduce(_a2, 1, _coil_add)[:, None]
+    _d2 = tl.where(_rmask, _w2 - _m2, 0.0)
+    _t2 = tl.reduce(_d2 * _d2, 1, _coil_add)[:, None]
+    _t3 = (_t0 - _t1)
     _t4 = (4096 + _xz)
     _t5 = _t4.to(tl.float32)
     _t6 = tl.div_rn(_t2, _t5)
     _t7 = tl.full([_XBLOCK, 1], 1e-05, tl.float32)
     _t8 = (_t6 + _t7)
     _t9 = tl.rsqrt(_t8)
-    for _roffset in range(0, _rnumel, _RBLOCK):
-        _rindex = _roffset + tl.arange(0, _RBLOCK).to(tl.int64)[None, :]
-        _rmask = _rindex < _rnumel
-        r0 = _rindex
-        _t0 = tl.load(in0 + ((r0 + (4096 * x0)) + _xz), _xmask & _rmask, other=0)
-        _t3 = (_t0 - _t1)
-        _t10 = (_t3 * _t9)
-        _t11 = tl.load(in1 + (r0 + _xz), _xmask & _rmask, other=0)
-        _t12 = (_t10 * _t11)
-        _t13 = tl.load(in2 + (r0 + _xz), _xmask & _rmask, other=0)
-        _t14 = (_t12 + _t13)
-        tl.store(out0 + ((r0 + (4096 * x0)) + _xz), _t14.to(tl.float32), _xmask & _rmask)
+    _t10 = (_t3 * _t9)
+    _t11 = tl.load(in1 + (r0 + _xz), _xmask & _rmask, other=0)
+    _t12 = (_t10 * _t11)
+    _t13 = tl.load(in2 + (r0 + _xz), _xmask & _rmask, other=0)
+    _t14 = (_t12 + _t13)
+    tl.store(out0 + ((r0 + (4096 * x0)) + _xz), _t14.to(tl.float32), _xmask & _rmask)
 
 
 KERNELS = {
-    "coil_red_fused_native_layer_norm_0": (coil_red_fused_native_layer_norm_0, "reduction", {"in0": "*fp32", "in1": "*fp32", "in2": "*fp32", "out0": "*fp32", "_xnumel": "i64", "_rnumel": "i64"}),
+    "coil_red_fused_native_layer_norm_0": (coil_red_fused_native_layer_norm_0, "persistent", {"in0": "*fp32", "in1": "*fp32", "in2": "*fp32", "out0": "*fp32", "_xnumel": "i64", "_rnumel": "i64"}),
 }

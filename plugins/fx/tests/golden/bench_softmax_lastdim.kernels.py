@@ -125,37 +125,20 @@ def coil_red_fused__softmax_0(in0, out0, _xnumel, _rnumel, _XBLOCK: tl.constexpr
     _xmask = _xindex < _xnumel
     _xz = tl.full([_XBLOCK, 1], 0, tl.int64)
     x0 = _xindex
-    _a1 = tl.full([_XBLOCK, _RBLOCK], float("-inf"), tl.float32)
-    for _roffset in range(0, _rnumel, _RBLOCK):
-        _rindex = _roffset + tl.arange(0, _RBLOCK).to(tl.int64)[None, :]
-        _rmask = _rindex < _rnumel
-        r0 = _rindex
-        _t0 = tl.load(in0 + ((r0 + (4096 * x0)) + _xz), _xmask & _rmask, other=0)
-        _w1 = tl.broadcast_to(_t0, [_XBLOCK, _RBLOCK])
-        _a1 = _coil_fmax(_a1, tl.where(_rmask, _w1, float("-inf")))
-    _t1 = tl.reduce(_a1, 1, _coil_fmax)[:, None]
-    _a4 = tl.full([_XBLOCK, _RBLOCK], 0, tl.float32)
-    for _roffset in range(0, _rnumel, _RBLOCK):
-        _rindex = _roffset + tl.arange(0, _RBLOCK).to(tl.int64)[None, :]
-        _rmask = _rindex < _rnumel
-        r0 = _rindex
-        _t0 = tl.load(in0 + ((r0 + (4096 * x0)) + _xz), _xmask & _rmask, other=0)
-        _t2 = (_t0 - _t1)
-        _t3 = tl.exp(_t2)
-        _w4 = tl.broadcast_to(_t3, [_XBLOCK, _RBLOCK])
-        _a4 = _coil_add(_a4, tl.where(_rmask, _w4, 0))
-    _t4 = tl.reduce(_a4, 1, _coil_add)[:, None].to(tl.float32)
-    for _roffset in range(0, _rnumel, _RBLOCK):
-        _rindex = _roffset + tl.arange(0, _RBLOCK).to(tl.int64)[None, :]
-        _rmask = _rindex < _rnumel
-        r0 = _rindex
-        _t0 = tl.load(in0 + ((r0 + (4096 * x0)) + _xz), _xmask & _rmask, other=0)
-        _t2 = (_t0 - _t1)
-        _t3 = tl.exp(_t2)
-        _t5 = tl.div_rn(_t3, _t4)
-        tl.store(out0 + ((r0 + (4096 * x0)) + _xz), _t5.to(tl.float32), _xmask & _rmask)
+    _rindex = tl.arange(0, _RBLOCK).to(tl.int64)[None, :]
+    _rmask = _rindex < _rnumel
+    r0 = _rindex
+    _t0 = tl.load(in0 + ((r0 + (4096 * x0)) + _xz), _xmask & _rmask, other=0)
+    _w1 = tl.broadcast_to(_t0, [_XBLOCK, _RBLOCK])
+    _t1 = tl.reduce(tl.where(_rmask, _w1, float("-inf")), 1, _coil_fmax)[:, None]
+    _t2 = (_t0 - _t1)
+    _t3 = tl.exp(_t2)
+    _w4 = tl.broadcast_to(_t3, [_XBLOCK, _RBLOCK])
+    _t4 = tl.reduce(tl.where(_rmask, _w4, 0).to(tl.float32), 1, _coil_add)[:, None]
+    _t5 = tl.div_rn(_t3, _t4)
+    tl.store(out0 + ((r0 + (4096 * x0)) + _xz), _t5.to(tl.float32), _xmask & _rmask)
 
 
 KERNELS = {
-    "coil_red_fused__softmax_0": (coil_red_fused__softmax_0, "reduction", {"in0": "*fp32", "out0": "*fp32", "_xnumel": "i64", "_rnumel": "i64"}),
+    "coil_red_fused__softmax_0": (coil_red_fused__softmax_0, "persistent", {"in0": "*fp32", "out0": "*fp32", "_xnumel": "i64", "_rnumel": "i64"}),
 }
