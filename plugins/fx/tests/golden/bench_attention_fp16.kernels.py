@@ -106,11 +106,16 @@ def _coil_argmin(av, ai, bv, bi):
 
 
 def _blocks(kind, xnumel, rnumel):
-    """(_XBLOCK, _RBLOCK, num_warps) of a launch: 1024 points a program for pointwise kernels;
-    a persistent reduction holds its whole row (a power of two), with as many rows as make 4096
-    points; a looped one walks r by up to 1024 points, 2048 points a chunk."""
+    """(_XBLOCK, _RBLOCK, num_warps) of a launch: 1024 points a program for pointwise kernels,
+    down to 128 while that gives fewer than 8 programs (a small kernel on one SM runs its chain of
+    math serially: 1,024 points of ten sin took 5x Inductor's time on the H200); a persistent
+    reduction holds its whole row (a power of two), with as many rows as make 4096 points; a
+    looped one walks r by up to 1024 points, 2048 points a chunk."""
     if kind == "pointwise":
-        return 1024, 1, 4
+        xb = 1024
+        while xb > 128 and (int(xnumel) + xb - 1) // xb < 8:
+            xb //= 2
+        return xb, 1, 4
     rb = 1 << (max(int(rnumel), 1) - 1).bit_length()  # the next power of two, in plain Python
     if kind == "persistent":
         return max(1, min(64, 4096 // rb)), rb, (8 if rb >= 2048 else 4)
