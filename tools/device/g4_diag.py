@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import load_file
 
 VARIANTS = {
-    "max_inline": [(r"_coil_max\(", "tl.maximum(")],
+    "max_inline": [(r"(?<!def )_coil_max\(", "tl.maximum(")],
     "floordiv_float": [(r"_coil_floordiv\(", "_dbg_floordiv(")],
     "mod_float": [(r"_coil_mod\(", "_dbg_mod(")],
     "both_float": [(r"_coil_floordiv\(", "_dbg_floordiv("), (r"_coil_mod\(", "_dbg_mod(")],

@@ -6,7 +6,7 @@
 #   g4_gpu.sh ops      the op tier: coil-conformance --write-cases (every shape class but large,
 #                      or $G4_OPS), each case through its GraphModule against the reference
 #                      interpreter by the op tier's rule, 16 at a time; G4_DEADLINE=S starts no case
-#                      after S seconds, G4_SKIP="LOG ..." leaves out the cases earlier logs name
+#                      after S seconds
 #   g4_gpu.sh export   print_readable and torch.export of loaded modules (tools/device/g4_export.py)
 #   g4_gpu.sh bench    installs the coil package (g2_gpu.sh install), then Inductor, coil's fx
 #                      backend and coil's cuda plugin side by side (tools/device/g4_fx_bench.py)
@@ -38,10 +38,8 @@ if [ "$part" = ops ] || [ "$part" = all ]; then
       touch /tmp/g4-cases/.complete
     tail -n 1 "$out/g4_write_cases.log"
   fi
-  skip=()
-  for l in ${G4_SKIP:-}; do skip+=(--skip "$l"); done
   python3 plugins/fx/tests/fx_models.py .deps/coil /tmp/g4-cases --device cuda -j 16 --keep /tmp/g4-ops \
-    --deadline "${G4_DEADLINE:-0}" "${skip[@]}" >"$out/g4_ops.log" 2>&1
+    --deadline "${G4_DEADLINE:-0}" >"$out/g4_ops.log" 2>&1
   tail -n 1 "$out/g4_ops.log"; grep -v '^pass' "$out/g4_ops.log" | head -40
 fi
 if [ "$part" = bench ]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """fx_models.py COIL CASES_DIR [--device cpu|cuda] [--filter REGEX] [-j N] [--keep DIR]
-[--deadline S] [--skip LOG ...]: cases
+[--deadline S]: cases
 through the fx plugin. CASES_DIR holds a directory per case with graph.coil, inputs*.safetensors,
 expected*.safetensors and maybe weights.safetensors: conformance/models (the model tier), or what
 `coil-conformance --write-cases DIR` writes (the op tier; those also have case.json).
@@ -18,9 +18,8 @@ On the CPU the modules' own fallback runs the kernels (Triton's interpreter, wit
 functions through torch: graph.py's _launch); TRITON_INTERPRET is left as it is. Needs torch,
 triton, safetensors; prints a line a case and a summary; exit 1 on any failure.
 
-For runs longer than one sitting: --deadline S starts no case after S seconds (the summary counts
-those not run), and --skip LOG leaves out the cases an earlier run's log names (pass, FAIL or
-unsupported lines), so a second run finishes the first's work."""
+--deadline S starts no case after S seconds (for a run with a time limit): the summary counts the
+cases not run, and a run cut short exits 1 as a failing one does."""
 import argparse
 import concurrent.futures
 import importlib.util
@@ -150,20 +149,12 @@ def main():
     ap.add_argument("-j", type=int, default=1, help="cases at a time, each worker a process of its own")
     ap.add_argument("--keep")
     ap.add_argument("--deadline", type=float, default=0, help="seconds after which no case starts")
-    ap.add_argument("--skip", action="append", default=[], help="an earlier run's log: its cases are left out")
     a = ap.parse_args()
     t0 = time.monotonic()
-    done = set()
-    for log in a.skip:
-        with open(log) as f:
-            for line in f:
-                w = line.split()
-                if len(w) >= 2 and w[0] in ("pass", "FAIL", "unsupported"):
-                    done.add(re.sub(r"_\d+$", "", w[1]) if not os.path.isdir(os.path.join(a.cases, w[1])) else w[1])
     tmp = a.keep or tempfile.mkdtemp(prefix="coil-fx-cases-")
     os.makedirs(tmp, exist_ok=True)
     names = [n for n in sorted(os.listdir(a.cases))
-             if os.path.isfile(os.path.join(a.cases, n, "graph.coil")) and re.search(a.filter, n) and n not in done]
+             if os.path.isfile(os.path.join(a.cases, n, "graph.coil")) and re.search(a.filter, n)]
     jobs = [(a.coil, os.path.join(a.cases, n), n, os.path.join(tmp, n), a.device) for n in names]
     passed = failed = unsupported = 0
 
@@ -196,10 +187,9 @@ def main():
                 notrun += 1
                 continue
             report(run_case(*job))
-    print("fx cases on %s: %d passed, %d failed, %d not supported%s%s" % (
-        a.device, passed, failed, unsupported, ", %d left out (--skip)" % len(done) if done else "",
-        ", %d not run (--deadline %g s)" % (notrun, a.deadline) if notrun else ""))
-    return 1 if failed else 0
+    print("fx cases on %s: %d passed, %d failed, %d not supported%s" % (
+        a.device, passed, failed, unsupported, ", %d not run (--deadline %g s)" % (notrun, a.deadline) if notrun else ""))
+    return 1 if failed or notrun else 0
 
 
 if __name__ == "__main__":
