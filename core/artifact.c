@@ -57,18 +57,56 @@ coil_artifact_is(const char *path)
   return yes;
 }
 
-static bool
-dir_is_empty(const char *path)
+/* What a path names, for a writer about to replace it. */
+typedef enum { PATH_ABSENT, PATH_ARTIFACT, PATH_EMPTY_DIR, PATH_OTHER_DIR, PATH_NOT_DIR } path_kind;
+
+/* One answer about one directory: the manifest and the emptiness are looked up beneath a
+ * descriptor of the directory, and the answer stands only if the path still names that
+ * directory afterwards. Writers racing on the path (one moving the old artifact aside while
+ * another renames its own in) otherwise make two lookups by name see two directories: "no
+ * manifest" from the first, "not empty" from the second, and a good artifact read as a stranger's
+ * directory. */
+static path_kind
+classify(const char *path)
 {
-  DIR *dp = opendir(path);
-  if (!dp)
-    return false;
-  struct dirent *e;
-  bool empty = true;
-  while (empty && (e = readdir(dp)))
-    empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
-  closedir(dp);
-  return empty;
+  for (int attempt = 0; attempt < 64; attempt++) {
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+      struct stat st;
+      if (errno == ENOENT)
+        return PATH_ABSENT;
+      if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return PATH_OTHER_DIR; /* a directory we may not read: not ours to replace */
+      return PATH_NOT_DIR;
+    }
+    struct stat held, now, m;
+    path_kind k = PATH_OTHER_DIR;
+    if (fstat(fd, &held) != 0) {
+      close(fd);
+      return PATH_NOT_DIR;
+    }
+    if (fstatat(fd, COIL_ARTIFACT_HOST_MANIFEST, &m, AT_SYMLINK_NOFOLLOW) == 0) {
+      close(fd);
+      return PATH_ARTIFACT; /* it had its manifest while it sat at path: written complete */
+    }
+    int dfd = dup(fd);
+    DIR *dp = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (dp) {
+      struct dirent *e;
+      k = PATH_EMPTY_DIR;
+      while (k == PATH_EMPTY_DIR && (e = readdir(dp)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+          k = PATH_OTHER_DIR;
+      closedir(dp);
+    } else if (dfd >= 0) {
+      close(dfd);
+    }
+    close(fd);
+    if (lstat(path, &now) == 0 && now.st_dev == held.st_dev && now.st_ino == held.st_ino)
+      return k;
+    /* the path names another directory now (or none): look again */
+  }
+  return PATH_OTHER_DIR;
 }
 
 void
@@ -441,13 +479,14 @@ install(const char *tmp, const char *dir, const char *parent, const char *name, 
       break;
     }
     int e = errno;
+    path_kind k;
     if (e != EEXIST && e != ENOTEMPTY) {
       rc = coil_diag_set(d, "%s: cannot rename %s to it: %s", dir, tmp, strerror(e));
-    } else if (!coil_artifact_is(dir)) {
-      if (is_dir(dir))
+    } else if ((k = classify(dir)) != PATH_ARTIFACT) {
+      if (k == PATH_OTHER_DIR || k == PATH_NOT_DIR)
         rc = coil_diag_set(d, "%s: exists and is not a coil artifact (no %s): not replacing it",
                            dir, COIL_ARTIFACT_HOST_MANIFEST);
-      /* else another writer moved it aside just now: try again */
+      /* else another writer moved it aside just now (or left it empty): try again */
     } else if (!replace) {
       break; /* rc 1: keep the one there */
     } else {
@@ -487,16 +526,21 @@ coil_artifact_write(const coil_loaded_plugin *lp, coil_plugin *inst, const coil_
   char *target = coil_xstrdup(dir);
   for (size_t n = strlen(target); n > 1 && target[n - 1] == '/'; n--)
     target[n - 1] = 0;
-  struct stat st;
   int rc = 0;
-  if (lstat(target, &st) == 0) {
-    if (!S_ISDIR(st.st_mode))
-      rc = coil_diag_set(d, "%s: exists and is not a directory: not replacing it", target);
-    else if (coil_artifact_is(target))
-      rc = o->replace ? 0 : 1;
-    else if (!dir_is_empty(target))
-      rc = coil_diag_set(d, "%s: exists and is not a coil artifact (no %s): not replacing it",
-                         target, COIL_ARTIFACT_HOST_MANIFEST);
+  switch (classify(target)) {
+  case PATH_ABSENT:
+  case PATH_EMPTY_DIR:
+    break;
+  case PATH_ARTIFACT:
+    rc = o->replace ? 0 : 1;
+    break;
+  case PATH_NOT_DIR:
+    rc = coil_diag_set(d, "%s: exists and is not a directory: not replacing it", target);
+    break;
+  case PATH_OTHER_DIR:
+    rc = coil_diag_set(d, "%s: exists and is not a coil artifact (no %s): not replacing it",
+                       target, COIL_ARTIFACT_HOST_MANIFEST);
+    break;
   }
   if (rc != 0) {
     free(target);

@@ -316,6 +316,7 @@ ok=0
 for p in "${pids[@]}"; do wait "$p" && ok=$((ok + 1)); done
 check "8 concurrent compile -o into one directory all succeed" test "$ok" = 8
 check "... with no error" test -z "$(cat "$tmp"/race.*.err)"
+cat "$tmp"/race.*.err >&2 # what went wrong, where a check above failed
 run "$coil" run "$tmp/race" "${mlp[@]:1}"
 check "... leaving one artifact that runs" rc_is 0
 check "... and no temporaries" test -z "$(ls -A "$tmp" | grep '^\.race\.')"
