@@ -51,7 +51,10 @@ typedef struct conf_ctx {
   long random_count;           /* graphs to run */
   int random_batch;            /* graphs compiled together as one program */
   double random_time_s;        /* > 0: run graphs until this much time has passed instead */
+  const char *exact_id;        /* --repro/--write-case: only the case of this id */
+  bool repro;                  /* --repro: run in the foreground, printing the case's details */
   conf_result *results;        /* every finished case, in the order given */
+  char **errs;                 /* per result: the end of what its process wrote to stderr, or NULL */
   int nresults, cap;
 } conf_ctx;
 
@@ -66,8 +69,14 @@ bool conf_selected(const conf_ctx *c, const char *tier, const char *name, const 
 typedef void (*conf_case_fn)(const conf_ctx *c, int i, void *user, conf_result *r);
 void conf_run_cases(conf_ctx *c, int n, conf_case_fn fn, void *user, conf_result *results);
 
-/* Appends one result (a case that needed no process of its own). */
+/* Appends one result (a case that needed no process of its own); err, if not NULL, is what
+ * the case wrote to stderr (copied). */
 void conf_record(conf_ctx *c, const conf_result *r);
+void conf_record_err(conf_ctx *c, const conf_result *r, const char *err);
+/* Frees c's results and their stderr texts (a copy of a context that ran cases of its own). */
+void conf_results_free(conf_ctx *c);
+/* A case's stderr, indented under its line in a report. */
+void conf_print_err(FILE *f, const char *err);
 
 /* The plugin options as a coil_plugin_options (borrowed from c). */
 coil_plugin_options conf_options(const conf_ctx *c);
@@ -96,13 +105,26 @@ int conf_prepare(const conf_ctx *c, const coil_graph *g, const char *what, conf_
 void conf_release(conf_prepared *x);
 
 /* Whether the plugin claims everything program p needs (every kernel op and reduction kind at
- * its dtype, every library op); if not, the first thing it lacks in why. */
+ * its dtype, every library op); if not, every distinct thing it lacks, as a list, in why. */
 bool conf_program_supported(const coil_loaded_plugin *lp, const coil_plugin *inst,
                             const coil_wir_program *p, char *why, size_t n);
 /* Compares got with want by NMSE (floats; threshold per dtype), exactly (integers, bool), with
  * NaN and Inf positions equal. Returns true if they agree; *nmse is the value found; msg says
  * what differs. */
 bool conf_compare(const coil_tensor *got, const coil_tensor *want, double *nmse, char *msg, size_t n);
+/* One element where got and want differ: its flat index (row-major over want's shape), the
+ * values, and the absolute and relative error (rel: |got-want| / max(|want|, 1e-30)). */
+typedef struct conf_elem {
+  int64_t index;
+  double got, want, abs, rel;
+  bool special; /* a NaN/Inf mismatch or an integer mismatch: ranked before any float error */
+} conf_elem;
+/* The k worst elements of got against want (same shape), worst first; how many were found. */
+int conf_worst(const coil_tensor *got, const coil_tensor *want, int k, conf_elem *out);
+/* "[i, j, k]" of a flat index over t's shape. */
+void conf_index_text(const coil_tensor *t, int64_t flat, char *out, size_t n);
+/* Prints the k worst elements as a table (for --repro). */
+void conf_print_worst(FILE *f, const coil_tensor *got, const coil_tensor *want, int k);
 /* The NMSE threshold of a dtype. */
 double conf_nmse_max(coil_dtype t);
 /* A random tensor: floats ~ N(0,1) (positive ones in [0.25, 2.25) when positive), integers in

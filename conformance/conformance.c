@@ -16,6 +16,7 @@
 
 int conf_print_case(const conf_ctx *c, FILE *f); /* tier_op.c */
 int conf_write_cases(const conf_ctx *c, const char *dir);
+int conf_write_one_case(const conf_ctx *c, const char *dir);
 
 static const char usage[] =
     "usage: coil-conformance --plugin NAME|PATH [options]\n"
@@ -42,15 +43,24 @@ static const char usage[] =
     "  --print-case        print the graph of the first selected op case and exit (with --tier\n"
     "                      random: the graph of --seed)\n"
     "  --write-cases DIR   write every selected op case to DIR/op~NAME~DTYPE~SHAPE/ and exit:\n"
-    "                      graph.coil, the inputs the op tier gives a plugin (with the same\n"
-    "                      --filter) and the reference interpreter's outputs as safetensors,\n"
-    "                      case.json (the comparison); needs no --plugin\n"
-    "  -v                  a line per case as it finishes\n"
+    "                      graph.coil, the inputs the op tier gives a plugin (a case's data\n"
+    "                      comes from its id alone) and the reference interpreter's outputs as\n"
+    "                      safetensors, case.json (the comparison); needs no --plugin\n"
+    "  --repro ID          run the one case of this id (op/... or model/...; as --list and the\n"
+    "                      reports print it) exactly as the suite runs it (the same inputs,\n"
+    "                      sizes, alignment and guard bytes) and print its details: the graph,\n"
+    "                      the inputs, each output's result and its 10 worst elements; its\n"
+    "                      stderr is not captured. Exit status 1 if it fails\n"
+    "  --write-case ID DIR write the op case of this id to DIR: graph.coil, inputs*.safetensors,\n"
+    "                      expected*.safetensors and case.json (seed, sizes, input offset,\n"
+    "                      guard bytes), for a debugger of your own; needs no --plugin\n"
+    "  -v                  a line per case as it finishes (with what it wrote to stderr)\n"
     "  --source-dir DIR    where conformance/models lives (default: this build's source)\n"
     "\n"
-    "Each case runs in its own process: a crash or a hang fails that case only. A case the\n"
-    "plugin does not claim (its supports() says no to an op or dtype the case needs) is \"not\n"
-    "supported\", which is not a failure. Exit status 0: no case failed.\n";
+    "Each case runs in its own process: a crash or a hang fails that case only, and what it\n"
+    "writes to stderr is shown under its failure. A case the plugin does not claim (its\n"
+    "supports() says no to an op or dtype the case needs) is \"not supported\", which is not a\n"
+    "failure; one it claims wholly but compile refuses is. Exit status 0: no case failed.\n";
 
 /* <prefix>/bin/coil-conformance → <prefix>/<rel> if that exists. */
 static const char *
@@ -76,7 +86,7 @@ main(int argc, char **argv)
                 .random_batch = 1};
   const char *config_file = NULL, *tiers = "op,model,abi,emit", *junit = NULL, *csv = NULL, *filter = NULL;
   bool list = false, print_case = false;
-  const char *write_cases = NULL;
+  const char *write_cases = NULL, *write_case = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
@@ -114,6 +124,10 @@ main(int argc, char **argv)
       print_case = true;
     else if (strcmp(a, "--write-cases") == 0 && more)
       write_cases = argv[++i];
+    else if (strcmp(a, "--write-case") == 0 && i + 2 < argc)
+      c.exact_id = argv[++i], write_case = argv[++i];
+    else if (strcmp(a, "--repro") == 0 && more)
+      c.exact_id = argv[++i], c.repro = true;
     else if (strcmp(a, "-v") == 0)
       c.verbose = true;
     else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -124,7 +138,26 @@ main(int argc, char **argv)
       return 2;
     }
   }
-  if (!c.plugin && write_cases)
+  if (c.repro && write_case) {
+    fprintf(stderr, "coil-conformance: --repro and --write-case each take one case: give one of them\n");
+    return 2;
+  }
+  if (c.repro) { /* the case's own tier, one process at a time, in the foreground */
+    size_t n = strcspn(c.exact_id, "/");
+    if (!((n == 2 && strncmp(c.exact_id, "op", 2) == 0) || (n == 5 && strncmp(c.exact_id, "model", 5) == 0))) {
+      fprintf(stderr, "coil-conformance: --repro '%s': expected the id of an op or model case (op/NAME/DTYPE/SHAPE, "
+                      "model/NAME/-/SHAPE), as --list prints it\n", c.exact_id);
+      return 2;
+    }
+    tiers = n == 2 ? "op" : "model";
+    c.jobs = 1;
+  }
+  if (write_case && strncmp(c.exact_id, "op/", 3) != 0) {
+    fprintf(stderr, "coil-conformance: --write-case '%s': expected the id of an op case (op/NAME/DTYPE/SHAPE)\n",
+            c.exact_id);
+    return 2;
+  }
+  if (!c.plugin && (write_cases || write_case))
     c.plugin = "interp"; /* unused: the cases are the core's and the reference interpreter's */
   if (!c.plugin) {
     fprintf(stderr, "coil-conformance: --plugin is required\n\n%s", usage);
@@ -205,6 +238,8 @@ main(int argc, char **argv)
     return conf_print_case(&c, stdout) == 0 ? 0 : 1;
   if (write_cases)
     return conf_write_cases(&c, write_cases) == 0 ? 0 : 1;
+  if (write_case)
+    return conf_write_one_case(&c, write_case) == 0 ? 0 : 1;
 
   /* the plugin must open before anything else is worth running */
   conf_result r = {0};
@@ -242,6 +277,10 @@ main(int argc, char **argv)
   }
   if (list)
     return 0;
+  if (c.repro && c.nresults == 0) {
+    fprintf(stderr, "coil-conformance: --repro: no case has the id '%s' (see --list)\n", c.exact_id);
+    return 2;
+  }
   conf_report_console(&c, stdout);
   int rc = 0;
   if (junit && conf_report_junit(&c, junit)) {
@@ -255,7 +294,7 @@ main(int argc, char **argv)
   for (int i = 0; i < c.nresults && !rc; i++)
     if (c.results[i].status == CONF_FAIL)
       rc = 1;
-  free(c.results);
+  conf_results_free(&c);
   free(k2), free(v2);
   coil_plugin_dirs_free(&c.dirs);
   coil_config_free(cfg);

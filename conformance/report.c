@@ -99,14 +99,23 @@ conf_report_console(const conf_ctx *c, FILE *f)
         char id[256];
         conf_case_id(&c->results[i], id, sizeof id);
         fprintf(f, "  %s: %s\n", id, c->results[i].msg);
+        conf_print_err(f, c->errs[i]); /* what the case wrote to stderr, under it */
       }
   }
   fprintf(f, "\n%s: %d cases: %d pass, %d FAIL, %d not supported, %d skipped\n", n[CONF_FAIL] ? "FAILED" : "passed",
           c->nresults, n[CONF_PASS], n[CONF_FAIL], n[CONF_UNSUPPORTED], n[CONF_SKIP]);
 }
 
+/* s as XML text; newlines kept only in element text (lines), dropped from attributes. */
+static void xml_text(FILE *f, const char *s, bool lines);
 static void
 xml_escape(FILE *f, const char *s)
+{
+  xml_text(f, s, false);
+}
+
+static void
+xml_text(FILE *f, const char *s, bool lines)
 {
   for (; *s; s++)
     switch (*s) {
@@ -115,7 +124,7 @@ xml_escape(FILE *f, const char *s)
     case '&': fputs("&amp;", f); break;
     case '"': fputs("&quot;", f); break;
     default:
-      if ((unsigned char)*s >= 0x20 || *s == '\t')
+      if ((unsigned char)*s >= 0x20 || *s == '\t' || (lines && *s == '\n'))
         fputc(*s, f);
     }
 }
@@ -153,7 +162,13 @@ conf_report_junit(const conf_ctx *c, const char *path)
       fprintf(f, ">\n      <%s message=\"%s", r->status == CONF_FAIL ? "failure" : "skipped",
               r->status == CONF_UNSUPPORTED ? "not supported: " : "");
       xml_escape(f, r->msg);
-      fprintf(f, "\"/>\n    </testcase>\n");
+      fprintf(f, "\"/>\n");
+      if (c->errs[i]) {
+        fprintf(f, "      <system-err>");
+        xml_text(f, c->errs[i], true);
+        fprintf(f, "</system-err>\n");
+      }
+      fprintf(f, "    </testcase>\n");
     }
     fprintf(f, "  </testsuite>\n");
   }

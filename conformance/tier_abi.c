@@ -114,9 +114,11 @@ take(const coil_plugin_api *api, coil_error *e, const char *what, conf_result *r
   return -1;
 }
 
-/* Compiles into a fresh directory (*dir, to remove) with raw calls and padded structs. */
+/* Compiles into a fresh directory (*dir, to remove) with raw calls and padded structs, as the
+ * host does: the program's text, and the program itself unless the plugin reads only the text;
+ * program, when not NULL, is what the program pointer is set to instead (a decoy). */
 static int
-raw_compile(const prog *pr, coil_plugin *inst, size_t pad, char *dir, conf_result *r)
+raw_compile_as(const prog *pr, coil_plugin *inst, size_t pad, const void *program, char *dir, conf_result *r)
 {
   strcpy(dir, "/tmp/coil-conformance-XXXXXX");
   if (!mkdtemp(dir)) {
@@ -124,12 +126,22 @@ raw_compile(const prog *pr, coil_plugin *inst, size_t pad, char *dir, conf_resul
     return -1;
   }
   coil_plugin_compile_args *a = padded(sizeof *a);
+  char *text = coil_wir_print(pr->p);
   a->struct_size = sizeof *a + pad;
-  a->program = pr->p;
+  a->program = program ? program : (pr->api->features & COIL_FEATURE_PROGRAM_TEXT) ? NULL : pr->p;
   a->artifact_dir = dir;
+  a->program_text = text;
+  a->program_text_len = strlen(text);
   int rc = take(pr->api, pr->api->compile(inst, a), "compile", r);
+  free(text);
   free(a);
   return rc;
+}
+
+static int
+raw_compile(const prog *pr, coil_plugin *inst, size_t pad, char *dir, conf_result *r)
+{
+  return raw_compile_as(pr, inst, pad, NULL, dir, r);
 }
 
 /* Loads dir and runs the program once with raw calls (structs padded by pad bytes); compares
@@ -560,6 +572,69 @@ check_reload_artifact(const conf_ctx *c, conf_result *r)
   return rc;
 }
 
+/* A plugin that reads the program as text (COIL_FEATURE_PROGRAM_TEXT) compiles and runs it
+ * when the program pointer points at garbage: a host whose internal structs changed. */
+static int
+check_program_handoff(const conf_ctx *c, conf_result *r)
+{
+  coil_loaded_plugin *lp;
+  coil_plugin *inst;
+  if (conf_open(c, &lp, &inst, r))
+    return -1;
+  if (!(lp->api.features & COIL_FEATURE_PROGRAM_TEXT)) {
+    r->status = CONF_SKIP;
+    snprintf(r->msg, sizeof r->msg, "skipped: the plugin reads the host's structs (no COIL_FEATURE_PROGRAM_TEXT, ABI 1.3)");
+    conf_close(lp, inst);
+    return 0;
+  }
+  size_t n = 16 * sizeof(coil_wir_program);
+  unsigned char *decoy = malloc(n); /* every field garbage: pointers, counts, versions */
+  if (!decoy)
+    abort();
+  memset(decoy, 0x5a, n);
+  prog pr;
+  char dir[64] = "";
+  int rc = prog_init(&pr, lp, inst, prog_a, r);
+  if (!rc)
+    rc = raw_compile_as(&pr, inst, 0, decoy, dir, r);
+  if (!rc)
+    rc = raw_load_run(&pr, inst, dir, 0, r);
+  if (!rc)
+    snprintf(r->msg, sizeof r->msg, "compiled from program_text alone (the program pointer was garbage) and ran right");
+  prog_free(&pr);
+  free(decoy);
+  conf_close(lp, inst);
+  if (dir[0])
+    coil_artifact_remove(dir);
+  return rc;
+}
+
+/* get_extension (ABI 1.3, optional): an unknown name gives NULL, and a name asked twice gives
+ * the same answer. */
+static int
+check_extensions(const conf_ctx *c, conf_result *r)
+{
+  coil_loaded_plugin *lp;
+  coil_plugin *inst;
+  if (conf_open(c, &lp, &inst, r))
+    return -1;
+  int rc = 0;
+  if (!lp->api.get_extension) {
+    r->status = CONF_SKIP;
+    snprintf(r->msg, sizeof r->msg, "skipped: the plugin has no get_extension (ABI 1.3, optional)");
+  } else {
+    const char *unknown = "coil-conformance.no-such-extension.v1";
+    const void *a = lp->api.get_extension(inst, unknown), *b = lp->api.get_extension(inst, unknown);
+    if (a || b) {
+      snprintf(r->msg, sizeof r->msg, "get_extension(\"%s\") returned %p; expected NULL for a name it does not know",
+               unknown, a ? a : b);
+      rc = -1;
+    }
+  }
+  conf_close(lp, inst);
+  return rc;
+}
+
 static void
 quiet_log(const coil_host_api *host, coil_log_level level, const char *message)
 {
@@ -568,7 +643,7 @@ quiet_log(const coil_host_api *host, coil_log_level level, const char *message)
 
 static const char *const checks[] = {"metadata", "reload", "host_minor_older", "host_minor_newer",
                                      "host_major_other", "struct_size", "no_log", "errors", "threads",
-                                     "reload_artifact"};
+                                     "reload_artifact", "program_handoff", "extensions"};
 
 static void
 run_check(const conf_ctx *c, int i, void *user, conf_result *r)
@@ -589,11 +664,13 @@ run_check(const conf_ctx *c, int i, void *user, conf_result *r)
   case 7: rc = check_errors(c, r); break;
   case 8: rc = check_threads(c, r); break;
   case 9: rc = check_reload_artifact(c, r); break;
+  case 10: rc = check_program_handoff(c, r); break;
+  case 11: rc = check_extensions(c, r); break;
   }
-  if (r->status == CONF_UNSUPPORTED)
+  if (r->status == CONF_UNSUPPORTED || (r->status == CONF_SKIP && !rc))
     return;
   r->status = rc ? CONF_FAIL : CONF_PASS;
-  if (!rc && which[i] != 0 && which[i] != 2)
+  if (!rc && which[i] != 0 && which[i] != 2 && which[i] != 10)
     r->msg[0] = 0;
 }
 

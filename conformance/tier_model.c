@@ -66,6 +66,11 @@ run_model(const conf_ctx *c, int i, void *user, conf_result *r)
     coil_tolerance_default(x->dtype, &rtol, &atol);
     coil_compare cmp;
     bool close = coil_tensor_allclose(&got.tensors[k], x, rtol, atol, &cmp);
+    if (c->repro) {
+      printf("  %s (%s), the worst elements against PyTorch's:\n", name, coil_dtype_name(x->dtype));
+      conf_print_worst(stdout, &got.tensors[k], x, 10);
+      fflush(stdout);
+    }
     if (!conf_compare(&got.tensors[k], x, &nmse, m, sizeof m) && nmse >= 1) {
       snprintf(r->msg, sizeof r->msg, "%s: %s", name, m); /* a shape, an integer or a NaN position */
       r->nmse = nmse;

@@ -294,6 +294,34 @@ make_inputs(const coil_graph *g, const op_case *oc, int64_t size, uint64_t seed,
   return 0;
 }
 
+/* The seed of a case's inputs: FNV-1a (64-bit) of its id, plus the run. A case's data depends on
+ * nothing else, so --filter, --repro and --write-case all give the plugin the same inputs. */
+static uint64_t
+case_seed(const conf_result *r, int run)
+{
+  char id[256];
+  conf_case_id(r, id, sizeof id);
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const char *q = id; *q; q++)
+    h = (h ^ (unsigned char)*q) * 0x100000001b3ull;
+  return h + (uint64_t)run;
+}
+
+#define CASE_GUARD_BYTES 64
+
+/* --repro: the case's inputs (names, shapes, where they start) before a run. */
+static void
+repro_inputs(const coil_tensor_list *in, int offset)
+{
+  for (int k = 0; k < in->n; k++) {
+    const coil_tensor *t = &in->tensors[k];
+    printf("    input %-10s %s[", in->names[k], coil_dtype_name(t->dtype));
+    for (int d = 0; d < t->rank; d++)
+      printf("%s%lld", d ? ", " : "", (long long)t->shape[d]);
+    printf("]%s\n", offset ? ", handed over one element past a 64-byte boundary" : "");
+  }
+}
+
 static void
 run_case(const conf_ctx *c, int i, void *user, conf_result *r)
 {
@@ -309,29 +337,53 @@ run_case(const conf_ctx *c, int i, void *user, conf_result *r)
     snprintf(r->msg, sizeof r->msg, "the case's graph does not parse: %.400s", d.msg);
     goto done;
   }
-  if (conf_prepare(c, g, "case", &x, r))
-    goto done;
   int64_t sizes[2] = {3, 11};
   int runs = oc->cls == C_SYMBOLIC ? 2 : 1;
+  coil_exec_checks chk = {.input_offset = oc->cls == C_UNALIGNED ? 1 : 0, .guard_bytes = CASE_GUARD_BYTES};
+  if (c->repro) {
+    char id[256];
+    conf_case_id(r, id, sizeof id);
+    printf("case %s\n  data seed %llu (FNV-1a of the id; + the run for a second run)\n", id,
+           (unsigned long long)case_seed(r, 0));
+    printf("  outputs between %d guard bytes (0xa5) on each side, elements start as 0xff bytes\n", CASE_GUARD_BYTES);
+    printf("  graph:\n");
+    for (const char *q = text.s; *q;) {
+      size_t n = strcspn(q, "\n");
+      printf("    %.*s\n", (int)n, q);
+      q += n + (q[n] == '\n');
+    }
+    fflush(stdout);
+  }
+  if (conf_prepare(c, g, "case", &x, r))
+    goto done;
   double worst = 0;
   for (int run = 0; run < runs; run++) {
     coil_tensor_list in = {0}, want = {0}, got = {0};
-    bool ok = make_inputs(g, oc, sizes[run], (uint64_t)(i + 1) * 31 + (uint64_t)run, &in, r->msg, sizeof r->msg) == 0;
+    bool ok = make_inputs(g, oc, sizes[run], case_seed(r, run), &in, r->msg, sizeof r->msg) == 0;
     if (ok && coil_ref_run(g, &in, &want, &d)) {
       snprintf(r->msg, sizeof r->msg, "the reference interpreter cannot run the case: %.400s", d.msg);
       ok = false;
     }
-    coil_exec_checks chk = {.input_offset = oc->cls == C_UNALIGNED ? 1 : 0, .guard_bytes = 64};
+    if (c->repro) {
+      if (runs > 1)
+        printf("  run %d of %d, s0 = %lld:\n", run + 1, runs, (long long)sizes[run]);
+      else
+        printf("  run:\n");
+      repro_inputs(&in, chk.input_offset);
+      fflush(stdout);
+    }
     if (ok) {
       int rc = coil_artifact_exec_checked(x.lp, x.art, x.p, &in, NULL, &chk, &got, &d);
       if (rc) {
         snprintf(r->msg, sizeof r->msg, "%s%.400s", rc == COIL_EXEC_GUARD ? "guard bytes: " : "run: ", d.msg);
         ok = false;
+        if (c->repro)
+          printf("    %s\n", r->msg);
       }
     }
     for (int k = 0; ok && k < want.n; k++) {
       double nmse;
-      char m[256];
+      char m[400];
       if (k >= got.n) {
         snprintf(r->msg, sizeof r->msg, "output %d missing", k);
         ok = false;
@@ -339,8 +391,13 @@ run_case(const conf_ctx *c, int i, void *user, conf_result *r)
       }
       bool same = conf_compare(&got.tensors[k], &want.tensors[k], &nmse, m, sizeof m);
       worst = nmse > worst ? nmse : worst;
+      if (c->repro) {
+        printf("    out%d: %s, NMSE %.3g%s%s\n", k, same ? "agrees" : "DIFFERS", nmse, same ? "" : ": ", same ? "" : m);
+        printf("    the worst elements of out%d (index, flat index, got, want, errors):\n", k);
+        conf_print_worst(stdout, &got.tensors[k], &want.tensors[k], 10);
+      }
       if (!same) {
-        snprintf(r->msg, sizeof r->msg, "out%d%s%s: %s", k, runs > 1 ? (run ? " at s0=11" : " at s0=3") : "", "", m);
+        snprintf(r->msg, sizeof r->msg, "out%d%s: %.420s", k, runs > 1 ? (run ? " at s0=11" : " at s0=3") : "", m);
         ok = false;
       }
     }
@@ -358,8 +415,8 @@ done:
   coil_strbuf_free(&text);
 }
 
-/* The selected op cases, in the suite's order (a case's data comes from its place in it), with
- * their results' identity fields set; *n of them. */
+/* The selected op cases, in the suite's order, with their results' identity fields set; *n of
+ * them. */
 static op_case *
 select_cases(const conf_ctx *c, conf_result **results, int *count)
 {
@@ -419,13 +476,17 @@ conf_tier_op(conf_ctx *c)
  * run, inputs[_1].safetensors by the graph's input names and expected[_1].safetensors, the
  * reference interpreter's outputs out0, out1, ...; case.json. 0, or -1 with why in msg. */
 static int
-write_case(const op_case *oc, int i, const conf_result *r, const char *dir, char *msg, size_t n)
+write_case(const op_case *oc, const conf_result *r, const char *dir, bool into_dir, char *msg, size_t n)
 {
   char path[4096], id[192];
-  snprintf(id, sizeof id, "op~%s~%s~%s", r->name, r->dtype, r->shape);
-  for (char *q = id; *q; q++)
-    if (*q == ':' || *q == '/')
-      *q = '-';
+  if (into_dir) { /* --write-case ID DIR: the files go in DIR itself */
+    snprintf(id, sizeof id, ".");
+  } else {
+    snprintf(id, sizeof id, "op~%s~%s~%s", r->name, r->dtype, r->shape);
+    for (char *q = id; *q; q++)
+      if (*q == ':' || *q == '/')
+        *q = '-';
+  }
   snprintf(path, sizeof path, "%s/%s", dir, id);
   if (mkdir(path, 0777) && errno != EEXIST) {
     snprintf(msg, n, "%.900s: %s", path, strerror(errno));
@@ -450,7 +511,7 @@ write_case(const op_case *oc, int i, const conf_result *r, const char *dir, char
   int runs = oc->cls == C_SYMBOLIC ? 2 : 1;
   for (int run = 0; run < runs; run++) {
     coil_tensor_list in = {0}, want = {0};
-    int bad = make_inputs(g, oc, sizes[run], (uint64_t)(i + 1) * 31 + (uint64_t)run, &in, msg, n);
+    int bad = make_inputs(g, oc, sizes[run], case_seed(r, run), &in, msg, n);
     if (!bad && coil_ref_run(g, &in, &want, &d)) {
       snprintf(msg, n, "%s: the reference interpreter cannot run the case: %.400s", id, d.msg);
       bad = 1;
@@ -469,9 +530,12 @@ write_case(const op_case *oc, int i, const conf_result *r, const char *dir, char
   f = fopen(path, "w");
   if (!f || fprintf(f,
                     "{\"id\": \"op/%s/%s/%s\", \"compare\": \"nmse\", \"nmse_max\": {\"float64\": %g, "
-                    "\"float32\": %g, \"float16\": %g, \"bfloat16\": %g}, \"sizes\": %s}\n",
+                    "\"float32\": %g, \"float16\": %g, \"bfloat16\": %g}, \"sizes\": %s, \"seed\": %llu, "
+                    "\"input_offset_elements\": %d, \"guard_bytes\": %d, \"guard_byte\": 165, "
+                    "\"output_fill_byte\": 255}\n",
                     r->name, r->dtype, r->shape, conf_nmse_max(COIL_F64), conf_nmse_max(COIL_F32),
-                    conf_nmse_max(COIL_F16), conf_nmse_max(COIL_BF16), runs > 1 ? "[3, 11]" : "[]") < 0 ||
+                    conf_nmse_max(COIL_F16), conf_nmse_max(COIL_BF16), runs > 1 ? "[3, 11]" : "[]",
+                    (unsigned long long)case_seed(r, 0), oc->cls == C_UNALIGNED ? 1 : 0, CASE_GUARD_BYTES) < 0 ||
       fclose(f)) {
     snprintf(msg, n, "%.900s: %s", path, strerror(errno));
     goto done;
@@ -483,8 +547,34 @@ done:
   return rc;
 }
 
+/* For --write-case ID DIR: the one case of c->exact_id into DIR. */
+int
+conf_write_one_case(const conf_ctx *c, const char *dir)
+{
+  int n, bad = 0;
+  conf_result *res;
+  op_case *cases = select_cases(c, &res, &n);
+  char msg[1024] = "";
+  if (n != 1) {
+    fprintf(stderr, "coil-conformance: --write-case: no op case has the id '%s' (see --list --tier op)\n", c->exact_id);
+    bad = 1;
+  } else if (mkdir(dir, 0777) && errno != EEXIST) {
+    fprintf(stderr, "coil-conformance: --write-case %s: %s\n", dir, strerror(errno));
+    bad = 1;
+  } else if (write_case(&cases[0], &res[0], dir, true, msg, sizeof msg)) {
+    fprintf(stderr, "coil-conformance: --write-case: %s\n", msg);
+    bad = 1;
+  } else {
+    fprintf(stderr, "coil-conformance: wrote %s to %s (graph.coil, inputs*.safetensors, expected*.safetensors, case.json)\n",
+            c->exact_id, dir);
+  }
+  free(cases);
+  free(res);
+  return bad ? -1 : 0;
+}
+
 /* For --write-cases DIR: every selected op case as files another tool can run (tier_op's data:
- * the same inputs a run of the op tier with the same --filter gives the plugin). */
+ * the same inputs the op tier gives a plugin). */
 int
 conf_write_cases(const conf_ctx *c, const char *dir)
 {
@@ -500,7 +590,7 @@ conf_write_cases(const conf_ctx *c, const char *dir)
   }
   for (int i = 0; i < n && !bad; i++) {
     char msg[1024] = "";
-    if (write_case(&cases[i], i, &res[i], dir, msg, sizeof msg)) {
+    if (write_case(&cases[i], &res[i], dir, false, msg, sizeof msg)) {
       fprintf(stderr, "coil-conformance: --write-cases: %s\n", msg);
       bad = 1;
     }

@@ -227,11 +227,12 @@ static conf_result
 try_graph(const conf_ctx *c, const rg_graph *g)
 {
   conf_ctx one = *c;
-  one.results = NULL, one.nresults = one.cap = 0, one.verbose = false, one.jobs = 1, one.list_only = false;
+  one.results = NULL, one.errs = NULL, one.nresults = one.cap = 0, one.verbose = false, one.jobs = 1,
+  one.list_only = false;
   batch b = {0, 1, g};
   conf_result r = {.tier = "random"};
   conf_run_cases(&one, 1, run_case, &b, &r);
-  free(one.results);
+  conf_results_free(&one);
   return r;
 }
 
@@ -359,14 +360,15 @@ conf_tier_random(conf_ctx *c)
       snprintf(res[i].shape, sizeof res[i].shape, "-");
     }
     conf_ctx batch_ctx = *c;
-    batch_ctx.results = NULL, batch_ctx.nresults = batch_ctx.cap = 0;
+    batch_ctx.results = NULL, batch_ctx.errs = NULL, batch_ctx.nresults = batch_ctx.cap = 0;
     if (c->list_only) {
       conf_run_cases(&batch_ctx, n, run_case, &b, res);
+      conf_results_free(&batch_ctx);
       done += (long)n * per;
       continue;
     }
     conf_run_cases(&batch_ctx, n, run_case, &b, res);
-    free(batch_ctx.results);
+    conf_results_free(&batch_ctx);
     for (int i = 0; i < n; i++) {
       conf_result *r = &res[i];
       if (r->status == CONF_PASS)

@@ -989,6 +989,43 @@ coil_artifact_exec(const coil_loaded_plugin *lp, coil_artifact *art, const coil_
 
 #define GUARD_BYTE 0xa5
 
+/* Checks the guard bytes on either side of output i (bytes long, at g + guard); when some
+ * changed, says which (the whole changed span on each side) and, where whole elements past
+ * the end were written, their values; returns 1. */
+static int
+guard_report(const unsigned char *g, size_t guard, size_t bytes, const coil_tensor *t, int i, coil_diag *d)
+{
+  size_t lo_b = guard, hi_b = 0, lo_a = guard, hi_a = 0; /* changed spans: before, after (1-based) */
+  for (size_t k = 1; k <= guard; k++) {
+    if (g[guard - k] != GUARD_BYTE)
+      lo_b = k < lo_b ? k : lo_b, hi_b = k;
+    if (g[guard + bytes + k - 1] != GUARD_BYTE)
+      lo_a = k < lo_a ? k : lo_a, hi_a = k;
+  }
+  if (!hi_b && !hi_a)
+    return 0;
+  coil_strbuf m = {0};
+  coil_strbuf_printf(&m, "the plugin wrote outside output %d (%s, %zu bytes):", i, coil_dtype_name(t->dtype), bytes);
+  if (hi_b)
+    coil_strbuf_printf(&m, " bytes %zu to %zu before it changed", hi_b, lo_b);
+  if (hi_a) {
+    coil_strbuf_printf(&m, "%s bytes %zu to %zu after it changed", hi_b ? ";" : "", lo_a, hi_a);
+    size_t es = coil_dtype_size(t->dtype);
+    if (lo_a == 1 && es && bytes % es == 0 && hi_a >= es) { /* whole elements past the end */
+      coil_tensor one = {.dtype = t->dtype, .rank = 1, .shape = {1}};
+      for (size_t e = 0; e < hi_a / es && e < 4; e++) {
+        one.data = (void *)(g + guard + bytes + e * es);
+        double v = coil_tensor_get_f64(&one, 0);
+        coil_strbuf_printf(&m, "%s element %zu past the end = %.9g", e ? "," : " (as elements:", e + 1, v);
+      }
+      coil_strbuf_printf(&m, ")");
+    }
+  }
+  coil_diag_set(d, "%s", m.s);
+  coil_strbuf_free(&m);
+  return 1;
+}
+
 int
 coil_artifact_exec_checked(const coil_loaded_plugin *lp, coil_artifact *art, const coil_wir_program *p,
                            const coil_tensor_list *inputs, const coil_tensor_list *weights,
@@ -1069,14 +1106,10 @@ coil_artifact_exec_checked(const coil_loaded_plugin *lp, coil_artifact *art, con
   }
   for (int i = 0; i < nout && guard; i++) {
     size_t bytes = (size_t)coil_tensor_numel(&outs[i]) * coil_dtype_size(outs[i].dtype);
-    for (size_t k = 0; k < guard; k++)
-      if (guarded[i][k] != GUARD_BYTE || guarded[i][guard + bytes + k] != GUARD_BYTE) {
-        bool before = guarded[i][k] != GUARD_BYTE;
-        coil_diag_set(d, "the plugin wrote outside output %d: guard byte %zu %s it changed", i,
-                      before ? guard - k : k + 1, before ? "before" : "after");
-        rc = COIL_EXEC_GUARD;
-        goto done;
-      }
+    if (guard_report(guarded[i], guard, bytes, &outs[i], i, d)) {
+      rc = COIL_EXEC_GUARD;
+      goto done;
+    }
     memcpy(outs[i].data, guarded[i] + guard, bytes);
   }
   for (int i = 0; i < nout; i++) {

@@ -267,6 +267,8 @@ check_table(coil_loaded_plugin *lp, const coil_plugin_api *t, const char *want_n
   memset(&lp->api, 0, sizeof lp->api);
   memcpy(&lp->api, t, size < sizeof lp->api ? size : sizeof lp->api);
   lp->api_struct_size = size;
+  if (lp->api.abi_minor < 3) /* bits a plugin built before 1.3 set meant nothing then */
+    lp->api.features &= ~COIL_FEATURE_PROGRAM_TEXT;
   const coil_plugin_api *a = &lp->api;
 
   coil_strbuf why = {0};
@@ -600,6 +602,26 @@ coil_plugin_compile(const coil_loaded_plugin *lp, coil_plugin *inst,
                     const coil_wir_program *program, const char *dir,
                     const coil_plugin_options *opts, coil_diag *d)
 {
+  return coil_plugin_compile_decoy(lp, inst, program, NULL, dir, opts, d);
+}
+
+const void *
+coil_plugin_extension(const coil_loaded_plugin *lp, coil_plugin *inst, const char *name)
+{
+  if (!lp->api.get_extension || !name)
+    return NULL;
+  const void *x = lp->api.get_extension(inst, name);
+  size_t size = 0;
+  if (x)
+    memcpy(&size, x, sizeof size); /* every extension starts with its struct_size */
+  return size > 0 ? x : NULL;
+}
+
+int
+coil_plugin_compile_decoy(const coil_loaded_plugin *lp, coil_plugin *inst,
+                          const coil_wir_program *program, const void *decoy, const char *dir,
+                          const coil_plugin_options *opts, coil_diag *d)
+{
   const coil_plugin_api *a = &lp->api;
   if (!program || !dir || !*dir)
     return fail(d, COIL_ERR_INVALID_ARGUMENT, "%s: plugin '%s': compile needs a program and an "
@@ -620,10 +642,15 @@ coil_plugin_compile(const coil_loaded_plugin *lp, coil_plugin *inst,
                   program->name ? program->name : "?", lp->label, why.msg);
     return -COIL_ERR_INVALID_ARGUMENT;
   }
+  char *text = coil_wir_print(program); /* the handoff that does not depend on our structs */
+  bool text_only = a->features & COIL_FEATURE_PROGRAM_TEXT;
   coil_plugin_compile_args args = {
-    .struct_size = sizeof args, .program = program, .artifact_dir = dir, .options = opts,
+    .struct_size = sizeof args,
+    .program = text_only ? (const coil_wir_program *)decoy : program,
+    .artifact_dir = dir, .options = opts, .program_text = text, .program_text_len = strlen(text),
   };
   coil_error *e = a->compile(inst, &args);
+  free(text);
   if (e)
     return take_error(lp, e, "compile", d);
   char *manifest = path_join(dir, COIL_ARTIFACT_MANIFEST);

@@ -7,9 +7,13 @@
 #   3. configures and builds plugin-sdk/template out of tree against that prefix only
 #      (find_package(coil) through CMAKE_PREFIX_PATH), with -Wall -Wextra -Werror, and checks
 #      that the plugin exports nothing but coil_plugin_entry;
+#   3b. builds the same template against plugin ABI 1.1's frozen header
+#      (plugin-sdk/compat/abi-1.1) and the prefix: a plugin built for the previous minor;
+#   3c. builds docs/plugin-abi.md's "A minimal plugin" block, as printed there, with -Werror;
 #   4. smoke test with the installed coil: the template's example graph gives the reference
 #      interpreter's results, and a graph with a reduction is refused as not supported.
-# Prints the path of the built libcoil_template.so as the last line of stdout; everything else
+# Prints the paths of the built libcoil_template.so, libcoil_template_abi11.so and
+# libcoil_mini.so as the last three lines of stdout (the template's last); everything else
 # goes to stderr. Exits non-zero on any failure. The temporary directory holding the prefix and
 # the build is removed on failure and kept on success (the printed plugin lives in it).
 set -euo pipefail
@@ -74,6 +78,33 @@ if command -v nm >/dev/null; then
     die "the plugin should export only coil_plugin_entry, it exports: $exported"
 fi
 
+# ---- 3b. the template against the previous ABI minor's header ----
+cbuild=$work/template-abi11
+say "building the template against plugin ABI 1.1's header in $cbuild"
+cmake -S "$src/plugin-sdk/compat/abi-1.1" -B "$cbuild" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2 || die "configuring the ABI 1.1 template failed"
+cmake --build "$cbuild" -j2 >&2 || die "building the template against ABI 1.1 failed"
+compat=$cbuild/libcoil_template_abi11.so
+[[ -f $compat ]] || die "the ABI 1.1 build made no $compat"
+
+# ---- 3c. plugin-abi.md's minimal plugin, exactly as the page prints it ----
+mini=$work/mini
+mkdir -p "$mini"
+awk '/^## A minimal plugin/ {s = 1} s && /^```c$/ {c = 1; next} c && /^```$/ {exit} c' \
+  "$src/docs/plugin-abi.md" >"$mini/mini.c"
+[[ -s $mini/mini.c ]] || die "no c block under '## A minimal plugin' in docs/plugin-abi.md"
+cat >"$mini/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(mini C)
+set(CMAKE_C_STANDARD 11)
+add_compile_options(-Wall -Wextra -Werror)
+find_package(coil 0.1 REQUIRED)
+coil_add_plugin(TARGET mini NAME mini SOURCES mini.c)
+CMAKE
+cmake -S "$mini" -B "$mini/build" -DCMAKE_PREFIX_PATH="$prefix" >&2 || die "configuring the minimal plugin failed"
+cmake --build "$mini/build" >&2 || die "docs/plugin-abi.md's minimal plugin does not build with -Werror"
+[[ -f $mini/build/libcoil_mini.so ]] || die "the minimal plugin's build made no libcoil_mini.so"
+
 # ---- 4. smoke test: run on the template and on the reference interpreter ----
 coil=$prefix/bin/coil
 smoke() ( # run coil in the work directory, with no ini file and no cache of the caller's
@@ -98,4 +129,6 @@ fi
 say "the template runs the example graph and refuses a reduction"
 
 passed=1
+echo "$compat"
+echo "$mini/build/libcoil_mini.so"
 echo "$plugin"

@@ -211,7 +211,7 @@ Test(broken, null_table)
 {
   const char *m = open_fails("null_table");
   expect_has(m, "libcoil_null_table.so: error: the plugin declined to serve this host");
-  expect_has(m, "plugin ABI 1.2): needs a frobnicator device, and this machine has none");
+  expect_has(m, "plugin ABI 1.3): needs a frobnicator device, and this machine has none");
 }
 
 Test(broken, zero_size)
@@ -228,13 +228,13 @@ Test(broken, wrong_major)
 {
   const char *m = open_fails("wrong_major");
   expect_has(m, "libcoil_wrong_major.so: error: the plugin was built for plugin ABI 2.1, but "
-                "this coil speaks 1.2: the major versions must be equal");
+                "this coil speaks 1.3: the major versions must be equal");
 }
 
 Test(broken, needs_newer_host)
 {
   const char *m = open_fails("needs_newer_host");
-  expect_has(m, "the plugin needs a host with plugin ABI 1.5 or newer, but this coil speaks 1.2");
+  expect_has(m, "the plugin needs a host with plugin ABI 1.5 or newer, but this coil speaks 1.3");
 }
 
 Test(broken, missing_required)

@@ -146,3 +146,36 @@ coil_sdk_read_program(const char *prefix, const char *dir, coil_wir_program **ou
   *out = p;
   return NULL;
 }
+
+char *
+coil_sdk_compile_text(const coil_plugin_compile_args *args)
+{
+  if (COIL_STRUCT_HAS(args, coil_plugin_compile_args, program_text_len) && args->program_text) {
+    char *t = malloc(args->program_text_len + 1);
+    if (t) {
+      memcpy(t, args->program_text, args->program_text_len);
+      t[args->program_text_len] = 0;
+    }
+    return t;
+  }
+  return args->program ? coil_wir_print(args->program) : NULL;
+}
+
+coil_error *
+coil_sdk_compile_program(const char *prefix, const coil_plugin_compile_args *args, coil_wir_program **out)
+{
+  *out = NULL;
+  char *text = coil_sdk_compile_text(args);
+  if (!text)
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "%s: compile was given no program (neither program_text nor program)",
+                          prefix);
+  coil_diag d = {0};
+  coil_wir_program *p = coil_wir_parse("program_text", text, strlen(text), &d);
+  free(text);
+  if (!p || coil_wir_verify(p, &d) != 0) {
+    coil_wir_free(p);
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "%s: the program handed to compile: %s", prefix, d.msg);
+  }
+  *out = p;
+  return NULL;
+}

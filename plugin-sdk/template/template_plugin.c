@@ -195,33 +195,40 @@ check_program(const coil_wir_program *p)
 
 /* ---- compile and load ---- */
 
-/* The artifact is the program's own text: load parses it back. Thread-safe: reads only its
- * arguments. The manifest goes last, as it marks the artifact complete. */
+/* The artifact is the program's own text: load parses it back. The program comes as text
+ * (ABI 1.3's program_text, COIL_FEATURE_PROGRAM_TEXT below), parsed into a copy of our own by
+ * the SDK: nothing here depends on the layout of the host's structs. Thread-safe: reads only
+ * its arguments. The manifest goes last, as it marks the artifact complete. */
 static coil_error *
 compile(coil_plugin *self, const coil_plugin_compile_args *args)
 {
   (void)self;
-  if (!COIL_STRUCT_HAS(args, coil_plugin_compile_args, artifact_dir) || !args->program ||
-      !args->artifact_dir)
-    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, TEMPLATE_NAME ": compile without a "
-                          "program or an artifact directory");
+  if (!COIL_STRUCT_HAS(args, coil_plugin_compile_args, artifact_dir) || !args->artifact_dir)
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, TEMPLATE_NAME ": compile without an "
+                          "artifact directory");
   coil_error *e = check_options(COIL_STRUCT_HAS(args, coil_plugin_compile_args, options)
                                     ? args->options : NULL);
+  coil_wir_program *p = NULL;
   if (!e)
-    e = check_program(args->program);
-  if (e)
-    return e;
-  char *text = coil_wir_print(args->program);
-  e = coil_sdk_write_file(args->artifact_dir, PROGRAM_FILE, text);
+    e = coil_sdk_compile_program(TEMPLATE_NAME, args, &p);
+  if (!e)
+    e = check_program(p);
+  char *text = e ? NULL : coil_sdk_compile_text(args); /* kept verbatim: the host compares it */
+  if (!e && !text)
+    e = coil_sdk_error(COIL_ERR_OUT_OF_MEMORY, TEMPLATE_NAME ": out of memory");
+  if (!e)
+    e = coil_sdk_write_file(args->artifact_dir, PROGRAM_FILE, text);
   free(text);
-  if (e)
-    return e;
   char manifest[512];
-  snprintf(manifest, sizeof manifest,
-           "{\"plugin\": \"" TEMPLATE_NAME "\", \"plugin_version\": \"" TEMPLATE_VERSION "\", "
-           "\"wir_version\": \"%d.%d\", \"files\": [\"" PROGRAM_FILE "\"]}\n",
-           args->program->version_major, args->program->version_minor);
-  return coil_sdk_write_file(args->artifact_dir, COIL_ARTIFACT_MANIFEST, manifest);
+  if (!e) {
+    snprintf(manifest, sizeof manifest,
+             "{\"plugin\": \"" TEMPLATE_NAME "\", \"plugin_version\": \"" TEMPLATE_VERSION "\", "
+             "\"wir_version\": \"%d.%d\", \"files\": [\"" PROGRAM_FILE "\"]}\n",
+             p->version_major, p->version_minor);
+    e = coil_sdk_write_file(args->artifact_dir, COIL_ARTIFACT_MANIFEST, manifest);
+  }
+  coil_wir_free(p);
+  return e;
 }
 
 /* The string value of "key" in the manifest, copied into out; false if it is not there. It
@@ -724,6 +731,33 @@ run(coil_artifact *a, const coil_plugin_run_args *args)
   return e;
 }
 
+/* ---- a vendor extension (ABI 1.3 get_extension) ---- */
+#if COIL_PLUGIN_ABI_MINOR >= 3
+
+/* "template.info.v1": what a vendor's own tool may ask the plugin beyond the ABI. A real
+ * plugin would put its profiler hooks or device queries here. */
+typedef struct template_info_v1 {
+  size_t struct_size;
+  const char *(*claims)(void); /* the ops supports() says yes to, for people */
+} template_info_v1;
+
+static const char *
+info_claims(void)
+{
+  return "f32 pointwise kernels: load, store, const, cast, add, sub, mul, div, neg, abs, relu, "
+         "max, min, exp, sqrt, tanh; index on i64";
+}
+
+static const template_info_v1 info_v1 = {sizeof(template_info_v1), info_claims};
+
+static const void *
+get_extension(coil_plugin *self, const char *name)
+{
+  (void)self;
+  return name && strcmp(name, TEMPLATE_NAME ".info.v1") == 0 ? &info_v1 : NULL;
+}
+#endif
+
 /* ---- the table and the entry ---- */
 
 static const coil_plugin_api api = {
@@ -734,7 +768,11 @@ static const coil_plugin_api api = {
     .name = TEMPLATE_NAME,
     .vendor = "Your company",
     .version = TEMPLATE_VERSION,
+#if COIL_PLUGIN_ABI_MINOR >= 3 /* built against ABI 1.3 or newer: the program as text */
+    .features = COIL_FEATURE_EXECUTES | COIL_FEATURE_PROGRAM_TEXT,
+#else
     .features = COIL_FEATURE_EXECUTES,
+#endif
     .wir_major = COIL_WIR_VERSION_MAJOR,
     .wir_min_minor = 0,
     .wir_max_minor = COIL_WIR_VERSION_MINOR,
@@ -748,6 +786,10 @@ static const coil_plugin_api api = {
     .load = load,
     .run = run,
     .artifact_free = artifact_free,
+#if COIL_PLUGIN_ABI_MINOR >= 3
+    .identity = NULL,
+    .get_extension = get_extension,
+#endif
 };
 
 /* Keeps no state: it may run again after a dlclose, or for a second dlopen of this file. */

@@ -306,8 +306,10 @@ open_library(const char *dir, coil_cpu_entry_fn *entry, char *why, size_t size)
   return lib;
 }
 
+/* Compiles p, the plugin's own parse of the program's text (compile below). */
 static coil_error *
-compile(coil_plugin *self, const coil_plugin_compile_args *args)
+compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const coil_wir_program *p,
+                const char *wir)
 {
   cpu_options o;
   coil_error *e = read_options(args->options, &o);
@@ -318,19 +320,16 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
   const char *dir = args->artifact_dir;
   coil_strbuf src = {0};
   coil_diag d = {0};
-  if (cpu_codegen(args->program, coil_cpu_math_source[0] != 0, &src, &d)) {
+  if (cpu_codegen(p, coil_cpu_math_source[0] != 0, &src, &d)) {
     coil_strbuf_free(&src);
     return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "%s", d.msg);
   }
-  char *wir = coil_wir_print(args->program);
   if ((e = coil_sdk_write_file(dir, "kernels.c", src.s)) || (e = coil_sdk_write_file(dir, "coil_cpu_math.h", coil_cpu_math_source)) ||
       (e = coil_sdk_write_file(dir, "program.wir", wir))) {
     coil_strbuf_free(&src);
-    free(wir);
     return e;
   }
   coil_strbuf_free(&src);
-  free(wir);
   char source[4200], lib[4200], log[4200], inc[4300];
   snprintf(source, sizeof source, "%s/kernels.c", dir);
   snprintf(lib, sizeof lib, "%s/libkernels.so", dir);
@@ -414,9 +413,26 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
            "{\"plugin\": \"cpu\", \"plugin_version\": \"" CPU_VERSION "\", \"wir_version\": \"%d.%d\", "
            "\"program\": \"%s\", \"compiler\": \"%s\", \"portable\": %s, "
            "\"files\": [\"kernels.c\", \"coil_cpu_math.h\", \"program.wir\", \"libkernels.so\", \"cc.log\"]}\n",
-           args->program->version_major, args->program->version_minor, args->program->name, o.cc,
+           p->version_major, p->version_minor, p->name, o.cc,
            o.portable ? "true" : "false");
   return coil_sdk_write_file(dir, COIL_ARTIFACT_MANIFEST, manifest);
+}
+
+/* The program comes as text (COIL_FEATURE_PROGRAM_TEXT): the SDK parses it into a copy of our
+ * own, which code generation may change (loop ranges), and the text is kept verbatim as
+ * program.wir. */
+static coil_error *
+compile(coil_plugin *self, const coil_plugin_compile_args *args)
+{
+  coil_wir_program *p = NULL;
+  coil_error *e = coil_sdk_compile_program("cpu", args, &p);
+  if (e)
+    return e;
+  char *wir = coil_sdk_compile_text(args);
+  e = wir ? compile_program(self, args, p, wir) : coil_sdk_out_of_memory();
+  free(wir);
+  coil_wir_free(p);
+  return e;
 }
 
 /* ---- load ---- */
@@ -655,7 +671,7 @@ static const coil_plugin_api api = {
     .name = "cpu",
     .vendor = "The coil authors",
     .version = CPU_VERSION,
-    .features = COIL_FEATURE_EXECUTES,
+    .features = COIL_FEATURE_EXECUTES | COIL_FEATURE_PROGRAM_TEXT, /* reads program_text only */
     .wir_major = COIL_WIR_VERSION_MAJOR,
     .wir_min_minor = 0,
     .wir_max_minor = COIL_WIR_VERSION_MINOR,

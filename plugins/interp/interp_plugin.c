@@ -101,7 +101,25 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
   coil_error *e = check_options(args->options);
   if (e)
     return e;
-  char *text = coil_wir_print(args->program);
+  /* the program as text (COIL_FEATURE_PROGRAM_TEXT): checked by a parse of our own, kept
+   * verbatim as the artifact (load parses it again) */
+  coil_wir_program *p = NULL;
+  e = coil_sdk_compile_program("interp", args, &p);
+  if (e)
+    return e;
+  int major = p->version_major, minor = p->version_minor;
+#ifdef INTERP_BROKEN_F16CLAIM /* conformance/tests: supports() says f16, compile refuses it */
+  for (int b = 0; b < p->nbuffers; b++)
+    if (p->buffers[b].dtype == COIL_F16) {
+      fprintf(stderr, "broken_f16claim: refusing buffer %s of dtype f16\n", p->buffers[b].name);
+      coil_wir_free(p);
+      return coil_sdk_error(COIL_ERR_UNSUPPORTED, "broken_f16claim: f16 buffers are not supported");
+    }
+#endif
+  coil_wir_free(p);
+  char *text = coil_sdk_compile_text(args);
+  if (!text)
+    return coil_sdk_error(COIL_ERR_OUT_OF_MEMORY, "interp: out of memory");
   e = coil_sdk_write_file(args->artifact_dir, "program.wir", text);
   free(text);
   if (e)
@@ -110,7 +128,7 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
   snprintf(manifest, sizeof manifest,
            "{\"plugin\": \"interp\", \"plugin_version\": \"" INTERP_VERSION "\", "
            "\"wir_version\": \"%d.%d\", \"files\": [\"program.wir\"]}\n",
-           args->program->version_major, args->program->version_minor);
+           major, minor);
   return coil_sdk_write_file(args->artifact_dir, COIL_ARTIFACT_MANIFEST, manifest);
 }
 
@@ -214,6 +232,36 @@ run(coil_artifact *artifact, const coil_plugin_run_args *args)
       ((unsigned char *)t->data)[bytes] ^= 0x5a;
   }
 #endif
+#ifdef INTERP_BROKEN_UNALIGNED_OOB /* conformance/tests: an f32 element past output 0, only when an
+                                     input starts off a 64-byte boundary */
+  bool odd = false;
+  for (size_t k = 0; k < args->ninputs; k++)
+    odd = odd || (args->inputs[k]->data && (uintptr_t)args->inputs[k]->data % 64 != 0);
+  if (!e && odd && args->noutputs > 0 && args->outputs[0]->data) {
+    const coil_plugin_tensor *t = args->outputs[0];
+    size_t bytes = coil_dtype_size((coil_dtype)t->dtype);
+    for (int k = 0; k < t->rank; k++)
+      bytes *= (size_t)t->sizes[k];
+    float v = 2.5f;
+    memcpy((unsigned char *)t->data + bytes, &v, sizeof v);
+    fprintf(stderr, "broken_unaligned_oob: wrote 2.5 one element past output 0\n");
+  }
+#endif
+#ifdef INTERP_BROKEN_DROP /* conformance/tests: element 13 of output 0 never written, only when its
+                             first size is 11 (the second run of a symbolic case) */
+  if (!e && args->noutputs > 0 && args->outputs[0]->data && args->outputs[0]->rank > 0 &&
+      args->outputs[0]->sizes[0] == 11) {
+    const coil_plugin_tensor *t = args->outputs[0];
+    int64_t numel = 1;
+    for (int k = 0; k < t->rank; k++)
+      numel *= t->sizes[k];
+    size_t es = coil_dtype_size((coil_dtype)t->dtype);
+    if (numel > 13 && coil_dtype_is_float((coil_dtype)t->dtype)) {
+      memset((unsigned char *)t->data + 13 * es, 0xff, es); /* as the host left it: NaN */
+      fprintf(stderr, "broken_drop: left element 13 of output 0 unwritten\n");
+    }
+  }
+#endif
 #ifdef INTERP_BROKEN_WRONG /* conformance/tests: right shapes, wrong numbers */
   if (!e && args->noutputs > 0 && args->outputs[0]->data) {
     const coil_plugin_tensor *t = args->outputs[0];
@@ -248,7 +296,7 @@ static const coil_plugin_api api = {
     .name = "interp",
     .vendor = "The coil authors",
     .version = INTERP_VERSION,
-    .features = COIL_FEATURE_EXECUTES,
+    .features = COIL_FEATURE_EXECUTES | COIL_FEATURE_PROGRAM_TEXT, /* reads program_text only */
     .wir_major = COIL_WIR_VERSION_MAJOR,
     .wir_min_minor = 0,
     .wir_max_minor = COIL_WIR_VERSION_MINOR,

@@ -1,38 +1,36 @@
-/* newer_minor — a plugin from the future: built against ABI 1.3, whose plugin table has two
- * more fields and whose compile args have one more, but able to work with a 1.0 host
- * (min_host_minor 0). It must load: the host reads the 1.0 prefix of its table, and it reads
- * only the fields of the host's structs that lie within their struct_size. */
+/* newer_minor — a plugin from the future: built against an ABI minor three above the host's,
+ * whose plugin table has two more fields and whose compile args have one more, but able to work
+ * with a 1.0 host (min_host_minor 0). It must load: the host reads the prefix of its table that
+ * it knows, and the plugin reads only the fields of the host's structs that lie within their
+ * struct_size. */
 #include <string.h>
 
 #include "stub.h"
 
-/* The 1.3 plugin table: the 1.0 table, grown at the end. */
+/* The future plugin table: today's, grown at the end. */
 typedef struct api_1_3 {
   coil_plugin_api v1_0;
-  coil_error *(*autotune)(coil_plugin *self, int budget_ms); /* [optional] since 1.3 */
-  uint64_t flags;                                             /* since 1.3 */
+  coil_error *(*autotune)(coil_plugin *self, int budget_ms); /* [optional] in the future minor */
+  uint64_t flags;                                             /* in the future minor */
 } api_1_3;
 
-/* The 1.3 compile args: the 1.0 fields, then one more. */
+/* The future compile args: today's fields, then one more. */
 typedef struct compile_args_1_3 {
-  size_t struct_size;
-  const coil_wir_program *program;
-  const char *artifact_dir;
-  const coil_plugin_options *options;
-  int32_t autotune_budget_ms; /* since 1.3 */
+  coil_plugin_compile_args today;
+  int32_t autotune_budget_ms; /* in the future minor */
 } compile_args_1_3;
 
 static coil_error *
 compile(coil_plugin *self, const coil_plugin_compile_args *args)
 {
-  /* A 1.0 host's args end before autotune_budget_ms: reading it anyway would read past the
+  /* Today's host's args end before autotune_budget_ms: reading it anyway would read past the
    * host's struct (ASan would see it). */
   const compile_args_1_3 *a = (const compile_args_1_3 *)(const void *)args;
-  int32_t budget = COIL_STRUCT_HAS(a, compile_args_1_3, autotune_budget_ms)
+  int32_t budget = args->struct_size >= COIL_STRUCT_SIZE_TO(compile_args_1_3, autotune_budget_ms)
                        ? a->autotune_budget_ms : 0;
   if (budget != 0)
     return stub_error(COIL_ERR_INTERNAL, "read a field the host does not have");
-  if (stub_write_manifest(a->artifact_dir, "newer_minor") < 0)
+  if (stub_write_manifest(args->artifact_dir, "newer_minor") < 0)
     return stub_error(COIL_ERR_IO, "cannot write the manifest");
   return NULL;
 }

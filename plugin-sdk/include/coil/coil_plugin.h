@@ -63,7 +63,7 @@ extern "C" {
 /* ---- versions ---- */
 
 #define COIL_PLUGIN_ABI_MAJOR 1
-#define COIL_PLUGIN_ABI_MINOR 2
+#define COIL_PLUGIN_ABI_MINOR 3
 
 #define COIL_PLUGIN_ENTRY_SYMBOL "coil_plugin_entry"
 
@@ -128,6 +128,10 @@ typedef enum coil_log_level {
                                                          graph (mode = reduce-overhead) */
 #define COIL_FEATURE_AUTOTUNE      (UINT64_C(1) << 3) /* compile can benchmark kernel configs
                                                          (mode = max-autotune) */
+#define COIL_FEATURE_PROGRAM_TEXT  (UINT64_C(1) << 4) /* 1.3: compile reads the program from
+                                                         args->program_text only; the host then
+                                                         passes program = NULL (see
+                                                         coil_plugin_compile_args) */
 
 /* wir_max_minor meaning "every minor of wir_major" (for plugins that trust minor releases of the
  * Wrapper IR to add only what they may ignore). */
@@ -183,6 +187,18 @@ typedef struct coil_plugin_compile_args {
                                          (temporary files aside). On error the host deletes it. */
   const coil_plugin_options *options; /* borrowed for the call; NULL = none. Same rules as at
                                          create; per-compile settings (coil.mode, ...) */
+  /* ---- ABI 1.3 ---- */
+  /* The program as Wrapper IR text (docs/wrapper-ir.md), the same program as `program`:
+   * borrowed for the call, NUL-terminated, program_text_len bytes before the NUL. Its first
+   * line names its version ("wir 1.4"). This is the stable handoff: it does not depend on the
+   * layout of the host's structs, and what a plugin does with its own parse of it (set loop
+   * ranges, simplify) never reaches the host. A plugin that sets COIL_FEATURE_PROGRAM_TEXT
+   * reads only this (coil_sdk_compile_program in coil_sdk.h parses and verifies it with the
+   * SDK's own Wrapper IR library) and gets program == NULL; one that does not gets both and
+   * must treat program as read-only. A plugin that keeps the program in its artifact should
+   * write this text verbatim (the host compares it with the artifact's coil.wir). */
+  const char *program_text;
+  size_t program_text_len;
 } coil_plugin_compile_args;
 
 typedef struct coil_plugin_load_args {
@@ -323,11 +339,22 @@ struct coil_plugin_api {
    * Returns a string owned by the instance, valid until destroy; NULL or absent: nothing. */
   const char *(*identity)(coil_plugin *self);
 
-  /* ---- ABI 1.3 and later append here (1.2 added fields to coil_plugin_run_args only) ---- */
+  /* ---- ABI 1.3 [optional] ---- */
+  /* A vendor's extension, looked up by name ("VENDOR.NAME.vN", e.g. "acme.profiler.v1"): a
+   * pointer to a static struct of the plugin's that starts with `size_t struct_size` (the rest
+   * is the extension's own functions and data, as its vendor documents them), valid until the
+   * library is closed; NULL for a name the plugin does not know. Lets a vendor give its own
+   * tools more than this ABI without a new ABI minor (as ggml's get_proc_address and PJRT's
+   * extension chain do). The host never needs one to compile or run. */
+  const void *(*get_extension)(coil_plugin *self, const char *name);
+
+  /* ---- ABI 1.4 and later append here ---- */
 };
 
 /* The size of the 1.0 plugin table: the least struct_size a host accepts. */
 #define COIL_PLUGIN_API_SIZE_1_0 COIL_STRUCT_SIZE_TO(coil_plugin_api, artifact_free)
+/* The size of the 1.1 and 1.2 plugin tables (1.2 added no function). */
+#define COIL_PLUGIN_API_SIZE_1_2 COIL_STRUCT_SIZE_TO(coil_plugin_api, identity)
 /* The size of the 1.0 host table: the least struct_size a plugin may expect. */
 #define COIL_HOST_API_SIZE_1_0 COIL_STRUCT_SIZE_TO(coil_host_api, log)
 

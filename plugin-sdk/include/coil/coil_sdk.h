@@ -105,5 +105,15 @@ char *coil_sdk_read_file(const char *path, size_t max, size_t *len);
 /* An artifact's DIR/program.wir (at most 256 MiB), parsed and verified; errors name the plugin
  * (prefix, e.g. "cuda") and the file. */
 coil_error *coil_sdk_read_program(const char *prefix, const char *dir, coil_wir_program **out);
+/* The program a compile was handed, as the plugin's own copy (free it with coil_wir_free):
+ * args->program_text (ABI 1.3) parsed and verified by the SDK's Wrapper IR library, so the
+ * plugin depends on the text format, not on the host's structs, and may change its copy (loop
+ * ranges, ...). From a host older than 1.3, which passes no text, the copy is made from
+ * args->program. Errors name the plugin (prefix). */
+coil_error *coil_sdk_compile_program(const char *prefix, const coil_plugin_compile_args *args,
+                                     coil_wir_program **out);
+/* The text of that program: args->program_text, or (from a host older than 1.3) the print of
+ * args->program, malloc'd in either case (free it). NULL when there is neither. */
+char *coil_sdk_compile_text(const coil_plugin_compile_args *args);
 
 #endif
