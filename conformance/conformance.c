@@ -277,12 +277,13 @@ main(int argc, char **argv)
   }
   if (list)
     return 0;
+  int rc = 0;
   if (c.repro && c.nresults == 0) {
     fprintf(stderr, "coil-conformance: --repro: no case has the id '%s' (see --list)\n", c.exact_id);
-    return 2;
+    rc = 2;
+  } else {
+    conf_report_console(&c, stdout);
   }
-  conf_report_console(&c, stdout);
-  int rc = 0;
   if (junit && conf_report_junit(&c, junit)) {
     fprintf(stderr, "coil-conformance: cannot write %s\n", junit);
     rc = 2;
