@@ -230,16 +230,18 @@ main(int argc, char **argv)
   c.option_values = v2;
   c.convolution = coil_config_get(cfg, "convolution");
 
+  int rc = 0;
   if (print_case && strcmp(tiers, "random") == 0) {
     conf_print_random(&c, stdout);
-    return 0;
+    goto done;
   }
-  if (print_case)
-    return conf_print_case(&c, stdout) == 0 ? 0 : 1;
-  if (write_cases)
-    return conf_write_cases(&c, write_cases) == 0 ? 0 : 1;
-  if (write_case)
-    return conf_write_one_case(&c, write_case) == 0 ? 0 : 1;
+  if (print_case || write_cases || write_case) { /* no plugin runs: the cases alone */
+    rc = print_case      ? conf_print_case(&c, stdout)
+         : write_cases   ? conf_write_cases(&c, write_cases)
+                         : conf_write_one_case(&c, write_case);
+    rc = rc ? 1 : 0;
+    goto done;
+  }
 
   /* the plugin must open before anything else is worth running */
   conf_result r = {0};
@@ -276,8 +278,7 @@ main(int argc, char **argv)
     }
   }
   if (list)
-    return 0;
-  int rc = 0;
+    goto done;
   if (c.repro && c.nresults == 0) {
     fprintf(stderr, "coil-conformance: --repro: no case has the id '%s' (see --list)\n", c.exact_id);
     rc = 2;
@@ -295,6 +296,7 @@ main(int argc, char **argv)
   for (int i = 0; i < c.nresults && !rc; i++)
     if (c.results[i].status == CONF_FAIL)
       rc = 1;
+done:
   conf_results_free(&c);
   free(k2), free(v2);
   coil_plugin_dirs_free(&c.dirs);
