@@ -609,8 +609,7 @@ check_program_handoff(const conf_ctx *c, conf_result *r)
   return rc;
 }
 
-/* get_extension (ABI 1.3, optional): an unknown name gives NULL, and a name asked twice gives
- * the same answer. */
+/* get_extension (ABI 1.3, optional): an unknown name gives NULL, asked twice. */
 static int
 check_extensions(const conf_ctx *c, conf_result *r)
 {

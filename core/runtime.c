@@ -602,26 +602,6 @@ coil_plugin_compile(const coil_loaded_plugin *lp, coil_plugin *inst,
                     const coil_wir_program *program, const char *dir,
                     const coil_plugin_options *opts, coil_diag *d)
 {
-  return coil_plugin_compile_decoy(lp, inst, program, NULL, dir, opts, d);
-}
-
-const void *
-coil_plugin_extension(const coil_loaded_plugin *lp, coil_plugin *inst, const char *name)
-{
-  if (!lp->api.get_extension || !name)
-    return NULL;
-  const void *x = lp->api.get_extension(inst, name);
-  size_t size = 0;
-  if (x)
-    memcpy(&size, x, sizeof size); /* every extension starts with its struct_size */
-  return size > 0 ? x : NULL;
-}
-
-int
-coil_plugin_compile_decoy(const coil_loaded_plugin *lp, coil_plugin *inst,
-                          const coil_wir_program *program, const void *decoy, const char *dir,
-                          const coil_plugin_options *opts, coil_diag *d)
-{
   const coil_plugin_api *a = &lp->api;
   if (!program || !dir || !*dir)
     return fail(d, COIL_ERR_INVALID_ARGUMENT, "%s: plugin '%s': compile needs a program and an "
@@ -646,7 +626,7 @@ coil_plugin_compile_decoy(const coil_loaded_plugin *lp, coil_plugin *inst,
   bool text_only = a->features & COIL_FEATURE_PROGRAM_TEXT;
   coil_plugin_compile_args args = {
     .struct_size = sizeof args,
-    .program = text_only ? (const coil_wir_program *)decoy : program,
+    .program = text_only ? NULL : program,
     .artifact_dir = dir, .options = opts, .program_text = text, .program_text_len = strlen(text),
   };
   coil_error *e = a->compile(inst, &args);

@@ -102,14 +102,6 @@ coil_support coil_plugin_supports(const coil_loaded_plugin *lp, const coil_plugi
 int coil_plugin_compile(const coil_loaded_plugin *lp, coil_plugin *inst,
                         const coil_wir_program *program, const char *dir,
                         const coil_plugin_options *opts, coil_diag *d);
-/* The same with the compile arguments' program pointer given: the ABI tier hands a plugin that
- * reads only the text a decoy there (a host whose structs changed). */
-int coil_plugin_compile_decoy(const coil_loaded_plugin *lp, coil_plugin *inst,
-                              const coil_wir_program *program, const void *decoy, const char *dir,
-                              const coil_plugin_options *opts, coil_diag *d);
-/* The plugin's extension of this name (ABI 1.3 get_extension), or NULL: none, an older plugin,
- * or a result whose struct_size is 0 (not a valid extension). */
-const void *coil_plugin_extension(const coil_loaded_plugin *lp, coil_plugin *inst, const char *name);
 /* -COIL_ERR_UNSUPPORTED, saying so, for a plugin that only emits. */
 int coil_plugin_load(const coil_loaded_plugin *lp, coil_plugin *inst, const char *dir,
                      const coil_plugin_options *opts, coil_artifact **out, coil_diag *d);
