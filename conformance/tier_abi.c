@@ -14,6 +14,16 @@
  *                      object with a code and a message, never a crash
  *   threads            two threads compiling different programs on one instance at once
  *   reload_artifact    an artifact loaded after dlclose/dlopen of the plugin
+ *   program_handoff    (1.3) compile from program_text alone, the program pointer garbage
+ *   extensions         (1.3) get_extension of an unknown name is NULL
+ *   devices            (1.4) device_count and device_info, and an index past the last refused
+ *   device_memory      (1.4) allocations of 0, 1 and 1 MiB bytes, aligned; an exact round trip
+ *                      host -> device -> device -> host at odd offsets; an absurd size is
+ *                      COIL_ERR_OUT_OF_MEMORY
+ *   device_run         (1.4) a program run on tensors placed in device memory, synchronously,
+ *                      then queued on a stream (copies too) and waited for through an event
+ *   device_async_error (1.4) an embedding with an index out of range, queued on a stream: the
+ *                      error comes back (from the run or the sync) naming the kernel
  *
  * The checks that run a program use small f32 pointwise graphs; a plugin that does not claim
  * their ops gets those checks "not supported". */
@@ -31,6 +41,8 @@
 
 static const char prog_a[] = "coil 1\ngraph abi_a(%x: f32[4, 5], %y: f32[4, 5]) {\n"
                              "  %z = aten.add.Tensor(%x, %y)\n  %o = aten.relu.default(%z)\n  return (%o)\n}\n";
+static const char prog_e[] = "coil 1\ngraph abi_e(%w: f32[4, 3] param, %i: i64[5]) {\n"
+                             "  %o = aten.embedding.default(%w, %i)\n  return (%o)\n}\n";
 static const char prog_b[] = "coil 1\ngraph abi_b(%x: f32[6, 3], %y: f32[6, 3]) {\n"
                              "  %z = aten.mul.Tensor(%x, %y)\n  %o = aten.sub.Tensor(%z, %x)\n  return (%o)\n}\n";
 
@@ -81,8 +93,8 @@ prog_init(prog *pr, coil_loaded_plugin *lp, const coil_plugin *inst, const char 
     int64_t shape[COIL_MAX_RANK];
     for (int k = 0; k < pr->g->inputs[i]->type.rank; k++)
       coil_sym_is_const(pr->g->inputs[i]->type.dims[k], &shape[k]);
-    coil_tensor_init(&t, COIL_F32, pr->g->inputs[i]->type.rank, shape, NULL);
-    conf_random(&t, &seed, false, 0, 1);
+    coil_tensor_init(&t, pr->g->inputs[i]->type.dtype, pr->g->inputs[i]->type.rank, shape, NULL);
+    conf_random(&t, &seed, false, 0, 4); /* integers (prog_e's indices) in [0, 4) */
     coil_tensor_list_add(&pr->in, pr->g->inputs[i]->name, &t);
   }
   if (coil_ref_run(pr->g, &pr->in, &pr->want, &d)) {
@@ -184,14 +196,45 @@ raw_load_run(const prog *pr, coil_plugin *inst, const char *dir, size_t pad, con
     }
     t->struct_size = sizeof *t + pad;
   }
+  /* A plugin whose device the host cannot touch (ABI 1.4) gets its tensors in device memory. */
+  coil_device_info info = {0};
+  coil_diag d = {{0}};
+  void *mem[16] = {0};
+  bool on_device = coil_plugin_has_devices(pr->lp) &&
+                   !coil_plugin_device_info(pr->lp, inst, 0, &info, &d) &&
+                   !(info.flags & COIL_DEVICE_HOST_VISIBLE);
+  for (int i = 0; on_device && !rc && i < nin + nout && i < 16; i++) {
+    size_t bytes = 1;
+    for (int k = 0; k < ts[i]->rank; k++)
+      bytes *= (size_t)ts[i]->sizes[k];
+    bytes *= coil_dtype_size((coil_dtype)ts[i]->dtype);
+    if (coil_plugin_mem_alloc(pr->lp, inst, 0, bytes, &mem[i], &d) ||
+        coil_plugin_mem_copy(pr->lp, inst, COIL_COPY_HOST_TO_DEVICE, 0, mem[i], ts[i]->data, bytes, NULL, &d)) {
+      snprintf(r->msg, sizeof r->msg, "placing tensor %d on the device: %.400s", i, d.msg);
+      rc = -1;
+    }
+    ts[i]->data = mem[i];
+    ts[i]->device_type = info.device_type;
+    ts[i]->device_index = info.device_index;
+  }
   coil_plugin_run_args *ra = padded(sizeof *ra);
   ra->struct_size = sizeof *ra + pad;
   ra->ninputs = (size_t)nin;
   ra->inputs = tin;
   ra->noutputs = (size_t)nout;
   ra->outputs = tout;
-  rc = take(api, api->run(art, ra), "run", r);
+  if (!rc)
+    rc = take(api, api->run(art, ra), "run", r);
   free(ra);
+  for (int i = 0; on_device && !rc && i < nout; i++) {
+    size_t bytes = (size_t)coil_tensor_numel(&outs[i]) * coil_dtype_size(outs[i].dtype);
+    if (coil_plugin_mem_copy(pr->lp, inst, COIL_COPY_DEVICE_TO_HOST, 0, outs[i].data, mem[nin + i], bytes, NULL, &d)) {
+      snprintf(r->msg, sizeof r->msg, "copying output %d back: %.400s", i, d.msg);
+      rc = -1;
+    }
+  }
+  for (int i = 0; i < 16; i++)
+    coil_plugin_mem_free(pr->lp, inst, 0, mem[i]);
   for (int i = 0; i < nout && !rc; i++) {
     double nmse;
     char m[256];
@@ -634,6 +677,303 @@ check_extensions(const conf_ctx *c, conf_result *r)
   return rc;
 }
 
+/* ---- devices (ABI 1.4) ---- */
+
+/* Opens the plugin; for one without devices, fills r as skipped and returns 1. */
+static int
+open_devices(const conf_ctx *c, coil_loaded_plugin **lp, coil_plugin **inst, conf_result *r)
+{
+  if (conf_open(c, lp, inst, r))
+    return -1;
+  if (coil_plugin_has_devices(*lp))
+    return 0;
+  r->status = CONF_SKIP;
+  snprintf(r->msg, sizeof r->msg, "skipped: the plugin has no devices (ABI 1.4, optional)");
+  conf_close(*lp, *inst);
+  return 1;
+}
+
+static int
+diag_fail(conf_result *r, const char *what, const coil_diag *d)
+{
+  snprintf(r->msg, sizeof r->msg, "%s: %.440s", what, d->msg);
+  return -1;
+}
+
+static int
+check_devices(const conf_ctx *c, conf_result *r)
+{
+  coil_loaded_plugin *lp;
+  coil_plugin *inst;
+  int rc = open_devices(c, &lp, &inst, r);
+  if (rc)
+    return rc > 0 ? 0 : -1;
+  int n = coil_plugin_device_count(lp, inst);
+  coil_diag d = {{0}};
+  coil_device_info info;
+  if (n < 1) {
+    snprintf(r->msg, sizeof r->msg, "device_count is %d; a plugin with devices has at least one", n);
+    rc = -1;
+  }
+  for (int i = 0; !rc && i < n; i++) {
+    if (coil_plugin_device_info(lp, inst, i, &info, &d))
+      rc = diag_fail(r, "device_info", &d);
+    else if (!strcmp(info.name, "(unnamed device)"))
+      rc = (snprintf(r->msg, sizeof r->msg, "device %d has no name", i), -1);
+    else if (i == 0)
+      snprintf(r->msg, sizeof r->msg, "%d device(s); 0: %.200s, type %d:%d, %s, alignment %u", n,
+               info.name, (int)info.device_type, (int)info.device_index,
+               info.flags & COIL_DEVICE_HOST_VISIBLE ? "host-visible" : "not host-visible",
+               info.alignment);
+  }
+  if (!rc) {
+    int e = coil_plugin_device_info(lp, inst, n, &info, &d);
+    if (e != -COIL_ERR_INVALID_ARGUMENT) {
+      snprintf(r->msg, sizeof r->msg, "device_info(%d), one past the last device, %s; expected "
+               "COIL_ERR_INVALID_ARGUMENT", n, e ? "failed with another code" : "succeeded");
+      rc = -1;
+    }
+  }
+  conf_close(lp, inst);
+  return rc;
+}
+
+static int
+check_device_memory(const conf_ctx *c, conf_result *r)
+{
+  coil_loaded_plugin *lp;
+  coil_plugin *inst;
+  int rc = open_devices(c, &lp, &inst, r);
+  if (rc)
+    return rc > 0 ? 0 : -1;
+  coil_diag d = {{0}};
+  coil_device_info info;
+  void *m[4] = {0};
+  size_t sizes[4] = {0, 1, (size_t)1 << 20, (size_t)1 << 20};
+  size_t n = 1000, hn = sizes[2] + n; /* the pattern: enough for n bytes, then a whole 1 MiB */
+  unsigned char *host = malloc(hn), *back = calloc(1, sizes[2]);
+  if (!host || !back)
+    abort();
+  for (size_t k = 0; k < hn; k++)
+    host[k] = (unsigned char)(k * 131 + 7);
+  rc = coil_plugin_device_info(lp, inst, 0, &info, &d) ? diag_fail(r, "device_info", &d) : 0;
+  for (int k = 0; !rc && k < 4; k++) {
+    if (coil_plugin_mem_alloc(lp, inst, 0, sizes[k], &m[k], &d))
+      rc = diag_fail(r, "mem_alloc", &d);
+    else if ((uintptr_t)m[k] % info.alignment)
+      rc = (snprintf(r->msg, sizeof r->msg, "mem_alloc of %zu bytes gave %p, not aligned to the "
+                     "device's %u", sizes[k], m[k], info.alignment), -1);
+  }
+  /* host -> a+3 (n bytes), host+n -> b (1 MiB), a+3 -> b+5 (n bytes), b -> host (1 MiB) */
+  if (!rc && (coil_plugin_mem_copy(lp, inst, COIL_COPY_HOST_TO_DEVICE, 0, (char *)m[2] + 3, host, n, NULL, &d) ||
+              coil_plugin_mem_copy(lp, inst, COIL_COPY_HOST_TO_DEVICE, 0, m[3], host + n, sizes[3], NULL, &d) ||
+              coil_plugin_mem_copy(lp, inst, COIL_COPY_DEVICE_TO_DEVICE, 0, (char *)m[3] + 5, (char *)m[2] + 3, n, NULL, &d) ||
+              coil_plugin_mem_copy(lp, inst, COIL_COPY_DEVICE_TO_HOST, 0, back, m[3], sizes[3], NULL, &d)))
+    rc = diag_fail(r, "mem_copy", &d);
+  for (size_t k = 0; !rc && k < sizes[3]; k++) {
+    unsigned char want = k < 5 ? host[n + k] : k < 5 + n ? host[k - 5] : host[n + k];
+    if (back[k] != want)
+      rc = (snprintf(r->msg, sizeof r->msg, "after host -> device -> device -> host copies, byte "
+                     "%zu is 0x%02x; expected 0x%02x", k, back[k], want), -1);
+  }
+  void *huge = NULL;
+  if (!rc) {
+    int e = coil_plugin_mem_alloc(lp, inst, 0, (size_t)1 << 62, &huge, &d);
+    if (e != -COIL_ERR_OUT_OF_MEMORY)
+      rc = (snprintf(r->msg, sizeof r->msg, "mem_alloc of 2^62 bytes %s; expected "
+                     "COIL_ERR_OUT_OF_MEMORY", e ? "failed with another code" : "succeeded"), -1);
+  }
+  coil_plugin_mem_free(lp, inst, 0, huge);
+  for (int k = 0; k < 4; k++)
+    coil_plugin_mem_free(lp, inst, 0, m[k]);
+  free(host), free(back);
+  conf_close(lp, inst);
+  return rc;
+}
+
+/* Runs art once with every tensor placed in device 0's memory: synchronously, or (on_stream)
+ * with the copies and the run queued on a stream of the plugin's and waited for through an
+ * event. compare: the outputs against pr->want. Returns 0, or -1 with r->msg; *code: the
+ * plugin's error code when the run or a sync failed. */
+static int
+device_run(const prog *pr, coil_plugin *inst, coil_artifact *art, bool on_stream, bool compare,
+           int *code, conf_result *r)
+{
+  const coil_loaded_plugin *lp = pr->lp;
+  coil_diag d = {{0}};
+  coil_device_info info;
+  int nin = pr->p->ninputs;
+  const coil_line *ol = &pr->p->lines[pr->p->nlines - 1];
+  int nout = ol->nargs, n = nin + nout, rc = 0;
+  coil_plugin_tensor ts[16];
+  const coil_plugin_tensor *tp[16];
+  int64_t strides[16][COIL_MAX_RANK];
+  coil_tensor outs[8] = {0};
+  void *mem[16] = {0};
+  coil_stream *s = NULL;
+  coil_event *ev = NULL;
+  *code = 0;
+  if (n > 16 || nout > 8)
+    return (snprintf(r->msg, sizeof r->msg, "too many tensors"), -1);
+  if (coil_plugin_device_info(lp, inst, 0, &info, &d))
+    return diag_fail(r, "device_info", &d);
+  if (on_stream && coil_plugin_stream_create(lp, inst, 0, &s, &d))
+    return diag_fail(r, "stream_create", &d);
+  for (int i = 0; !rc && i < n; i++) {
+    const coil_tensor *x;
+    if (i < nin) {
+      x = coil_tensor_list_find(&pr->in, pr->p->inputs[i].label);
+    } else {
+      const coil_buffer *b = &pr->p->buffers[ol->args[i - nin]];
+      int64_t shape[COIL_MAX_RANK];
+      for (int k = 0; k < b->rank; k++)
+        coil_sym_is_const(b->sizes[k], &shape[k]);
+      coil_tensor_init(&outs[i - nin], b->dtype, b->rank, shape, NULL);
+      memset(outs[i - nin].data, 0xff, (size_t)coil_tensor_numel(&outs[i - nin]) * coil_dtype_size(b->dtype));
+      x = &outs[i - nin];
+    }
+    coil_plugin_tensor_wrap(x, strides[i], &ts[i]);
+    ts[i].device_type = info.device_type;
+    ts[i].device_index = info.device_index;
+    size_t bytes = (size_t)coil_tensor_numel(x) * coil_dtype_size(x->dtype);
+    if (coil_plugin_mem_alloc(lp, inst, 0, bytes, &mem[i], &d) ||
+        coil_plugin_mem_copy(lp, inst, COIL_COPY_HOST_TO_DEVICE, 0, mem[i], x->data, bytes, s, &d))
+      rc = diag_fail(r, "placing a tensor", &d);
+    ts[i].data = mem[i];
+    tp[i] = &ts[i];
+  }
+  if (!rc) {
+    int e = coil_plugin_run_stream(lp, art, nin, tp, nout, tp + nin, s != NULL, s, &d);
+    if (!e && s && !(e = coil_plugin_event_record(lp, inst, s, &ev, &d)))
+      e = coil_plugin_event_sync(lp, inst, ev, &d);
+    if (e) {
+      *code = -e;
+      rc = diag_fail(r, s ? "a run on a stream" : "a run on device memory", &d);
+    }
+  }
+  for (int i = 0; !rc && i < nout; i++) {
+    size_t bytes = (size_t)coil_tensor_numel(&outs[i]) * coil_dtype_size(outs[i].dtype);
+    if (coil_plugin_mem_copy(lp, inst, COIL_COPY_DEVICE_TO_HOST, 0, outs[i].data, mem[nin + i], bytes, NULL, &d))
+      rc = diag_fail(r, "copying an output back", &d);
+    double nmse;
+    char m[256];
+    if (!rc && compare && !conf_compare(&outs[i], &pr->want.tensors[i], &nmse, m, sizeof m))
+      rc = (snprintf(r->msg, sizeof r->msg, "wrong output%s: %s", s ? " (on a stream)" : "", m), -1);
+  }
+  coil_plugin_event_destroy(lp, inst, ev);
+  coil_plugin_stream_destroy(lp, inst, s);
+  for (int i = 0; i < n; i++)
+    coil_plugin_mem_free(lp, inst, 0, mem[i]);
+  for (int i = 0; i < nout; i++)
+    coil_tensor_free(&outs[i]);
+  return rc;
+}
+
+static void
+device_teardown(coil_loaded_plugin *lp, coil_plugin *inst, prog *pr, const char *dir, coil_artifact *art)
+{
+  if (art)
+    coil_plugin_artifact_free(lp, art);
+  if (dir[0])
+    coil_artifact_remove(dir);
+  prog_free(pr);
+  if (lp)
+    conf_close(lp, inst);
+}
+
+/* Compiles and loads text's program on a fresh instance: 0; or, everything released, -1 (r
+ * says why) or 1 (r is skipped or not supported: no devices, no execution, ops not claimed). */
+static int
+device_setup(const conf_ctx *c, const char *text, coil_loaded_plugin **lp, coil_plugin **inst,
+             prog *pr, char *dir, coil_artifact **art, conf_result *r)
+{
+  memset(pr, 0, sizeof *pr);
+  *art = NULL;
+  dir[0] = 0;
+  int rc = open_devices(c, lp, inst, r);
+  if (rc)
+    return rc;
+  coil_diag d = {{0}};
+  if (!((*lp)->api.features & COIL_FEATURE_EXECUTES)) {
+    r->status = CONF_SKIP;
+    snprintf(r->msg, sizeof r->msg, "skipped: the plugin does not execute");
+    rc = 1;
+  } else if (prog_init(pr, *lp, *inst, text, r)) {
+    rc = r->status == CONF_UNSUPPORTED ? 1 : -1;
+  } else if (raw_compile(pr, *inst, 0, dir, r)) {
+    rc = -1;
+  } else if (coil_plugin_load(*lp, *inst, dir, NULL, art, &d)) {
+    rc = diag_fail(r, "load", &d);
+  }
+  if (rc)
+    device_teardown(*lp, *inst, pr, dir, *art);
+  return rc;
+}
+
+static int
+check_device_run(const conf_ctx *c, conf_result *r)
+{
+  coil_loaded_plugin *lp = NULL;
+  coil_plugin *inst = NULL;
+  prog pr;
+  char dir[64];
+  coil_artifact *art;
+  int rc = device_setup(c, prog_a, &lp, &inst, &pr, dir, &art, r), code;
+  if (rc)
+    return rc > 0 ? 0 : -1;
+  if (!rc)
+    rc = device_run(&pr, inst, art, false, true, &code, r);
+  if (!rc && coil_plugin_has_streams(lp))
+    rc = device_run(&pr, inst, art, true, true, &code, r);
+  if (!rc)
+    snprintf(r->msg, sizeof r->msg, "%s", coil_plugin_has_streams(lp) ? "synchronously and on a stream"
+             : "synchronously (the plugin has no streams)");
+  device_teardown(lp, inst, &pr, dir, art);
+  return rc;
+}
+
+static int
+check_device_async_error(const conf_ctx *c, conf_result *r)
+{
+  coil_loaded_plugin *lp = NULL;
+  coil_plugin *inst = NULL;
+  prog pr;
+  char dir[64];
+  coil_artifact *art;
+  int rc = device_setup(c, prog_e, &lp, &inst, &pr, dir, &art, r), code = 0;
+  if (rc)
+    return rc > 0 ? 0 : -1;
+  if (!rc && !coil_plugin_has_streams(lp)) {
+    r->status = CONF_SKIP;
+    snprintf(r->msg, sizeof r->msg, "skipped: the plugin has no streams (ABI 1.4, optional)");
+    device_teardown(lp, inst, &pr, dir, art);
+    return 0;
+  }
+  if (!rc) {
+    coil_tensor *ids = (coil_tensor *)coil_tensor_list_find(&pr.in, "i");
+    coil_tensor_set_i64(ids, 2, 99); /* the table has 4 rows */
+    rc = device_run(&pr, inst, art, true, false, &code, r);
+    const char *kname = pr.p->nkernels > 0 ? pr.p->kernels[0].name : "?";
+    if (!rc)
+      rc = (snprintf(r->msg, sizeof r->msg, "an embedding with index 99 into 4 rows ran and synced without an error"), -1);
+    else if (code == 0)
+      rc = -1; /* r->msg says what failed first */
+    else if (!strstr(r->msg, kname)) {
+      char got[sizeof r->msg];
+      memcpy(got, r->msg, sizeof got);
+      snprintf(r->msg, sizeof r->msg, "the error of the queued run does not name its kernel %.40s: %.380s", kname, got);
+      rc = -1;
+    } else {
+      char got[sizeof r->msg];
+      memcpy(got, r->msg, sizeof got);
+      snprintf(r->msg, sizeof r->msg, "reported: %.440s", got);
+      rc = 0;
+    }
+  }
+  device_teardown(lp, inst, &pr, dir, art);
+  return rc;
+}
+
 static void
 quiet_log(const coil_host_api *host, coil_log_level level, const char *message)
 {
@@ -642,7 +982,8 @@ quiet_log(const coil_host_api *host, coil_log_level level, const char *message)
 
 static const char *const checks[] = {"metadata", "reload", "host_minor_older", "host_minor_newer",
                                      "host_major_other", "struct_size", "no_log", "errors", "threads",
-                                     "reload_artifact", "program_handoff", "extensions"};
+                                     "reload_artifact", "program_handoff", "extensions", "devices",
+                                     "device_memory", "device_run", "device_async_error"};
 
 static void
 run_check(const conf_ctx *c, int i, void *user, conf_result *r)
@@ -665,19 +1006,24 @@ run_check(const conf_ctx *c, int i, void *user, conf_result *r)
   case 9: rc = check_reload_artifact(c, r); break;
   case 10: rc = check_program_handoff(c, r); break;
   case 11: rc = check_extensions(c, r); break;
+  case 12: rc = check_devices(c, r); break;
+  case 13: rc = check_device_memory(c, r); break;
+  case 14: rc = check_device_run(c, r); break;
+  case 15: rc = check_device_async_error(c, r); break;
   }
   if (r->status == CONF_UNSUPPORTED || (r->status == CONF_SKIP && !rc))
     return;
   r->status = rc ? CONF_FAIL : CONF_PASS;
-  if (!rc && which[i] != 0 && which[i] != 2 && which[i] != 10)
+  if (!rc && which[i] != 0 && which[i] != 2 && which[i] != 10 && which[i] != 12 && which[i] != 14 &&
+      which[i] != 15)
     r->msg[0] = 0;
 }
 
 void
 conf_tier_abi(conf_ctx *c)
 {
-  int n = 0, which[16];
-  conf_result res[16];
+  int n = 0, which[32];
+  conf_result res[32];
   for (int k = 0; k < (int)(sizeof checks / sizeof *checks); k++) {
     if (!conf_selected(c, "abi", checks[k], "-", "-"))
       continue;

@@ -47,7 +47,7 @@ run_model(const conf_ctx *c, int i, void *user, conf_result *r)
   if (conf_prepare(c, g, "model", &prep, r))
     goto done;
   coil_exec_checks chk = {.guard_bytes = 64};
-  int rc = coil_artifact_exec_checked(prep.lp, prep.art, prep.p, &in, &w, &chk, &got, &d);
+  int rc = coil_artifact_exec_checked(prep.lp, prep.inst, prep.art, prep.p, &in, &w, &chk, &got, &d);
   if (rc) {
     snprintf(r->msg, sizeof r->msg, "%s%.400s", rc == COIL_EXEC_GUARD ? "guard bytes: " : "run: ", d.msg);
     goto done;

@@ -373,7 +373,7 @@ run_case(const conf_ctx *c, int i, void *user, conf_result *r)
       fflush(stdout);
     }
     if (ok) {
-      int rc = coil_artifact_exec_checked(x.lp, x.art, x.p, &in, NULL, &chk, &got, &d);
+      int rc = coil_artifact_exec_checked(x.lp, x.inst, x.art, x.p, &in, NULL, &chk, &got, &d);
       if (rc) {
         snprintf(r->msg, sizeof r->msg, "%s%.400s", rc == COIL_EXEC_GUARD ? "guard bytes: " : "run: ", d.msg);
         ok = false;

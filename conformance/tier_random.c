@@ -138,7 +138,7 @@ run_graph(const conf_ctx *c, const rg_graph *rg, conf_result *r)
     }
     coil_exec_checks chk = {.input_offset = run, .guard_bytes = 64};
     if (ok) {
-      int rc = coil_artifact_exec_checked(x.lp, x.art, x.p, &in, NULL, &chk, &got, &d);
+      int rc = coil_artifact_exec_checked(x.lp, x.inst, x.art, x.p, &in, NULL, &chk, &got, &d);
       if (rc) {
         snprintf(r->msg, sizeof r->msg, "%s%.400s", rc == COIL_EXEC_GUARD ? "guard bytes: " : "run: ", d.msg);
         ok = false;

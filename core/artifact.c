@@ -979,11 +979,11 @@ check_inputs(const coil_wir_program *p, const coil_tensor *const *in, const int6
 }
 
 int
-coil_artifact_exec(const coil_loaded_plugin *lp, coil_artifact *art, const coil_wir_program *p,
-                   const coil_tensor_list *inputs, const coil_tensor_list *weights,
-                   coil_tensor_list *outputs, coil_diag *d)
+coil_artifact_exec(const coil_loaded_plugin *lp, coil_plugin *inst, coil_artifact *art,
+                   const coil_wir_program *p, const coil_tensor_list *inputs,
+                   const coil_tensor_list *weights, coil_tensor_list *outputs, coil_diag *d)
 {
-  int rc = coil_artifact_exec_checked(lp, art, p, inputs, weights, NULL, outputs, d);
+  int rc = coil_artifact_exec_checked(lp, inst, art, p, inputs, weights, NULL, outputs, d);
   return rc < 0 ? -1 : rc;
 }
 
@@ -1026,10 +1026,91 @@ guard_report(const unsigned char *g, size_t guard, size_t bytes, const coil_tens
   return 1;
 }
 
+/* Where a run's tensors live: the host, or device 0 of a plugin with devices (ABI 1.4) whose
+ * memory the host cannot touch. Each tensor is a host "image" (for an input: its data, maybe
+ * shifted to an unaligned start; for an output: [guard | 0xff... | guard] or the bare output),
+ * copied whole to a device allocation before the run and, for outputs, back after it, so the
+ * unaligned starts and guard checks work the same on a device. */
+typedef struct placement {
+  const coil_loaded_plugin *lp;
+  coil_plugin *inst;
+  bool on_device;
+  coil_device_info info;
+  coil_stream *stream; /* the plugin's, when it has streams */
+  void **mem;          /* per tensor (inputs, then outputs): the device allocation or NULL */
+  int n;
+} placement;
+
+static int
+place_init(placement *pl, const coil_loaded_plugin *lp, coil_plugin *inst, int ntensors,
+           coil_diag *d)
+{
+  *pl = (placement){.lp = lp, .inst = inst, .n = ntensors};
+  if (!inst || !coil_plugin_has_devices(lp))
+    return 0;
+  if (coil_plugin_device_count(lp, inst) < 1)
+    return coil_diag_set(d, "plugin '%s' has device functions but lists no device", lp->label);
+  int rc = coil_plugin_device_info(lp, inst, 0, &pl->info, d);
+  if (rc)
+    return rc;
+  pl->on_device = !(pl->info.flags & COIL_DEVICE_HOST_VISIBLE);
+  if (!pl->on_device)
+    return 0;
+  pl->mem = calloc((size_t)ntensors + 1, sizeof *pl->mem);
+  if (!pl->mem)
+    abort();
+  if (coil_plugin_has_streams(lp))
+    return coil_plugin_stream_create(lp, inst, 0, &pl->stream, d);
+  return 0;
+}
+
+/* Copies image [base, base+bytes) to a new device allocation (tensor k) and points t at the
+ * same offset in it. */
+static int
+place_in(placement *pl, int k, const void *base, size_t bytes, coil_plugin_tensor *t, coil_diag *d)
+{
+  if (!pl->on_device)
+    return 0;
+  t->device_type = pl->info.device_type;
+  t->device_index = pl->info.device_index;
+  if (!t->data || !bytes) {
+    t->data = NULL;
+    return 0;
+  }
+  size_t at = (size_t)((const char *)t->data - (const char *)base);
+  int rc = coil_plugin_mem_alloc(pl->lp, pl->inst, 0, bytes, &pl->mem[k], d);
+  if (!rc)
+    rc = coil_plugin_mem_copy(pl->lp, pl->inst, COIL_COPY_HOST_TO_DEVICE, 0, pl->mem[k], base,
+                              bytes, NULL, d);
+  if (!rc)
+    t->data = (char *)pl->mem[k] + at;
+  return rc;
+}
+
+/* Copies tensor k's device allocation back over its host image. */
+static int
+place_out(placement *pl, int k, void *base, size_t bytes, coil_diag *d)
+{
+  if (!pl->on_device || !pl->mem[k] || !bytes)
+    return 0;
+  return coil_plugin_mem_copy(pl->lp, pl->inst, COIL_COPY_DEVICE_TO_HOST, 0, base, pl->mem[k],
+                              bytes, NULL, d);
+}
+
+static void
+place_free(placement *pl)
+{
+  for (int k = 0; pl->mem && k < pl->n; k++)
+    coil_plugin_mem_free(pl->lp, pl->inst, 0, pl->mem[k]);
+  coil_plugin_stream_destroy(pl->lp, pl->inst, pl->stream);
+  free(pl->mem);
+}
+
 int
-coil_artifact_exec_checked(const coil_loaded_plugin *lp, coil_artifact *art, const coil_wir_program *p,
-                           const coil_tensor_list *inputs, const coil_tensor_list *weights,
-                           const coil_exec_checks *chk, coil_tensor_list *outputs, coil_diag *d)
+coil_artifact_exec_checked(const coil_loaded_plugin *lp, coil_plugin *inst, coil_artifact *art,
+                           const coil_wir_program *p, const coil_tensor_list *inputs,
+                           const coil_tensor_list *weights, const coil_exec_checks *chk,
+                           coil_tensor_list *outputs, coil_diag *d)
 {
   memset(outputs, 0, sizeof *outputs);
   const coil_line *ol = coil_program_output_line(p);
@@ -1051,6 +1132,9 @@ coil_artifact_exec_checked(const coil_loaded_plugin *lp, coil_artifact *art, con
   int64_t(*ostr)[COIL_MAX_RANK] = calloc((size_t)nout + 1, sizeof *ostr);
   if (!in || !pin || !pinp || !istr || !shifted || !vals || !outs || !guarded || !pout || !poutp || !ostr)
     abort();
+  placement pl;
+  if (place_init(&pl, lp, inst, nin + nout, d))
+    goto done;
 
   for (int i = 0; i < nin; i++) {
     in[i] = coil_tensor_list_find(inputs, p->inputs[i].label);
@@ -1062,8 +1146,8 @@ coil_artifact_exec_checked(const coil_loaded_plugin *lp, coil_artifact *art, con
       goto done;
     }
     coil_plugin_tensor_wrap(in[i], istr[i], &pin[i]);
-    if (offset && coil_tensor_numel(in[i]) > 0) {
-      size_t es = coil_dtype_size(in[i]->dtype), bytes = (size_t)coil_tensor_numel(in[i]) * es;
+    size_t es = coil_dtype_size(in[i]->dtype), bytes = (size_t)coil_tensor_numel(in[i]) * es;
+    if (offset && bytes) {
       shifted[i] = aligned_alloc(64, (bytes + es * (size_t)offset + 63) / 64 * 64);
       if (!shifted[i]) {
         coil_diag_set(d, "out of memory copying input %s", p->inputs[i].label);
@@ -1072,6 +1156,9 @@ coil_artifact_exec_checked(const coil_loaded_plugin *lp, coil_artifact *art, con
       memcpy(shifted[i] + es * (size_t)offset, in[i]->data, bytes);
       pin[i].data = shifted[i] + es * (size_t)offset;
     }
+    if (shifted[i] ? place_in(&pl, i, shifted[i], bytes + es * (size_t)offset, &pin[i], d)
+                   : place_in(&pl, i, in[i]->data, bytes, &pin[i], d))
+      goto done;
     pinp[i] = &pin[i];
   }
   if (bind_symbols(p, in, vals, d) || check_inputs(p, in, vals, d))
@@ -1085,8 +1172,8 @@ coil_artifact_exec_checked(const coil_loaded_plugin *lp, coil_artifact *art, con
     if (coil_tensor_init(&outs[i], b->dtype, b->rank, shape, d))
       goto done;
     coil_plugin_tensor_wrap(&outs[i], ostr[i], &pout[i]);
+    size_t bytes = (size_t)coil_tensor_numel(&outs[i]) * coil_dtype_size(b->dtype);
     if (guard) {
-      size_t bytes = (size_t)coil_tensor_numel(&outs[i]) * coil_dtype_size(b->dtype);
       guarded[i] = aligned_alloc(64, (2 * guard + bytes + 63) / 64 * 64);
       if (!guarded[i]) {
         coil_diag_set(d, "out of memory allocating output %d", i);
@@ -1097,12 +1184,23 @@ coil_artifact_exec_checked(const coil_loaded_plugin *lp, coil_artifact *art, con
       memset(guarded[i] + guard + bytes, GUARD_BYTE, guard);
       pout[i].data = bytes ? guarded[i] + guard : NULL;
     }
+    if (guarded[i] ? place_in(&pl, nin + i, guarded[i], 2 * guard + bytes, &pout[i], d)
+                   : place_in(&pl, nin + i, outs[i].data, bytes, &pout[i], d))
+      goto done;
     poutp[i] = &pout[i];
   }
-  int prc = coil_plugin_run(lp, art, nin, pinp, nout, poutp, d);
+  int prc = coil_plugin_run_stream(lp, art, nin, pinp, nout, poutp, pl.stream != NULL, pl.stream, d);
+  if (!prc && pl.stream)
+    prc = coil_plugin_stream_sync(lp, inst, pl.stream, d);
   if (prc) {
     rc = prc;
     goto done;
+  }
+  for (int i = 0; i < nout; i++) {
+    size_t bytes = (size_t)coil_tensor_numel(&outs[i]) * coil_dtype_size(outs[i].dtype);
+    if (guarded[i] ? place_out(&pl, nin + i, guarded[i], 2 * guard + bytes, d)
+                   : place_out(&pl, nin + i, outs[i].data, bytes, d))
+      goto done;
   }
   for (int i = 0; i < nout && guard; i++) {
     size_t bytes = (size_t)coil_tensor_numel(&outs[i]) * coil_dtype_size(outs[i].dtype);
@@ -1119,6 +1217,7 @@ coil_artifact_exec_checked(const coil_loaded_plugin *lp, coil_artifact *art, con
   }
   rc = 0;
 done:
+  place_free(&pl);
   for (int i = 0; i < nout; i++) {
     coil_tensor_free(&outs[i]);
     free(guarded[i]);
@@ -1153,7 +1252,7 @@ coil_artifact_run(const coil_stored_artifact *a, const char *const *dirs, int nd
     goto done;
   }
   if (coil_plugin_create(lp, opts, &inst, d) || coil_plugin_load(lp, inst, a->load_path, opts, &art, d) ||
-      coil_artifact_exec(lp, art, a->program, inputs, &a->weights, outputs, d))
+      coil_artifact_exec(lp, inst, art, a->program, inputs, &a->weights, outputs, d))
     goto done;
   rc = 0;
 done:

@@ -132,9 +132,9 @@ int coil_artifact_run(const coil_stored_artifact *a, const char *const *dirs, in
  * backend.c): binds each program input by label from `inputs`, else (params only) from
  * `weights` (may be NULL), checks its dtype and sizes against the program, binds the size
  * symbols, allocates the outputs at the sizes the program gives them, and runs. */
-int coil_artifact_exec(const coil_loaded_plugin *lp, coil_artifact *art, const coil_wir_program *p,
-                       const coil_tensor_list *inputs, const coil_tensor_list *weights,
-                       coil_tensor_list *outputs, coil_diag *d);
+int coil_artifact_exec(const coil_loaded_plugin *lp, coil_plugin *inst, coil_artifact *art,
+                       const coil_wir_program *p, const coil_tensor_list *inputs,
+                       const coil_tensor_list *weights, coil_tensor_list *outputs, coil_diag *d);
 
 /* What the conformance suite checks around a run (coil_artifact_exec_checked). */
 typedef struct coil_exec_checks {
@@ -149,10 +149,15 @@ typedef struct coil_exec_checks {
 #define COIL_EXEC_GUARD (-100)
 
 /* coil_artifact_exec with the checks in *chk (NULL: none). Returns 0, -1 (the run failed:
- * message in d), a negated coil_error_code from the plugin, or COIL_EXEC_GUARD. */
-int coil_artifact_exec_checked(const coil_loaded_plugin *lp, coil_artifact *art, const coil_wir_program *p,
-                               const coil_tensor_list *inputs, const coil_tensor_list *weights,
-                               const coil_exec_checks *chk, coil_tensor_list *outputs, coil_diag *d);
+ * message in d), a negated coil_error_code from the plugin, or COIL_EXEC_GUARD.
+ * inst: the instance that loaded art. When its plugin has devices (ABI 1.4) and device 0 is not
+ * host-visible, inputs and outputs (with their unaligned starts and guard bytes) are copied to
+ * device memory from mem_alloc, the run is queued on a stream of the plugin's when it has
+ * streams and synchronized (queued errors surface there), and the outputs are copied back. */
+int coil_artifact_exec_checked(const coil_loaded_plugin *lp, coil_plugin *inst, coil_artifact *art,
+                               const coil_wir_program *p, const coil_tensor_list *inputs,
+                               const coil_tensor_list *weights, const coil_exec_checks *chk,
+                               coil_tensor_list *outputs, coil_diag *d);
 
 /* Removes dir and everything under it (no symlink is followed). Missing dir is no error. */
 void coil_artifact_remove(const char *dir);

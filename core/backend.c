@@ -128,7 +128,7 @@ coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_en
     snprintf(load_path, sizeof load_path, "%s", dir);
   }
   if (coil_plugin_load(lp, inst, load_path, &opts, &art, d) ||
-      coil_artifact_exec(lp, art, p, inputs, NULL, outputs, d))
+      coil_artifact_exec(lp, inst, art, p, inputs, NULL, outputs, d))
     goto done;
   rc = 0;
 done:

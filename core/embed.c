@@ -589,11 +589,24 @@ coil_model_backend(const coil_model *m)
   return m->slot->lp->api.name;
 }
 
+/* Whether the plugin runs on a device of its own whose memory the host cannot touch (ABI 1.4
+ * devices, device 0 not host-visible), with that device's description. */
+static bool
+model_device(const coil_model *m, coil_device_info *info)
+{
+  coil_diag d = {{0}};
+  return coil_plugin_device_count(m->slot->lp, m->slot->inst) > 0 &&
+         coil_plugin_device_info(m->slot->lp, m->slot->inst, 0, info, &d) == 0 &&
+         !(info->flags & COIL_DEVICE_HOST_VISIBLE);
+}
+
 int
 coil_model_device_type(const coil_model *m)
 {
-  /* the plugins that run on a device say so in their name for now; the device interface of the
-   * ABI (issue G6) will carry it */
+  coil_device_info info;
+  if (coil_plugin_has_devices(m->slot->lp)) /* ABI 1.4: the plugin says */
+    return model_device(m, &info) ? info.device_type : COIL_DEVICE_CPU;
+  /* an older plugin that runs on a device: cuda's runs on CUDA memory */
   return strcmp(m->slot->lp->api.name, "cuda") == 0 ? COIL_DEVICE_CUDA : COIL_DEVICE_CPU;
 }
 
@@ -718,11 +731,12 @@ coil_model_bind(coil_model *m, int ninputs, const coil_dltensor *inputs, coil_bi
     if (x->device.device_type != COIL_DEVICE_CPU && x->device.device_type != coil_model_device_type(m)) {
       rc = fail(d, COIL_ERR_UNSUPPORTED, "%s %%%s: on device type %d; backend %s runs on the host%s", what,
                 p->inputs[i].label, x->device.device_type, coil_model_backend(m),
-                coil_model_device_type(m) == COIL_DEVICE_CUDA ? " and CUDA devices" : " only");
+                coil_model_device_type(m) == COIL_DEVICE_CPU ? " only" : " and its device (type shown by "
+                "coil_model_device_type)");
       break;
     }
     if (x->device.device_type != COIL_DEVICE_CPU && x->device.device_id != 0) {
-      /* the cuda plugin runs on the first GPU; devices in the ABI are issue G6's */
+      /* a model runs on its plugin's device 0 */
       rc = fail(d, COIL_ERR_UNSUPPORTED, "%s %%%s: on device %d; backend %s runs on device 0 only", what,
                 p->inputs[i].label, x->device.device_id, coil_model_backend(m));
       break;
@@ -814,6 +828,79 @@ coil_binding_symbol(const coil_binding *b, const char *name)
   return -1;
 }
 
+/* Bytes a tensor's layout reaches from its first element (0: no elements). */
+static size_t
+reach_bytes(const coil_plugin_tensor *t)
+{
+  size_t n = 1;
+  for (int k = 0; k < t->rank; k++) {
+    if (t->sizes[k] <= 0)
+      return 0;
+    n += (size_t)(t->sizes[k] - 1) * (size_t)t->strides[k];
+  }
+  return n * coil_dtype_size((coil_dtype)t->dtype);
+}
+
+/* A run on a device the host cannot touch (ABI 1.4) with tensors in host memory (the caller's
+ * CPU tensors, embedded weights): each is copied into device memory of the plugin's (inputs
+ * filled), and *staged[i] is that memory, freed by stage_out. The run is then synchronous. */
+static int
+stage_in(coil_model *m, const coil_device_info *info, coil_plugin_tensor *t, int n, int nin,
+         const coil_run_options *ro, void ***staged, coil_diag *d)
+{
+  const coil_loaded_plugin *lp = m->slot->lp;
+  bool any = false;
+  for (int i = 0; i < n; i++)
+    any |= t[i].device_type == COIL_DEVICE_CPU;
+  if (!any)
+    return 0;
+  if (ro && ro->has_stream)
+    return fail(d, COIL_ERR_INVALID_ARGUMENT, "%s: a run on a stream needs its tensors on the device of "
+                "backend %s already; host tensors are copied, and such a run is synchronous", m->p->name,
+                coil_model_backend(m));
+  void **mem = calloc((size_t)n + 1, sizeof *mem);
+  if (!mem)
+    abort();
+  *staged = mem;
+  for (int i = 0; i < n; i++) {
+    if (t[i].device_type != COIL_DEVICE_CPU)
+      continue;
+    size_t bytes = reach_bytes(&t[i]);
+    if (bytes) {
+      int rc = coil_plugin_mem_alloc(lp, m->slot->inst, 0, bytes, &mem[i], d);
+      if (!rc && i < nin)
+        rc = coil_plugin_mem_copy(lp, m->slot->inst, COIL_COPY_HOST_TO_DEVICE, 0, mem[i], t[i].data,
+                                  bytes, NULL, d);
+      if (rc)
+        return rc;
+    }
+    t[i].data = mem[i];
+    t[i].device_type = info->device_type;
+    t[i].device_index = info->device_index;
+  }
+  return 0;
+}
+
+/* After a staged run (rc: its result): the outputs that were host memory get their values, and
+ * the device memory is freed. data: the caller's pointers, as coil_binding_run takes them. */
+static int
+stage_out(coil_model *m, coil_plugin_tensor *t, int n, int nin, void *const *data, void **staged, int rc,
+          coil_diag *d)
+{
+  for (int i = nin; i < n && !rc; i++) {
+    int c = i; /* the caller's index: its inputs skip the embedded ones */
+    for (int k = 0; k < nin; k++)
+      c -= m->embedded[k] != NULL;
+    if (staged[i] && data)
+      rc = coil_plugin_mem_copy(m->slot->lp, m->slot->inst, COIL_COPY_DEVICE_TO_HOST, 0, data[c], staged[i],
+                                reach_bytes(&t[i]), NULL, d);
+  }
+  for (int i = 0; i < n; i++)
+    coil_plugin_mem_free(m->slot->lp, m->slot->inst, 0, staged[i]);
+  free(staged);
+  return rc;
+}
+
 /* Up to this many tensors a run's descriptors live on the stack. */
 #define RUN_STACK 64
 
@@ -839,10 +926,18 @@ coil_binding_run(const coil_binding *b, void *const *data, const coil_run_option
       t[i].data = data ? data[c++] : NULL;
     tp[i] = &t[i];
   }
+  coil_device_info info;
+  void **staged = NULL; /* host tensors of a run on a device the host cannot touch */
+  int rc = 0;
+  if (model_device(m, &info))
+    rc = stage_in(m, &info, t, n, b->nin, ro, &staged, d);
   pthread_mutex_lock(&m->lock);
-  int rc = coil_plugin_run_stream(m->slot->lp, m->art, b->nin, tp, b->nout, tp + b->nin,
-                                  ro && ro->has_stream, ro ? ro->stream : NULL, d);
+  if (!rc)
+    rc = coil_plugin_run_stream(m->slot->lp, m->art, b->nin, tp, b->nout, tp + b->nin,
+                                ro && ro->has_stream, ro ? ro->stream : NULL, d);
   pthread_mutex_unlock(&m->lock);
+  if (staged)
+    rc = stage_out(m, t, n, b->nin, data, staged, rc, d);
   if (t != st)
     free(t);
   if (tp != sp)

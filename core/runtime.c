@@ -318,6 +318,34 @@ check_table(coil_loaded_plugin *lp, const coil_plugin_api *t, const char *want_n
     PROBLEM("features has COIL_FEATURE_EXECUTES, so load, run and artifact_free are required; "
             "missing:%s%s%s", a->load ? "" : " load", a->run ? "" : " run",
             a->artifact_free ? "" : " artifact_free");
+  /* The 1.4 groups: each all or none, streams need devices and events need streams. */
+  struct { const char *name; bool present; } groups[3][5] = {
+    {{"device_count", a->device_count}, {"device_info", a->device_info},
+     {"mem_alloc", a->mem_alloc}, {"mem_free", a->mem_free}, {"mem_copy", a->mem_copy}},
+    {{"stream_create", a->stream_create}, {"stream_sync", a->stream_sync},
+     {"stream_destroy", a->stream_destroy}},
+    {{"event_record", a->event_record}, {"event_wait", a->event_wait},
+     {"event_sync", a->event_sync}, {"event_destroy", a->event_destroy}},
+  };
+  static const char *const group_names[3] = {"devices", "streams", "events"};
+  bool group_on[3];
+  for (int g = 0; g < 3; g++) {
+    int n = 0, have = 0;
+    for (; n < 5 && groups[g][n].name; n++)
+      have += groups[g][n].present;
+    group_on[g] = have == n;
+    if (have && have != n) {
+      coil_strbuf list = {0};
+      for (int k = 0; k < n; k++)
+        if (!groups[g][k].present)
+          coil_strbuf_printf(&list, " %s", groups[g][k].name);
+      PROBLEM("the %s functions (ABI 1.4) are all present or all NULL; missing:%s",
+              group_names[g], list.s);
+      coil_strbuf_free(&list);
+    } else if (have && g > 0 && !group_on[g - 1])
+      PROBLEM("the %s functions (ABI 1.4) need the %s functions, which are NULL",
+              group_names[g], group_names[g - 1]);
+  }
   if (a->wir_min_minor > a->wir_max_minor)
     PROBLEM("metadata: Wrapper IR range %u.%u-%u.%u is empty", a->wir_major, a->wir_min_minor,
             a->wir_major, a->wir_max_minor);
@@ -705,6 +733,175 @@ coil_plugin_artifact_free(const coil_loaded_plugin *lp, coil_artifact *art)
 {
   if (art && lp->api.artifact_free)
     lp->api.artifact_free(art);
+}
+
+/* ---- devices, memory, streams, events (ABI 1.4) ---- */
+
+bool
+coil_plugin_has_devices(const coil_loaded_plugin *lp)
+{
+  return lp->api.device_count != NULL; /* check_table: the group is whole or absent */
+}
+
+bool
+coil_plugin_has_streams(const coil_loaded_plugin *lp)
+{
+  return lp->api.stream_create != NULL;
+}
+
+bool
+coil_plugin_has_events(const coil_loaded_plugin *lp)
+{
+  return lp->api.event_record != NULL;
+}
+
+int
+coil_plugin_device_count(const coil_loaded_plugin *lp, coil_plugin *inst)
+{
+  if (!lp->api.device_count)
+    return 0;
+  int32_t n = lp->api.device_count(inst);
+  return n > 0 ? (int)n : 0;
+}
+
+int
+coil_plugin_device_info(const coil_loaded_plugin *lp, coil_plugin *inst, int device,
+                        coil_device_info *out, coil_diag *d)
+{
+  *out = (coil_device_info){.struct_size = sizeof *out};
+  if (!lp->api.device_info)
+    return fail(d, COIL_ERR_UNSUPPORTED, "%s: plugin '%s' lists no devices (ABI 1.4)", lp->path,
+                lp->label);
+  coil_error *e = lp->api.device_info(inst, device, out);
+  if (e)
+    return take_error(lp, e, "device_info", d);
+  out->struct_size = sizeof *out;
+  if (!out->name || !valid_text(out->name))
+    out->name = "(unnamed device)";
+  if (out->alignment < 16 || (out->alignment & (out->alignment - 1))) {
+    coil_diag_at(d, lp->path, 0, 0, "plugin '%s': device %d's alignment is %u; expected a "
+                 "power of two >= 16", lp->label, device, out->alignment);
+    return -COIL_ERR_INTERNAL;
+  }
+  return 0;
+}
+
+int
+coil_plugin_mem_alloc(const coil_loaded_plugin *lp, coil_plugin *inst, int device, size_t bytes,
+                      void **out, coil_diag *d)
+{
+  *out = NULL;
+  if (!lp->api.mem_alloc)
+    return fail(d, COIL_ERR_UNSUPPORTED, "%s: plugin '%s' has no device memory (ABI 1.4)",
+                lp->path, lp->label);
+  void *p = NULL;
+  coil_error *e = lp->api.mem_alloc(inst, device, bytes, &p);
+  if (e)
+    return take_error(lp, e, "mem_alloc", d);
+  if (!p && bytes) {
+    coil_diag_at(d, lp->path, 0, 0, "plugin '%s': mem_alloc of %zu bytes returned neither an "
+                 "error nor memory", lp->label, bytes);
+    return -COIL_ERR_INTERNAL;
+  }
+  *out = p;
+  return 0;
+}
+
+void
+coil_plugin_mem_free(const coil_loaded_plugin *lp, coil_plugin *inst, int device, void *ptr)
+{
+  if (ptr && lp->api.mem_free)
+    lp->api.mem_free(inst, device, ptr);
+}
+
+int
+coil_plugin_mem_copy(const coil_loaded_plugin *lp, coil_plugin *inst, coil_copy_kind kind,
+                     int device, void *dst, const void *src, size_t bytes, coil_stream *stream,
+                     coil_diag *d)
+{
+  if (!lp->api.mem_copy)
+    return fail(d, COIL_ERR_UNSUPPORTED, "%s: plugin '%s' has no device memory (ABI 1.4)",
+                lp->path, lp->label);
+  coil_mem_copy_args args = {.struct_size = sizeof args, .kind = kind, .device = device,
+                             .dst = dst, .src = src, .bytes = bytes, .stream = stream};
+  coil_error *e = lp->api.mem_copy(inst, &args);
+  return e ? take_error(lp, e, "mem_copy", d) : 0;
+}
+
+int
+coil_plugin_stream_create(const coil_loaded_plugin *lp, coil_plugin *inst, int device,
+                          coil_stream **out, coil_diag *d)
+{
+  *out = NULL;
+  if (!lp->api.stream_create)
+    return fail(d, COIL_ERR_UNSUPPORTED, "%s: plugin '%s' has no streams (ABI 1.4)", lp->path,
+                lp->label);
+  coil_stream *s = NULL;
+  coil_error *e = lp->api.stream_create(inst, device, &s);
+  if (e)
+    return take_error(lp, e, "stream_create", d);
+  if (!s)
+    return fail(d, COIL_ERR_INTERNAL, "%s: plugin '%s': stream_create returned neither an "
+                "error nor a stream", lp->path, lp->label);
+  *out = s;
+  return 0;
+}
+
+int
+coil_plugin_stream_sync(const coil_loaded_plugin *lp, coil_plugin *inst, coil_stream *stream,
+                        coil_diag *d)
+{
+  coil_error *e = lp->api.stream_sync ? lp->api.stream_sync(inst, stream) : NULL;
+  return e ? take_error(lp, e, "stream_sync (work queued earlier)", d) : 0;
+}
+
+void
+coil_plugin_stream_destroy(const coil_loaded_plugin *lp, coil_plugin *inst, coil_stream *stream)
+{
+  if (stream && lp->api.stream_destroy)
+    lp->api.stream_destroy(inst, stream);
+}
+
+int
+coil_plugin_event_record(const coil_loaded_plugin *lp, coil_plugin *inst, coil_stream *stream,
+                         coil_event **out, coil_diag *d)
+{
+  *out = NULL;
+  if (!lp->api.event_record)
+    return fail(d, COIL_ERR_UNSUPPORTED, "%s: plugin '%s' has no events (ABI 1.4)", lp->path,
+                lp->label);
+  coil_event *ev = NULL;
+  coil_error *e = lp->api.event_record(inst, stream, &ev);
+  if (e)
+    return take_error(lp, e, "event_record", d);
+  if (!ev)
+    return fail(d, COIL_ERR_INTERNAL, "%s: plugin '%s': event_record returned neither an "
+                "error nor an event", lp->path, lp->label);
+  *out = ev;
+  return 0;
+}
+
+int
+coil_plugin_event_wait(const coil_loaded_plugin *lp, coil_plugin *inst, coil_stream *stream,
+                       coil_event *event, coil_diag *d)
+{
+  coil_error *e = lp->api.event_wait ? lp->api.event_wait(inst, stream, event) : NULL;
+  return e ? take_error(lp, e, "event_wait", d) : 0;
+}
+
+int
+coil_plugin_event_sync(const coil_loaded_plugin *lp, coil_plugin *inst, coil_event *event,
+                       coil_diag *d)
+{
+  coil_error *e = lp->api.event_sync ? lp->api.event_sync(inst, event) : NULL;
+  return e ? take_error(lp, e, "event_sync (work queued earlier)", d) : 0;
+}
+
+void
+coil_plugin_event_destroy(const coil_loaded_plugin *lp, coil_plugin *inst, coil_event *event)
+{
+  if (event && lp->api.event_destroy)
+    lp->api.event_destroy(inst, event);
 }
 
 void

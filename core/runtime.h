@@ -115,6 +115,41 @@ int coil_plugin_run_stream(const coil_loaded_plugin *lp, coil_artifact *art, int
                            coil_diag *d);
 void coil_plugin_artifact_free(const coil_loaded_plugin *lp, coil_artifact *art);
 
+/* ---- devices, memory, streams, events (ABI 1.4) ----
+ * Thin wrappers: each returns 0 or a negated coil_error_code with the message in d. A plugin
+ * without the group gives 0 devices and -COIL_ERR_UNSUPPORTED from the rest; the *_destroy,
+ * *_free calls and syncs of an absent group do nothing. */
+bool coil_plugin_has_devices(const coil_loaded_plugin *lp);
+bool coil_plugin_has_streams(const coil_loaded_plugin *lp);
+bool coil_plugin_has_events(const coil_loaded_plugin *lp);
+int coil_plugin_device_count(const coil_loaded_plugin *lp, coil_plugin *inst);
+/* *out is the host's (struct_size = sizeof); a missing or unprintable name reads
+ * "(unnamed device)"; an alignment that is not a power of two >= 16 is an error. */
+int coil_plugin_device_info(const coil_loaded_plugin *lp, coil_plugin *inst, int device,
+                            coil_device_info *out, coil_diag *d);
+int coil_plugin_mem_alloc(const coil_loaded_plugin *lp, coil_plugin *inst, int device,
+                          size_t bytes, void **out, coil_diag *d);
+void coil_plugin_mem_free(const coil_loaded_plugin *lp, coil_plugin *inst, int device, void *ptr);
+/* stream NULL: synchronous. */
+int coil_plugin_mem_copy(const coil_loaded_plugin *lp, coil_plugin *inst, coil_copy_kind kind,
+                         int device, void *dst, const void *src, size_t bytes,
+                         coil_stream *stream, coil_diag *d);
+int coil_plugin_stream_create(const coil_loaded_plugin *lp, coil_plugin *inst, int device,
+                              coil_stream **out, coil_diag *d);
+/* Errors of work queued earlier come back here, named "stream_sync (work queued earlier)". */
+int coil_plugin_stream_sync(const coil_loaded_plugin *lp, coil_plugin *inst, coil_stream *stream,
+                            coil_diag *d);
+void coil_plugin_stream_destroy(const coil_loaded_plugin *lp, coil_plugin *inst,
+                                coil_stream *stream);
+int coil_plugin_event_record(const coil_loaded_plugin *lp, coil_plugin *inst, coil_stream *stream,
+                             coil_event **out, coil_diag *d);
+int coil_plugin_event_wait(const coil_loaded_plugin *lp, coil_plugin *inst, coil_stream *stream,
+                           coil_event *event, coil_diag *d);
+int coil_plugin_event_sync(const coil_loaded_plugin *lp, coil_plugin *inst, coil_event *event,
+                           coil_diag *d);
+void coil_plugin_event_destroy(const coil_loaded_plugin *lp, coil_plugin *inst,
+                               coil_event *event);
+
 /* Describes a host tensor (contiguous, on the CPU) for run: strides is caller storage of
  * COIL_MAX_RANK entries that out points into, as it does into t. */
 void coil_plugin_tensor_wrap(const coil_tensor *t, int64_t *strides, coil_plugin_tensor *out);

@@ -7,13 +7,15 @@
 #   3. configures and builds plugin-sdk/template out of tree against that prefix only
 #      (find_package(coil) through CMAKE_PREFIX_PATH), with -Wall -Wextra -Werror, and checks
 #      that the plugin exports nothing but coil_plugin_entry;
-#   3b. builds the same template against plugin ABI 1.1's frozen header
-#      (plugin-sdk/compat/abi-1.1) and the prefix: a plugin built for the previous minor;
+#   3b. builds the same template against plugin ABI 1.1's and 1.3's frozen headers
+#      (plugin-sdk/compat/abi-1.1, abi-1.3) and the prefix: plugins built for older minors,
+#      1.3 being the one before this host's;
 #   3c. builds docs/plugin-abi.md's "A minimal plugin" block, as printed there, with -Werror;
 #   4. smoke test with the installed coil: the template's example graph gives the reference
-#      interpreter's results, and a graph with a reduction is refused as not supported.
-# Prints the paths of the built libcoil_template.so, libcoil_template_abi11.so and
-# libcoil_mini.so as the last three lines of stdout (the template's last); everything else
+#      interpreter's results, on host memory and on the template's fake device, and a graph
+#      with a reduction is refused as not supported.
+# Prints the paths of the built libcoil_template_abi13.so, libcoil_template_abi11.so,
+# libcoil_mini.so and libcoil_template.so as the last four lines of stdout; everything else
 # goes to stderr. Exits non-zero on any failure. The temporary directory holding the prefix and
 # the build is removed on failure and kept on success (the printed plugin lives in it).
 set -euo pipefail
@@ -86,6 +88,14 @@ cmake -S "$src/plugin-sdk/compat/abi-1.1" -B "$cbuild" -DCMAKE_PREFIX_PATH="$pre
 cmake --build "$cbuild" -j2 >&2 || die "building the template against ABI 1.1 failed"
 compat=$cbuild/libcoil_template_abi11.so
 [[ -f $compat ]] || die "the ABI 1.1 build made no $compat"
+# and against the minor just before this host's (1.3: no devices yet)
+c13build=$work/template-abi13
+say "building the template against plugin ABI 1.3's header in $c13build"
+cmake -S "$src/plugin-sdk/compat/abi-1.3" -B "$c13build" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2 || die "configuring the ABI 1.3 template failed"
+cmake --build "$c13build" -j2 >&2 || die "building the template against ABI 1.3 failed"
+compat13=$c13build/libcoil_template_abi13.so
+[[ -f $compat13 ]] || die "the ABI 1.3 build made no $compat13"
 
 # ---- 3c. plugin-abi.md's minimal plugin, exactly as the page prints it ----
 mini=$work/mini
@@ -127,8 +137,14 @@ fi
 [[ $out == *UNSUPPORTED*"not supported"* ]] ||
   die "a reduction should be refused as not supported, got: $out"
 say "the template runs the example graph and refuses a reduction"
+# the same on its fake device (ABI 1.4): the host places every tensor through mem_alloc/mem_copy
+printf '[plugin.template]\ndevice = fake\n' >"$work/fake.ini"
+smoke run "$template/example.coil" --config "$work/fake.ini" --backend template --no-cache --seed 1 \
+  --size rows=5 --expect "$work/ref.st" >&2 || die "the template on its fake device differs from the reference"
+say "the template runs the example graph on its fake device"
 
 passed=1
+echo "$compat13"
 echo "$compat"
 echo "$mini/build/libcoil_mini.so"
 echo "$plugin"

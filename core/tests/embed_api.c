@@ -455,3 +455,46 @@ Test(embed, two_programs_loaded_at_once_each_run_their_own_code)
     cr_assert_eq(system(cmd), 0);
   }
 }
+
+/* A plugin whose device the host cannot touch (ABI 1.4): the template on its fake device. The
+ * caller's CPU tensors are copied to device memory through the plugin and the outputs back. */
+Test(embed, host_tensors_are_staged_on_a_device_plugin)
+{
+  static const char PW[] = "coil 1\n"
+                           "graph pw(%x: f32[s0, 4], %w: f32[4] param) {\n"
+                           "  %y = aten.mul.Tensor(%x, %w)\n"
+                           "  %z = aten.relu.default(%y)\n"
+                           "  return (%z)\n"
+                           "}\n";
+  const char *keys[] = {"backend", "plugin_path", "plugin.template.device", "cache_dir"};
+  const char *values[] = {"template", COIL_TEST_TEMPLATE_DIR, "fake", ""};
+  coil_session_options o = {.struct_size = sizeof o, .config_file = "", .noptions = 4, .keys = keys, .values = values};
+  coil_session *s = NULL;
+  coil_diag d = {{0}};
+  cr_assert_eq(coil_session_new(&o, &s, &d), 0, "%s", d.msg);
+  coil_model *m = NULL;
+  cr_assert_eq(coil_model_compile(s, "pw.coil", PW, sizeof PW - 1, &m, &d), 0, "%s", d.msg);
+  cr_assert_eq(coil_model_device_type(m), COIL_DEVICE_EXT_DEV);
+  for (int64_t rows = 1; rows <= 7; rows += 6) {
+    float x[7 * 4], w[4], z[7 * 4];
+    fill(x, (int)rows * 4, (int)rows), fill(w, 4, 5);
+    memset(z, 0xff, sizeof z);
+    int64_t xs[] = {rows, 4}, ws[] = {4}, zs[] = {rows, 4};
+    coil_dltensor in[] = {dl(x, 2, xs, NULL), dl(w, 1, ws, NULL)}, out[] = {dl(z, 2, zs, NULL)};
+    cr_assert_eq(coil_model_run(m, 2, in, 1, out, NULL, &d), 0, "%s", d.msg);
+    for (int i = 0; i < rows * 4; i++) {
+      float want = x[i] * w[i % 4] > 0 ? x[i] * w[i % 4] : 0.0f;
+      cr_assert_eq(z[i], want, "rows %lld, element %d: %g, want %g", (long long)rows, i, z[i], want);
+    }
+    cr_assert(rows == 7 || isnan(z[rows * 4]), "an element past the output was written");
+  }
+  /* a run on a stream would need the tensors on the device already */
+  float x[4] = {1, 2, 3, 4}, w[4] = {1, 1, 1, 1}, z[4];
+  int64_t xs[] = {1, 4}, ws[] = {4};
+  coil_dltensor in[] = {dl(x, 2, xs, NULL), dl(w, 1, ws, NULL)}, out[] = {dl(z, 2, xs, NULL)};
+  coil_run_options ro = {.struct_size = sizeof ro, .has_stream = 1, .stream = NULL};
+  cr_assert_eq(coil_model_run(m, 2, in, 1, out, &ro, &d), -COIL_ERR_INVALID_ARGUMENT);
+  cr_assert(strstr(d.msg, "on a stream"), "%s", d.msg);
+  coil_model_free(m);
+  coil_session_free(s);
+}

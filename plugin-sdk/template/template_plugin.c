@@ -3,7 +3,8 @@
  * It executes a small subset on the CPU by interpreting the Wrapper IR directly (no code
  * generation): pointwise kernels (no r ranges) over f32 tensors, with the kernel ops load,
  * store, const, index (i64), cast (to f32), add, sub, mul, div, neg, abs, relu, max, min, exp,
- * sqrt and tanh; and the wrapper lines symbol, assert, alloc, free, kernel_call and output.
+ * sqrt and tanh, plus i64 index tensors read through `indirect` (an embedding lookup); and the
+ * wrapper lines symbol, assert, alloc, free, kernel_call and output.
  * supports() answers for exactly that, and compile refuses any other program with
  * COIL_ERR_UNSUPPORTED, so the host reports "not supported" rather than a wrong result.
  *
@@ -13,7 +14,10 @@
  *   supports           the capability query;
  *   compile            checks the program and writes its text and a manifest (the artifact);
  *   load               reads the artifact back: manifest, program text, verifier;
- *   run                binds the inputs, runs the lines and kernels, writes the outputs.
+ *   run                binds the inputs, runs the lines and kernels, writes the outputs;
+ *   devices (ABI 1.4)  fake_device.c: with the option device = fake, the tensors live in
+ *                      memory only the plugin can touch, and runs queue on streams, as on an
+ *                      accelerator (the part a vendor replaces with its driver's calls).
  * A real backend would generate and build code in compile and load the binary in load; the
  * shape of everything around that stays the same.
  *
@@ -30,6 +34,7 @@
 #include "coil/coil_sdk.h"
 #include "coil/sym.h"
 #include "coil/wir.h"
+#include "fake_device.h"
 
 #define TEMPLATE_NAME "template"
 #define TEMPLATE_VERSION "0.1.0"
@@ -40,12 +45,15 @@
 
 struct coil_plugin {
   const coil_host_api *host; /* borrowed from create until destroy; may be NULL */
+  fake_device *device;       /* the memory and streams runs use (fake_device.c), or NULL when
+                                built against an ABI before 1.4 */
 };
 
 struct coil_artifact {
   const coil_host_api *host; /* the instance's (artifacts are freed before their instance) */
   coil_wir_program *program; /* owned: parsed and verified by load */
   int output_line;           /* index of the program's one output line */
+  fake_device *device;       /* the instance's (see struct coil_plugin) */
 };
 
 /* Sends a line to the host's log. `log` is optional, and absent from an older, smaller host
@@ -57,18 +65,34 @@ say(const coil_host_api *host, coil_log_level level, const char *message)
     host->log(host, level, message);
 }
 
-/* The template has no options of its own: "coil." keys (forwarded by the host) are accepted
- * and ignored, any other key is an error naming it. */
+/* The template's one option, `device` (host or fake; see fake_device.h), goes to *fake when
+ * fake is not NULL. "coil." keys (forwarded by the host) are accepted and ignored; any other
+ * key, or another value, is an error naming it. */
 static coil_error *
-check_options(const coil_plugin_options *o)
+check_options(const coil_plugin_options *o, bool *fake)
 {
   if (!o || !COIL_STRUCT_HAS(o, coil_plugin_options, values))
     return NULL;
   for (size_t i = 0; i < o->count; i++) {
     const char *key = o->keys && o->keys[i] ? o->keys[i] : "(null)";
-    if (strncmp(key, "coil.", 5) != 0)
+    const char *value = o->values && o->values[i] ? o->values[i] : "";
+    if (strcmp(key, "device") == 0) {
+      bool f = strcmp(value, "fake") == 0;
+      if (!f && strcmp(value, "host") != 0)
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, TEMPLATE_NAME ": option device = '%s'"
+                              ": expected host or fake", value);
+#if COIL_PLUGIN_ABI_MINOR < 4
+      if (f)
+        return coil_sdk_error(COIL_ERR_UNSUPPORTED, TEMPLATE_NAME ": device = fake needs a "
+                              "build against plugin ABI 1.4 or newer");
+#endif
+      if (fake)
+        *fake = f;
+    } else if (strncmp(key, "coil.", 5) != 0) {
       return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, TEMPLATE_NAME ": unknown option '%s' "
-                            "(the template has no options of its own; it accepts coil.*)", key);
+                            "(the template's one option is device = host | fake; it also "
+                            "accepts coil.*)", key);
+    }
   }
   return NULL;
 }
@@ -76,14 +100,21 @@ check_options(const coil_plugin_options *o)
 static coil_error *
 create(const coil_plugin_create_args *args, coil_plugin **out)
 {
+  bool fake = false;
   coil_error *e = check_options(COIL_STRUCT_HAS(args, coil_plugin_create_args, options)
-                                    ? args->options : NULL);
+                                    ? args->options : NULL, &fake);
   if (e)
     return e;
   coil_plugin *self = calloc(1, sizeof *self);
   if (!self)
     return coil_sdk_out_of_memory();
   self->host = COIL_STRUCT_HAS(args, coil_plugin_create_args, host) ? args->host : NULL;
+#if COIL_PLUGIN_ABI_MINOR >= 4
+  if (!(self->device = fake_device_new(fake))) {
+    free(self);
+    return coil_sdk_out_of_memory();
+  }
+#endif
   *out = self;
   return NULL;
 }
@@ -91,22 +122,36 @@ create(const coil_plugin_create_args *args, coil_plugin **out)
 static void
 destroy(coil_plugin *self)
 {
+#if COIL_PLUGIN_ABI_MINOR >= 4
+  fake_device_free(self->device);
+#endif
   free(self);
 }
+
+#if COIL_PLUGIN_ABI_MINOR >= 4
+fake_device *
+template_device(coil_plugin *self)
+{
+  return self->device;
+}
+#endif
 
 /* ---- what the template supports ---- */
 
 /* op is a kernel op name ("add"), "reduce.KIND" or an ATen overload of an extern call; dtype is
- * the result's. Only these kernel ops are supported, on f32 (index: on i64, its only dtype);
- * reductions and extern calls never are. */
+ * the result's. Only these kernel ops are supported, on f32 (index and indirect: on i64, their
+ * only dtype; load: also of i64, the indices an indirect reads); reductions and extern calls
+ * never are. */
 static coil_support
 supports(const coil_plugin *self, const char *op, coil_dtype dtype)
 {
   (void)self;
   switch (op ? coil_kop_from_name(op, strlen(op)) : -1) {
-  case COIL_KOP_INDEX:
+  case COIL_KOP_INDEX: case COIL_KOP_INDIRECT:
     return dtype == COIL_I64 ? COIL_SUPPORTED : COIL_UNSUPPORTED;
-  case COIL_KOP_LOAD: case COIL_KOP_STORE: case COIL_KOP_CONST: case COIL_KOP_CAST:
+  case COIL_KOP_LOAD:
+    return dtype == COIL_F32 || dtype == COIL_I64 ? COIL_SUPPORTED : COIL_UNSUPPORTED;
+  case COIL_KOP_STORE: case COIL_KOP_CONST: case COIL_KOP_CAST:
   case COIL_KOP_ADD: case COIL_KOP_SUB: case COIL_KOP_MUL: case COIL_KOP_DIV: case COIL_KOP_NEG:
   case COIL_KOP_ABS: case COIL_KOP_RELU: case COIL_KOP_MAX: case COIL_KOP_MIN: case COIL_KOP_EXP:
   case COIL_KOP_SQRT: case COIL_KOP_TANH:
@@ -140,7 +185,7 @@ unsupported(const char *fmt, ...)
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   return coil_sdk_error(COIL_ERR_UNSUPPORTED, TEMPLATE_NAME ": %s is not supported (the "
-                        "template runs f32 pointwise kernels only)", msg);
+                        "template runs f32 pointwise kernels only, with i64 indices)", msg);
 }
 
 static coil_error *
@@ -149,10 +194,11 @@ check_kernel(const coil_kernel *k)
   if (k->kind != COIL_KERNEL_POINTWISE || k->nr != 0)
     return unsupported("kernel %s, a reduction,", k->name);
   for (int i = 0; i < k->nparams; i++)
-    if (k->params[i].dtype != COIL_F32)
+    if (k->params[i].dtype != COIL_F32 && k->params[i].dtype != COIL_I64)
       return unsupported("kernel %s: param %s of dtype %s", k->name, k->params[i].name,
                          coil_dtype_name(k->params[i].dtype));
-  /* Every value is then f32 but index values (i64), so a cast reads one of those two. */
+  /* Every value is then f32 but index values (i64), so a cast reads one of those two; an i64
+   * param is only loaded (a store is of f32). */
   for (int i = 0; i < k->ninsts; i++) {
     const coil_kinst *in = &k->insts[i];
     if (supports(NULL, coil_kop_name(in->op), in->dtype) != COIL_SUPPORTED)
@@ -170,7 +216,7 @@ static coil_error *
 check_program(const coil_wir_program *p)
 {
   for (int b = 0; b < p->nbuffers; b++)
-    if (p->buffers[b].dtype != COIL_F32)
+    if (p->buffers[b].dtype != COIL_F32 && p->buffers[b].dtype != COIL_I64)
       return unsupported("buffer %s of dtype %s", p->buffers[b].name,
                          coil_dtype_name(p->buffers[b].dtype));
   for (int k = 0; k < p->nkernels; k++) {
@@ -207,7 +253,7 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
     return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, TEMPLATE_NAME ": compile without an "
                           "artifact directory");
   coil_error *e = check_options(COIL_STRUCT_HAS(args, coil_plugin_compile_args, options)
-                                    ? args->options : NULL);
+                                    ? args->options : NULL, NULL);
   coil_wir_program *p = NULL;
   if (!e)
     e = coil_sdk_compile_program(TEMPLATE_NAME, args, &p);
@@ -270,7 +316,7 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
   if (!COIL_STRUCT_HAS(args, coil_plugin_load_args, artifact_dir) || !args->artifact_dir)
     return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, TEMPLATE_NAME ": load without a directory");
   coil_error *e = check_options(COIL_STRUCT_HAS(args, coil_plugin_load_args, options)
-                                    ? args->options : NULL);
+                                    ? args->options : NULL, NULL);
   if (e)
     return e;
   const char *dir = args->artifact_dir;
@@ -314,6 +360,7 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
     return e ? e : coil_sdk_out_of_memory();
   }
   a->host = self->host;
+  a->device = self->device;
   a->program = p;
   for (int i = 0; i < p->nlines; i++) /* the verifier checked that there is exactly one */
     if (p->lines[i].kind == COIL_LINE_OUTPUT)
@@ -338,7 +385,8 @@ artifact_free(coil_artifact *a)
 
 /* A buffer at run time: an input (the host's data), an alloc (ours) or nothing yet. */
 typedef struct rtbuf {
-  float *data;                    /* the first element */
+  char *data;                     /* the first element (f32 or i64: size in esize) */
+  size_t esize;
   int64_t sizes[COIL_MAX_RANK];   /* evaluated layout, in elements */
   int64_t strides[COIL_MAX_RANK];
   int64_t span;                   /* elements the layout reaches from data: every load and store
@@ -366,8 +414,11 @@ fail(const runner *r, coil_error_code code, const char *fmt, ...)
   va_end(ap);
   if (r->line < 0)
     return coil_sdk_error(code, TEMPLATE_NAME ": %s", msg);
-  return coil_sdk_error(code, TEMPLATE_NAME ": line %d (%s): %s", r->line + 1,
-                        line_name(&r->p->lines[r->line]), msg);
+  const coil_line *l = &r->p->lines[r->line];
+  if (l->kind == COIL_LINE_KERNEL_CALL) /* name the kernel: errors of queued runs say which */
+    return coil_sdk_error(code, TEMPLATE_NAME ": line %d (kernel_call %s): %s", r->line + 1,
+                          r->p->kernels[l->kernel].name, msg);
+  return coil_sdk_error(code, TEMPLATE_NAME ": line %d (%s): %s", r->line + 1, line_name(l), msg);
 }
 
 /* Evaluates a size or index expression under the current binding. The verifier guarantees that
@@ -491,7 +542,8 @@ run_alloc(runner *r, const coil_line *l)
   b->span = layout_span(cb->rank, b->sizes, b->strides);
   if (b->span < 0)
     return fail(r, COIL_ERR_RUNTIME, "%s has a negative or too large layout", cb->name);
-  b->data = b->span > 0 ? calloc((size_t)b->span, sizeof(float)) : NULL;
+  b->esize = coil_dtype_size(cb->dtype);
+  b->data = b->span > 0 ? calloc((size_t)b->span, b->esize) : NULL;
   if (b->span > 0 && !b->data)
     return fail(r, COIL_ERR_OUT_OF_MEMORY, "cannot allocate %lld elements for %s",
                 (long long)b->span, cb->name);
@@ -530,7 +582,7 @@ arith(coil_kop op, float fa, float fb)
 
 /* The element a load or store reaches at the current point, bounds-checked. */
 static coil_error *
-element(const runner *r, const coil_kernel *k, int i, rtbuf *const *params, float **at)
+element(const runner *r, const coil_kernel *k, int i, rtbuf *const *params, char **at)
 {
   const coil_kinst *in = &k->insts[i];
   const rtbuf *b = params[in->param];
@@ -542,27 +594,40 @@ element(const runner *r, const coil_kernel *k, int i, rtbuf *const *params, floa
     return fail(r, COIL_ERR_RUNTIME, "kernel %s, %%%d: element %lld of %s is outside its %lld "
                 "elements", k->name, i, (long long)off, k->params[in->param].name,
                 (long long)b->span);
-  *at = b->data + off;
+  *at = b->data + (size_t)off * b->esize;
   return NULL;
 }
 
-/* Runs the body once, at the point the loop variables in r->vals name. */
+/* Runs the body once, at the point the loop variables in r->vals name. ivar[i]: the variable
+ * iN of an indirect instruction i. */
 static coil_error *
-run_body(const runner *r, const coil_kernel *k, rtbuf *const *params, value *v)
+run_body(const runner *r, const coil_kernel *k, rtbuf *const *params, const int *ivar, value *v)
 {
   for (int i = 0; i < k->ninsts; i++) {
     const coil_kinst *in = &k->insts[i];
     value a = coil_kop_arity(in->op) > 0 ? v[in->args[0]] : (value){0}; /* first operand */
-    float *at;
+    char *at;
+    int64_t bound;
     coil_error *e = NULL;
     switch (in->op) {
     case COIL_KOP_LOAD:
-      if (!(e = element(r, k, i, params, &at)))
-        v[i].f = *at;
+      if (!(e = element(r, k, i, params, &at))) {
+        if (in->dtype == COIL_I64)
+          memcpy(&v[i].i, at, sizeof v[i].i);
+        else
+          memcpy(&v[i].f, at, sizeof v[i].f);
+      }
       break;
     case COIL_KOP_STORE:
       if (!(e = element(r, k, i, params, &at)))
-        *at = a.f;
+        memcpy(at, &a.f, sizeof a.f);
+      break;
+    case COIL_KOP_INDIRECT: /* an index from the data: in [0, bound), else the run fails */
+      if (!(e = eval(r, in->index, "an indirect bound", &bound)) && (a.i < 0 || a.i >= bound))
+        e = fail(r, COIL_ERR_RUNTIME, "kernel %s, %%%d: index %lld is out of range [0, %lld)",
+                 k->name, i, (long long)a.i, (long long)bound);
+      if (!e && ivar[i] >= 0)
+        r->vals[ivar[i]] = v[i].i = a.i;
       break;
     case COIL_KOP_CONST: v[i].f = (float)in->f; break;
     case COIL_KOP_INDEX: e = eval(r, in->index, "an index value", &v[i].i); break;
@@ -595,7 +660,14 @@ run_kernel(runner *r, const coil_line *l)
   }
   rtbuf **params = calloc((size_t)k->nparams + 1, sizeof *params);
   value *v = calloc((size_t)k->ninsts + 1, sizeof *v);
-  coil_error *e = params && v ? NULL : coil_sdk_out_of_memory();
+  int *ivar = calloc((size_t)k->ninsts + 1, sizeof *ivar);
+  coil_error *e = params && v && ivar ? NULL : coil_sdk_out_of_memory();
+  for (int i = 0; !e && i < k->ninsts; i++) { /* which variable iN each indirect sets */
+    ivar[i] = -1;
+    for (int var = 0; k->insts[i].op == COIL_KOP_INDIRECT && var < coil_sym_nvars(r->p->sym); var++)
+      if (coil_wir_indirect_of(r->p->sym, var) == i)
+        ivar[i] = var;
+  }
   for (int i = 0; !e && i < k->nparams; i++) {
     params[i] = &r->bufs[l->args[i]];
     if (!params[i]->live)
@@ -604,7 +676,7 @@ run_kernel(runner *r, const coil_line *l)
   for (bool more = true; !e && more;) {
     for (int d = 0; d < k->nx; d++)
       r->vals[k->xvars[d]->var] = point[d];
-    e = run_body(r, k, params, v);
+    e = run_body(r, k, params, ivar, v);
     more = false; /* next point: an odometer over the x ranges */
     for (int d = k->nx - 1; d >= 0 && !more; d--) {
       more = ++point[d] < extent[d];
@@ -614,6 +686,7 @@ run_kernel(runner *r, const coil_line *l)
   }
   free(params);
   free(v);
+  free(ivar);
   return e;
 }
 
@@ -639,7 +712,8 @@ run_output(runner *r, const coil_line *l)
         from += idx[d] * src->strides[d];
         to += idx[d] * t->strides[d];
       }
-      ((float *)t->data)[to] = src->data[from];
+      memcpy((char *)t->data + (size_t)to * src->esize, src->data + (size_t)from * src->esize,
+             src->esize);
       for (int d = rank - 1; d >= 0 && ++idx[d] == src->sizes[d]; d--)
         idx[d] = 0;
     }
@@ -677,14 +751,16 @@ bind_arguments(runner *r, const coil_line *output)
       rb->strides[d] = t->strides[d];
     }
     rb->data = t->data;
+    rb->esize = coil_dtype_size(p->buffers[b].dtype);
     rb->span = layout_span(t->rank, t->sizes, t->strides);
     rb->live = true;
   }
   return NULL;
 }
 
+/* A run on host memory: what fake_device.c calls, now or when a stream gets to it. */
 static coil_error *
-run(coil_artifact *a, const coil_plugin_run_args *args)
+run_host(coil_artifact *a, const coil_plugin_run_args *args)
 {
   const coil_wir_program *p = a->program;
   runner r = {.p = p, .args = args, .line = -1};
@@ -731,6 +807,18 @@ run(coil_artifact *a, const coil_plugin_run_args *args)
   return e;
 }
 
+/* run: through the device (fake_device.c checks and translates the tensors, and queues the run
+ * when the host gave one of its streams); before ABI 1.4, straight on host memory. */
+static coil_error *
+run(coil_artifact *a, const coil_plugin_run_args *args)
+{
+#if COIL_PLUGIN_ABI_MINOR >= 4
+  return fake_device_run(a->device, a, args, run_host);
+#else
+  return run_host(a, args);
+#endif
+}
+
 /* ---- a vendor extension (ABI 1.3 get_extension) ---- */
 #if COIL_PLUGIN_ABI_MINOR >= 3
 
@@ -754,7 +842,13 @@ static const void *
 get_extension(coil_plugin *self, const char *name)
 {
   (void)self;
-  return name && strcmp(name, TEMPLATE_NAME ".info.v1") == 0 ? &info_v1 : NULL;
+  if (!name)
+    return NULL;
+#if COIL_PLUGIN_ABI_MINOR >= 4
+  if (strcmp(name, FAKE_DEVICE_EXTENSION) == 0)
+    return &fake_device_extension;
+#endif
+  return strcmp(name, TEMPLATE_NAME ".info.v1") == 0 ? &info_v1 : NULL;
 }
 #endif
 
@@ -789,6 +883,20 @@ static const coil_plugin_api api = {
 #if COIL_PLUGIN_ABI_MINOR >= 3
     .identity = NULL,
     .get_extension = get_extension,
+#endif
+#if COIL_PLUGIN_ABI_MINOR >= 4 /* devices, memory, streams and events: fake_device.c */
+    .device_count = fake_device_count,
+    .device_info = fake_device_info,
+    .mem_alloc = fake_mem_alloc,
+    .mem_free = fake_mem_free,
+    .mem_copy = fake_mem_copy,
+    .stream_create = fake_stream_create,
+    .stream_sync = fake_stream_sync,
+    .stream_destroy = fake_stream_destroy,
+    .event_record = fake_event_record,
+    .event_wait = fake_event_wait,
+    .event_sync = fake_event_sync,
+    .event_destroy = fake_event_destroy,
 #endif
 };
 

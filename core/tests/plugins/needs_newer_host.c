@@ -1,10 +1,10 @@
-/* needs_newer_host — built against ABI 1.5 and using 1.5 host features unguarded, so it states
- * min_host_minor 5: a 1.0 host must refuse it. */
+/* needs_newer_host — built against ABI 1.90 and using its host features unguarded, so it states
+ * min_host_minor 90: every host so far must refuse it. */
 #include "stub.h"
 
 static const coil_plugin_api api = {
   .struct_size = sizeof(coil_plugin_api),
-  .abi_major = COIL_PLUGIN_ABI_MAJOR, .abi_minor = 5, .min_host_minor = 5,
+  .abi_major = COIL_PLUGIN_ABI_MAJOR, .abi_minor = 90, .min_host_minor = 90,
   .name = "needs_newer_host", .vendor = "coil tests", .version = "0.1.0",
   .features = COIL_FEATURE_EMITS_ONLY, STUB_WIR, STUB_ERRORS, STUB_LIFECYCLE,
   .compile = stub_compile,

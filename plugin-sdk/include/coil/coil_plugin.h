@@ -39,12 +39,16 @@
  *    different program and artifact directory; a plugin makes that safe (no mutable globals, or
  *    locked ones). Every other call on an instance (create, supports, load, destroy) and every
  *    call on one artifact (run, artifact_free) is serialized by the host; different artifacts
- *    may run on different threads at once. error_* functions may be called from any thread.
+ *    may run on different threads at once. error_* functions may be called from any thread, and
+ *    so may the device, memory, stream and event functions (1.4) on one instance.
  *
  * The lifecycle, every step but the first and last through the tables below:
  *
  *   dlopen → coil_plugin_entry → create(options) → compile(program, dir, options) ...
  *          → load(dir) → run(artifact, inputs, outputs) ... → artifact_free → destroy → dlclose
+ *
+ * A plugin whose device memory the host cannot touch (1.4) also lists its devices and gives the
+ * host their memory: the host then copies each run's inputs in and outputs out through it.
  *
  * Everything here is C11 and plain data; the only symbol a plugin exports is coil_plugin_entry. */
 #ifndef COIL_PLUGIN_H
@@ -63,7 +67,7 @@ extern "C" {
 /* ---- versions ---- */
 
 #define COIL_PLUGIN_ABI_MAJOR 1
-#define COIL_PLUGIN_ABI_MINOR 3
+#define COIL_PLUGIN_ABI_MINOR 4
 
 #define COIL_PLUGIN_ENTRY_SYMBOL "coil_plugin_entry"
 
@@ -112,6 +116,10 @@ typedef struct coil_error coil_error;
 
 typedef struct coil_plugin coil_plugin;     /* an instance: create → destroy */
 typedef struct coil_artifact coil_artifact; /* a loaded artifact: load → artifact_free */
+typedef struct coil_stream coil_stream;     /* 1.4: a queue of work on one device:
+                                               stream_create → stream_destroy */
+typedef struct coil_event coil_event;       /* 1.4: a point in a stream: event_record →
+                                               event_destroy */
 
 /* ---- plain values ---- */
 
@@ -149,7 +157,55 @@ typedef enum coil_device_type {
   COIL_DEVICE_CUDA = 2,
   COIL_DEVICE_CUDA_HOST = 3, /* pinned host memory */
   COIL_DEVICE_ROCM = 10,
+  COIL_DEVICE_EXT_DEV = 12,  /* 1.4: a vendor's own device (DLPack's kDLExtDev) */
 } coil_device_type;
+
+/* ---- devices and memory (ABI 1.4) ----
+ *
+ * A plugin that runs on its own device (an accelerator whose memory the host cannot touch)
+ * lists its devices and gives the host their memory: the host then places a run's inputs and
+ * outputs there (mem_alloc, a copy in, the run, a copy out) instead of handing over host
+ * pointers. A plugin without these functions runs on host memory as before. Device pointers
+ * are opaque to the host except for byte arithmetic: the host may pass ptr + k for a tensor
+ * that starts k bytes into an allocation (an unaligned start, a guard area before it), and
+ * never dereferences one unless the device is COIL_DEVICE_HOST_VISIBLE. */
+
+#define COIL_DEVICE_HOST_VISIBLE (UINT32_C(1) << 0) /* the host may read and write the device's
+                                                       memory through its pointers (unified or
+                                                       host memory): no copies needed */
+
+/* What one device is. The HOST sets struct_size to its sizeof and zeroes the rest; the plugin
+ * fills the fields that lie within struct_size (COIL_STRUCT_HAS). */
+typedef struct coil_device_info {
+  size_t struct_size;
+  const char *name;        /* "Acme NPU 2 (core 0)": static or owned by the instance */
+  int32_t device_type;     /* the coil_device_type its tensors carry (COIL_DEVICE_EXT_DEV for
+                              a vendor's device; CUDA, ROCm, ...) */
+  int32_t device_index;    /* the device_index its tensors carry */
+  uint64_t memory_bytes;   /* its memory, 0 when unknown */
+  uint32_t alignment;      /* mem_alloc's results are aligned to this (a power of two >= 16) */
+  uint32_t flags;          /* COIL_DEVICE_* bits */
+} coil_device_info;
+
+typedef enum coil_copy_kind {
+  COIL_COPY_HOST_TO_DEVICE = 1,
+  COIL_COPY_DEVICE_TO_HOST = 2,
+  COIL_COPY_DEVICE_TO_DEVICE = 3, /* within one device */
+} coil_copy_kind;
+
+/* One copy of `bytes` bytes between host memory and a device's memory, or within a device. */
+typedef struct coil_mem_copy_args {
+  size_t struct_size;
+  int32_t kind;          /* a coil_copy_kind */
+  int32_t device;        /* the device (0 .. device_count-1) whose memory is involved */
+  void *dst;             /* device pointer, or host memory for DEVICE_TO_HOST */
+  const void *src;       /* device pointer, or host memory for HOST_TO_DEVICE */
+  size_t bytes;          /* 0 is a no-op */
+  coil_stream *stream;   /* NULL: synchronous, after everything queued on the device; the
+                            copy is done when the call returns. Otherwise queued on that
+                            stream (host memory must then stay valid and untouched until the
+                            stream or a later event is synchronized) */
+} coil_mem_copy_args;
 
 /* ---- argument structs (filled by the host; struct_size = the host's sizeof) ---- */
 
@@ -253,7 +309,9 @@ typedef struct coil_plugin_run_args {
   const coil_plugin_tensor *const *outputs; /* descriptors borrowed for the call; data owned by
                                                the host, written by the plugin */
   /* ---- ABI 1.2 ---- */
-  int32_t has_stream;                       /* nonzero: stream is the caller's (see above) */
+  int32_t has_stream;                       /* nonzero: stream is the caller's (see above);
+                                               for a plugin with stream_create (1.4), a
+                                               coil_stream * it made */
   void *stream;                             /* the caller's stream when has_stream */
 } coil_plugin_run_args;
 
@@ -311,8 +369,8 @@ struct coil_plugin_api {
   /* [required] Whether the instance can compile (and, if it executes, run) an op on a dtype.
    * op: borrowed for the call; an ATen overload ("aten.add.Tensor", as extern_call lines name
    * library ops), a Wrapper IR kernel op ("add", the names of kops.def), or a reduction kind
-   * as "reduce.KIND" ("reduce.welford_m2"), a combining store as "store.MODE" (1.3) or a scan
-   * as "scan.KIND" (1.4). dtype: the instruction's result dtype (for an
+   * as "reduce.KIND" ("reduce.welford_m2"), a combining store as "store.MODE" (Wrapper IR 1.3) or a scan
+   * as "scan.KIND" (Wrapper IR 1.4). dtype: the instruction's result dtype (for an
    * extern call, its first output's). An op the plugin has never heard of is COIL_UNSUPPORTED.
    * Cheap and infallible; the conformance suite reports a test of an unsupported op as "not
    * supported", never as a failure. */
@@ -348,13 +406,59 @@ struct coil_plugin_api {
    * extension chain do). The host never needs one to compile or run. */
   const void *(*get_extension)(coil_plugin *self, const char *name);
 
-  /* ---- ABI 1.4 and later append here ---- */
+  /* ---- ABI 1.4 [optional]: devices and memory ----
+   * All five present or all absent. These, and the stream and event functions below, may be
+   * called from several threads at once on one instance (as runs of different artifacts may
+   * be, and they touch the same device): a plugin locks what they share. With them the host places a run's tensors on device 0
+   * (or the device a user picks) through mem_alloc and mem_copy, unless that device is
+   * COIL_DEVICE_HOST_VISIBLE. Without them, tensors are host memory (COIL_DEVICE_CPU), or what
+   * the caller of the C API passes. */
+  /* The number of devices this instance can run on (>= 1). Infallible. */
+  int32_t (*device_count)(coil_plugin *self);
+  /* Fills *out (struct_size set by the host) for device 0 .. device_count-1; another index is
+   * COIL_ERR_INVALID_ARGUMENT. */
+  coil_error *(*device_info)(coil_plugin *self, int32_t device, coil_device_info *out);
+  /* Allocates bytes (0 allowed: a unique pointer that may not be dereferenced, or NULL) on
+   * device, aligned to its coil_device_info.alignment. *out: owned by the host until mem_free;
+   * untouched on error. Too much: COIL_ERR_OUT_OF_MEMORY, naming the size. */
+  coil_error *(*mem_alloc)(coil_plugin *self, int32_t device, size_t bytes, void **out);
+  /* Releases what mem_alloc returned (NULL: nothing), after the work queued on it finished or
+   * was synchronized. Never fails. */
+  void (*mem_free)(coil_plugin *self, int32_t device, void *ptr);
+  /* See coil_mem_copy_args. A pointer that is not in (or runs past) one of this instance's
+   * allocations is COIL_ERR_INVALID_ARGUMENT where the plugin can tell. */
+  coil_error *(*mem_copy)(coil_plugin *self, const coil_mem_copy_args *args);
+
+  /* ---- ABI 1.4 [optional]: streams (all three or none; they need the devices above) ----
+   * A stream runs what is queued on it in order, asynchronously to the host. A run whose
+   * run_args has has_stream = 1 and stream = one of these is queued there and returns at once;
+   * an error of queued work (a kernel that faulted, a bad index) is returned by the next
+   * stream_sync of that stream (or event_sync past it) and names the failing kernel. Work after
+   * a failed item is skipped until that sync; the stream is usable again afterwards. */
+  coil_error *(*stream_create)(coil_plugin *self, int32_t device, coil_stream **out);
+  /* Waits for everything queued on stream; returns the first error among it (see above). */
+  coil_error *(*stream_sync)(coil_plugin *self, coil_stream *stream);
+  /* Synchronizes (dropping any error) and releases. NULL: nothing. */
+  void (*stream_destroy)(coil_plugin *self, coil_stream *stream);
+
+  /* ---- ABI 1.4 [optional]: events (all four or none; they need streams) ---- */
+  /* A new event at the current end of stream. *out: owned by the host until event_destroy. */
+  coil_error *(*event_record)(coil_plugin *self, coil_stream *stream, coil_event **out);
+  /* Later work queued on stream waits for the work before event (maybe on another stream). */
+  coil_error *(*event_wait)(coil_plugin *self, coil_stream *stream, coil_event *event);
+  /* Waits for the work before event; returns its first error, as stream_sync does. */
+  coil_error *(*event_sync)(coil_plugin *self, coil_event *event);
+  void (*event_destroy)(coil_plugin *self, coil_event *event);
+
+  /* ---- ABI 1.5 and later append here ---- */
 };
 
 /* The size of the 1.0 plugin table: the least struct_size a host accepts. */
 #define COIL_PLUGIN_API_SIZE_1_0 COIL_STRUCT_SIZE_TO(coil_plugin_api, artifact_free)
 /* The size of the 1.1 and 1.2 plugin tables (1.2 added no function). */
 #define COIL_PLUGIN_API_SIZE_1_2 COIL_STRUCT_SIZE_TO(coil_plugin_api, identity)
+/* The size of the 1.3 plugin table. */
+#define COIL_PLUGIN_API_SIZE_1_3 COIL_STRUCT_SIZE_TO(coil_plugin_api, get_extension)
 /* The size of the 1.0 host table: the least struct_size a plugin may expect. */
 #define COIL_HOST_API_SIZE_1_0 COIL_STRUCT_SIZE_TO(coil_host_api, log)
 
