@@ -271,7 +271,7 @@ compile_worker(void *arg)
 }
 
 static coil_error *
-compile(coil_plugin *self, const coil_plugin_compile_args *args)
+compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const coil_wir_program *p)
 {
   cuda_options opt = self->opt;
   snprintf(opt.arch, sizeof opt.arch, "%s", arch_of(self));
@@ -279,7 +279,6 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
   if (e)
     return e;
   const char *arch = opt.arch;
-  const coil_wir_program *p = args->program;
   for (int l = 0; l < p->nlines; l++) {
     char why_not[256];
     if (p->lines[l].kind == COIL_LINE_EXTERN_CALL && !cuda_blas_line_ok(p, &p->lines[l], why_not, sizeof why_not))
@@ -353,6 +352,19 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
     }
   }
   coil_strbuf_free(&files);
+  return e;
+}
+
+/* The program comes as text (ABI 1.3, COIL_FEATURE_PROGRAM_TEXT): parsed into a copy of our own,
+ * which the emitter may change (loop ranges) without touching the host's. */
+static coil_error *
+compile(coil_plugin *self, const coil_plugin_compile_args *args)
+{
+  coil_wir_program *p = NULL;
+  coil_error *e = coil_sdk_compile_program("cuda", args, &p);
+  if (!e)
+    e = compile_program(self, args, p);
+  coil_wir_free(p);
   return e;
 }
 
@@ -586,7 +598,8 @@ run(coil_artifact *a, const coil_plugin_run_args *args)
   {                                                                                                        \
     .struct_size = sizeof(coil_plugin_api), .abi_major = COIL_PLUGIN_ABI_MAJOR,                            \
     .abi_minor = COIL_PLUGIN_ABI_MINOR, .min_host_minor = 0, .name = "cuda", .vendor = "The coil authors", \
-    .version = CUDA_VERSION_STR, .features = FEATURES, .wir_major = COIL_WIR_VERSION_MAJOR,               \
+    .version = CUDA_VERSION_STR, .features = (FEATURES) | COIL_FEATURE_PROGRAM_TEXT,                       \
+    .wir_major = COIL_WIR_VERSION_MAJOR,                                                                   \
     .wir_min_minor = 0, .wir_max_minor = COIL_WIR_VERSION_MINOR, .error_code = coil_sdk_error_code,        \
     .error_message = coil_sdk_error_message, .error_free = coil_sdk_error_free, .create = create,          \
     .destroy = destroy, .supports = supports, .compile = compile, .load = LOAD, .run = RUN,                \

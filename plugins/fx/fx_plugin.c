@@ -124,16 +124,28 @@ fx_check_program(const coil_wir_program *p)
 }
 
 static coil_error *
-compile(coil_plugin *self, const coil_plugin_compile_args *args)
+compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const coil_wir_program *p)
 {
   (void)self;
-  if (!COIL_STRUCT_HAS(args, coil_plugin_compile_args, artifact_dir) || !args->program || !args->artifact_dir)
+  if (!COIL_STRUCT_HAS(args, coil_plugin_compile_args, artifact_dir) || !args->artifact_dir)
     return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "fx: compile without a program or an artifact directory");
   coil_error *e = check_options(COIL_STRUCT_HAS(args, coil_plugin_compile_args, options) ? args->options : NULL);
-  const coil_wir_program *p = args->program;
   if (!e)
     e = fx_check_program(p);
   return e ? e : fx_write(p, args->artifact_dir);
+}
+
+/* The program comes as text (ABI 1.3, COIL_FEATURE_PROGRAM_TEXT): parsed into a copy of our own,
+ * which the emitter may change (loop ranges) without touching the host's. */
+static coil_error *
+compile(coil_plugin *self, const coil_plugin_compile_args *args)
+{
+  coil_wir_program *p = NULL;
+  coil_error *e = coil_sdk_compile_program("fx", args, &p);
+  if (!e)
+    e = compile_program(self, args, p);
+  coil_wir_free(p);
+  return e;
 }
 
 coil_error *
@@ -176,7 +188,7 @@ static const coil_plugin_api api = {
     .name = FX_NAME,
     .vendor = "The coil authors",
     .version = FX_VERSION,
-    .features = COIL_FEATURE_EMITS_ONLY,
+    .features = COIL_FEATURE_EMITS_ONLY | COIL_FEATURE_PROGRAM_TEXT, /* reads program_text only */
     .wir_major = COIL_WIR_VERSION_MAJOR,
     .wir_min_minor = 0,
     .wir_max_minor = COIL_WIR_VERSION_MINOR,

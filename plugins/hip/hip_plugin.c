@@ -489,13 +489,12 @@ write_files(const coil_wir_program *p, const hip_options *opt, coil_gpu_plan *co
 }
 
 static coil_error *
-compile(coil_plugin *self, const coil_plugin_compile_args *args)
+compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const coil_wir_program *p)
 {
   hip_options opt = options_of(self, false);
   coil_error *e = parse_options(COIL_STRUCT_HAS(args, coil_plugin_compile_args, options) ? args->options : NULL, &opt);
   if (e)
     return e;
-  const coil_wir_program *p = args->program;
   unsigned gemms;
   if ((e = gemm_dtypes(p, &gemms)))
     return e;
@@ -534,6 +533,19 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
       coil_sdk_error_free(e);
     return failed;
   }
+  return e;
+}
+
+/* The program comes as text (ABI 1.3, COIL_FEATURE_PROGRAM_TEXT): parsed into a copy of our own,
+ * which the emitter may change (loop ranges) without touching the host's. */
+static coil_error *
+compile(coil_plugin *self, const coil_plugin_compile_args *args)
+{
+  coil_wir_program *p = NULL;
+  coil_error *e = coil_sdk_compile_program("hip", args, &p);
+  if (!e)
+    e = compile_program(self, args, p);
+  coil_wir_free(p);
   return e;
 }
 
@@ -589,7 +601,8 @@ artifact_free(coil_artifact *a)
   {                                                                                                          \
     .struct_size = sizeof(coil_plugin_api), .abi_major = COIL_PLUGIN_ABI_MAJOR,                              \
     .abi_minor = COIL_PLUGIN_ABI_MINOR, .min_host_minor = 0, .name = "hip", .vendor = "The coil authors",    \
-    .version = HIP_VERSION_STR, .features = FEATURES, .wir_major = COIL_WIR_VERSION_MAJOR, .wir_min_minor = 0, \
+    .version = HIP_VERSION_STR, .features = (FEATURES) | COIL_FEATURE_PROGRAM_TEXT,                          \
+    .wir_major = COIL_WIR_VERSION_MAJOR, .wir_min_minor = 0,                                                 \
     .wir_max_minor = COIL_WIR_VERSION_MINOR, .error_code = coil_sdk_error_code,                              \
     .error_message = coil_sdk_error_message, .error_free = coil_sdk_error_free, .create = create,            \
     .destroy = destroy, .supports = supports, .compile = compile, .load = LOAD, .run = RUN,                  \
