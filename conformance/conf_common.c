@@ -328,6 +328,15 @@ conf_program_supported(const coil_loaded_plugin *lp, const coil_plugin *inst, co
         miss(why, n, &more, what);
       }
     }
+  for (int l = 0; l < p->nlines; l++) { /* the statement query (ABI 1.4), where the plugin has it */
+    const coil_line *ln = &p->lines[l];
+    if ((ln->kind == COIL_LINE_KERNEL_CALL || ln->kind == COIL_LINE_EXTERN_CALL) &&
+        !coil_claim_stmt(lp, inst, p, ln)) {
+      snprintf(what, sizeof what, "statement %s (supports_stmt)",
+               ln->kind == COIL_LINE_KERNEL_CALL ? p->kernels[ln->kernel].name : ln->op);
+      miss(why, n, &more, what);
+    }
+  }
   for (int l = 0; l < p->nlines; l++) {
     const coil_line *ln = &p->lines[l];
     if (ln->kind != COIL_LINE_EXTERN_CALL)

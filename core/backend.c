@@ -15,7 +15,11 @@
 #include <unistd.h>
 
 #include "artifact.h"
+#include "artifact_trust.h"
 #include "cache.h"
+#include "coil/strbuf.h"
+#include "coil/sym.h"
+#include "partition.h"
 
 /* The toolchain identity in the cache key: what the plugin says through identity (ABI 1.1),
  * or nothing for a plugin that does not have it. */
@@ -65,6 +69,59 @@ log_to_stderr(void *user, const char *plugin, coil_log_level level, const char *
     fprintf(stderr, "coil: plugin '%s': %s: %s\n", plugin, level == COIL_LOG_WARN ? "warning" : "error", message);
 }
 
+/* Compiles p for the plugin (or finds it in the compile cache), loads it and runs it on inputs
+ * (by input label; outputs out0, out1, ...). */
+static int
+run_program(const coil_loaded_plugin *lp, coil_plugin *inst, const coil_wir_program *p,
+            const coil_plugin_options *opts, const coil_backend_env *env, coil_backend_stats *stats,
+            const coil_tensor_list *inputs, coil_tensor_list *outputs, coil_diag *d)
+{
+  int rc = -1;
+  coil_artifact *art = NULL;
+  char *dir = NULL;
+  int entry_fd = -1;
+  char load_path[4096]; /* what the plugin is handed: the checked entry's /proc/self/fd path */
+  bool temporary = false;
+  if (env && env->cache_dir && *env->cache_dir) {
+    coil_cache_outcome how;
+    if (coil_cache_get(env->cache_dir, toolchain_identity(lp, inst), lp, inst, p, opts, &dir,
+                       &entry_fd, &how, d))
+      goto done;
+    coil_fd_path(entry_fd, dir, load_path, sizeof load_path);
+    if (how == COIL_CACHE_HIT)
+      stats->cache_hits++;
+    else
+      stats->compiles++;
+  } else {
+    const char *tmp = getenv("TMPDIR");
+    size_t n = strlen(tmp && *tmp ? tmp : "/tmp") + strlen(lp->api.name) + 32;
+    dir = coil_xmalloc(n);
+    snprintf(dir, n, "%s/coil-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", lp->api.name);
+    if (!mkdtemp(dir)) {
+      coil_diag_set(d, "%s: cannot create an artifact directory: %s", dir, strerror(errno));
+      goto done;
+    }
+    temporary = true;
+    if (coil_plugin_compile(lp, inst, p, dir, opts, d))
+      goto done;
+    stats->compiles++;
+    snprintf(load_path, sizeof load_path, "%s", dir);
+  }
+  if (coil_plugin_load(lp, inst, load_path, opts, &art, d) ||
+      coil_artifact_exec(lp, inst, art, p, inputs, NULL, outputs, d))
+    goto done;
+  rc = 0;
+done:
+  if (art)
+    coil_plugin_artifact_free(lp, art);
+  if (entry_fd >= 0)
+    close(entry_fd);
+  if (temporary)
+    coil_artifact_remove(dir);
+  free(dir);
+  return rc;
+}
+
 int
 coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_env *env,
                  const coil_tensor_list *inputs, coil_tensor_list *outputs, coil_diag *d)
@@ -72,16 +129,13 @@ coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_en
   memset(outputs, 0, sizeof *outputs);
   if (strcmp(backend, "ref") == 0)
     return coil_ref_run(g, inputs, outputs, d);
+  if (strchr(backend, ','))
+    return coil_backend_run_split(g, backend, env, inputs, outputs, NULL, d);
 
   int rc = -1;
   coil_wir_program *p = NULL;
   coil_loaded_plugin *lp = NULL;
   coil_plugin *inst = NULL;
-  coil_artifact *art = NULL;
-  char *dir = NULL;
-  int entry_fd = -1;
-  char load_path[4096]; /* what the plugin is handed: the checked entry's /proc/self/fd path */
-  bool temporary = false;
   coil_plugin_options opts = {.struct_size = sizeof opts};
   if (env) {
     opts.count = (size_t)env->noptions;
@@ -101,47 +155,322 @@ coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_en
   coil_backend_compile_options(lp, inst, env ? env->convolution : NULL, claims, &copts);
   if (!(p = coil_compile_graph(g, &copts, d)))
     goto done;
-
-  if (env && env->cache_dir && *env->cache_dir) {
-    coil_cache_outcome how;
-    if (coil_cache_get(env->cache_dir, toolchain_identity(lp, inst), lp, inst, p, &opts, &dir,
-                       &entry_fd, &how, d))
-      goto done;
-    coil_fd_path(entry_fd, dir, load_path, sizeof load_path);
-    if (how == COIL_CACHE_HIT)
-      stats->cache_hits++;
-    else
-      stats->compiles++;
-  } else {
-    const char *tmp = getenv("TMPDIR");
-    size_t n = strlen(tmp && *tmp ? tmp : "/tmp") + strlen(lp->api.name) + 32;
-    dir = coil_xmalloc(n);
-    snprintf(dir, n, "%s/coil-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", lp->api.name);
-    if (!mkdtemp(dir)) {
-      coil_diag_set(d, "%s: cannot create an artifact directory: %s", dir, strerror(errno));
-      goto done;
-    }
-    temporary = true;
-    if (coil_plugin_compile(lp, inst, p, dir, &opts, d))
-      goto done;
-    stats->compiles++;
-    snprintf(load_path, sizeof load_path, "%s", dir);
-  }
-  if (coil_plugin_load(lp, inst, load_path, &opts, &art, d) ||
-      coil_artifact_exec(lp, inst, art, p, inputs, NULL, outputs, d))
-    goto done;
-  rc = 0;
+  rc = run_program(lp, inst, p, &opts, env, stats, inputs, outputs, d);
 done:
-  if (art)
-    coil_plugin_artifact_free(lp, art);
   if (inst)
     coil_plugin_destroy(lp, inst);
   coil_plugin_close(lp);
-  if (entry_fd >= 0)
-    close(entry_fd);
-  if (temporary)
-    coil_artifact_remove(dir);
-  free(dir);
   coil_wir_free(p);
+  return rc;
+}
+
+/* ---- partial offload: a list of backends (partition.h) ---- */
+
+/* The statement query (ABI 1.4 supports_stmt) for a kernel_call or extern_call line; yes for a
+ * plugin without it. */
+bool
+coil_claim_stmt(const coil_loaded_plugin *lp, const coil_plugin *inst, const coil_wir_program *p, const coil_line *l)
+{
+  if (!lp->api.supports_stmt)
+    return true;
+  bool kernel = l->kind == COIL_LINE_KERNEL_CALL;
+  const coil_kernel *k = kernel ? &p->kernels[l->kernel] : NULL;
+  int n = l->nargs + (kernel ? 0 : l->nouts), nin = 0, nout = 0;
+  coil_plugin_value *v = coil_xcalloc((size_t)n + 1, sizeof *v);
+  int64_t(*dims)[2][COIL_MAX_RANK] = coil_xcalloc((size_t)n + 1, sizeof *dims);
+  const coil_plugin_value **in = coil_xcalloc((size_t)n + 1, sizeof *in), **out = coil_xcalloc((size_t)n + 1, sizeof *out);
+  for (int i = 0; i < n; i++) {
+    const coil_buffer *b = &p->buffers[i < l->nargs ? l->args[i] : l->outs[i - l->nargs]];
+    v[i] = (coil_plugin_value){.struct_size = sizeof v[i], .dtype = (int32_t)b->dtype, .rank = b->rank,
+                               .sizes = dims[i][0], .strides = dims[i][1]};
+    for (int d = 0; d < b->rank; d++) {
+      if (!coil_sym_is_const(b->sizes[d], &dims[i][0][d]))
+        dims[i][0][d] = -1;
+      if (!coil_sym_is_const(b->strides[d], &dims[i][1][d]))
+        dims[i][1][d] = -1;
+    }
+    bool written = kernel ? i < k->nparams && k->params[i].is_output : i >= l->nargs;
+    if (written)
+      out[nout++] = &v[i];
+    else
+      in[nin++] = &v[i];
+  }
+  coil_strbuf text = {0}, *vals = coil_xcalloc((size_t)l->nxparams + 1, sizeof *vals);
+  const char **names = coil_xcalloc((size_t)l->nxparams + 1, sizeof *names);
+  const char **values = coil_xcalloc((size_t)l->nxparams + 1, sizeof *values);
+  if (kernel)
+    coil_wir_print_kernel(p, k, &text);
+  else
+    coil_wir_print_line(p, l, &text);
+  int na = kernel ? 0 : l->nxparams;
+  for (int i = 0; i < na; i++) {
+    coil_wir_print_xparam_value(&l->xparams[i], &vals[i]);
+    names[i] = l->xparams[i].name ? l->xparams[i].name : "";
+    values[i] = vals[i].s ? vals[i].s : "";
+  }
+  coil_plugin_stmt st = {.struct_size = sizeof st, .kind = kernel ? COIL_STMT_KERNEL : COIL_STMT_EXTERN,
+                         .op = kernel ? k->name : l->op, .text = text.s ? text.s : "",
+                         .ninputs = (size_t)nin, .inputs = in, .noutputs = (size_t)nout, .outputs = out,
+                         .nattrs = (size_t)na, .attr_names = names, .attr_values = values};
+  bool yes = lp->api.supports_stmt(inst, &st) == COIL_SUPPORTED;
+  for (int i = 0; i < na; i++)
+    coil_strbuf_free(&vals[i]);
+  coil_strbuf_free(&text);
+  coil_xfree(vals), coil_xfree(names), coil_xfree(values);
+  coil_xfree(v), coil_xfree(dims), coil_xfree(in), coil_xfree(out);
+  return yes;
+}
+
+bool
+coil_claim_line(const coil_loaded_plugin *lp, const coil_plugin *inst, const coil_wir_program *p,
+                const coil_line *l, char *why, size_t n)
+{
+  why[0] = 0;
+  if (l->kind == COIL_LINE_EXTERN_CALL) {
+    coil_dtype t = l->nouts > 0 ? p->buffers[l->outs[0]].dtype : COIL_F32;
+    if (coil_plugin_supports(lp, inst, l->op, t) != COIL_SUPPORTED) {
+      snprintf(why, n, "library op '%s' on %s", l->op, coil_dtype_name(t));
+      return false;
+    }
+    if (!coil_claim_stmt(lp, inst, p, l)) {
+      snprintf(why, n, "supports_stmt refused extern_call %s", l->op);
+      return false;
+    }
+    return true;
+  }
+  if (l->kind != COIL_LINE_KERNEL_CALL)
+    return true;
+  const coil_kernel *k = &p->kernels[l->kernel];
+  for (int i = 0; i < k->ninsts; i++) {
+    const coil_kinst *in = &k->insts[i];
+    const char *op = coil_kop_name(in->op);
+    char name[64] = "";
+    if (in->op == COIL_KOP_STORE && in->mode != COIL_STORE_PLAIN)
+      snprintf(name, sizeof name, "store.%s", coil_store_mode_name(in->mode));
+    if (in->op == COIL_KOP_REDUCE || in->op == COIL_KOP_SCAN)
+      snprintf(name, sizeof name, "%s.%s", op, coil_reduction_name(in->red));
+    if (coil_plugin_supports(lp, inst, op, in->dtype) != COIL_SUPPORTED ||
+        (name[0] && coil_plugin_supports(lp, inst, name, in->dtype) != COIL_SUPPORTED)) {
+      snprintf(why, n, "kernel %s: '%s' on %s", k->name, name[0] ? name : op, coil_dtype_name(in->dtype));
+      return false;
+    }
+  }
+  if (!coil_claim_stmt(lp, inst, p, l)) {
+    snprintf(why, n, "supports_stmt refused kernel %s", k->name);
+    return false;
+  }
+  return true;
+}
+
+typedef struct split_backend {
+  char name[80];
+  coil_loaded_plugin *lp;
+  coil_plugin *inst;
+  coil_plugin_options opts;
+} split_backend;
+
+static bool
+claim_split(void *user, int which, const coil_wir_program *p, const coil_line *l, char *why, size_t n)
+{
+  const split_backend *b = (const split_backend *)user + which;
+  return coil_claim_line(b->lp, b->inst, p, l, why, n);
+}
+
+/* The first compile's work lines and the lowered node each comes from. */
+typedef struct placing {
+  int nrec, cap, nnodes;
+  int *line, *node;
+  int *placement; /* per lowered node: the backend, -1 for none */
+} placing;
+
+static void
+record_line(void *user, int line, int node)
+{
+  placing *pc = user;
+  if (pc->nrec == pc->cap) { /* plain realloc: called inside the compile's out-of-memory scope,
+                                which would free its coil_x* blocks on an unwind */
+    int cap = pc->cap ? 2 * pc->cap : 32;
+    int *l = realloc(pc->line, sizeof(int) * (size_t)cap);
+    if (l)
+      pc->line = l;
+    int *n = l ? realloc(pc->node, sizeof(int) * (size_t)cap) : NULL;
+    if (n)
+      pc->node = n;
+    if (!l || !n)
+      return; /* unplaced: those lines go to the first backend that claims them after fusion */
+    pc->cap = cap;
+  }
+  pc->line[pc->nrec] = line;
+  pc->node[pc->nrec++] = node;
+  if (node + 1 > pc->nnodes)
+    pc->nnodes = node + 1;
+}
+
+/* Moves a copy of t into list l under name. */
+static void
+add_copy(coil_tensor_list *l, const char *name, const coil_tensor *t)
+{
+  coil_tensor c;
+  if (coil_tensor_init(&c, t->dtype, t->rank, t->shape, NULL))
+    abort();
+  memcpy(c.data, t->data, coil_tensor_nbytes(t));
+  coil_tensor_list_add(l, name, &c);
+}
+
+int
+coil_backend_run_split(const coil_graph *g, const char *backends, const coil_backend_env *env,
+                       const coil_tensor_list *inputs, coil_tensor_list *outputs, char **plan,
+                       coil_diag *d)
+{
+  if (outputs)
+    memset(outputs, 0, sizeof *outputs);
+  if (plan)
+    *plan = NULL;
+  split_backend b[COIL_BACKEND_MAX_LIST];
+  const char *names[COIL_BACKEND_MAX_LIST];
+  int nb = 0, rc = -1;
+  for (const char *s = backends; *s;) {
+    size_t len = strcspn(s, ",");
+    while (len && s[len - 1] == ' ')
+      len--;
+    if (nb == COIL_BACKEND_MAX_LIST || len == 0 || len >= sizeof b[0].name)
+      return coil_diag_set(d, "backend list '%s': expected 1 to %d names separated by commas", backends,
+                           COIL_BACKEND_MAX_LIST);
+    memset(&b[nb], 0, sizeof b[nb]);
+    memcpy(b[nb].name, s, len);
+    b[nb].name[len] = 0;
+    names[nb] = b[nb].name;
+    if (strcmp(b[nb].name, "ref") == 0)
+      return coil_diag_set(d, "backend list '%s': ref runs whole graphs only; name plugins", backends);
+    nb++;
+    s += strcspn(s, ",");
+    s += *s == ',';
+    while (*s == ' ')
+      s++;
+  }
+  coil_backend_stats none = {0}, *stats = env && env->stats ? env->stats : &none;
+  coil_wir_program *p = NULL;
+  coil_partition pt = {0};
+  coil_tensor_list values = {0}; /* what parts made, by buffer name */
+  const char *const *dirs = env ? (const char *const *)env->dirs.dirs : NULL;
+  coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS], merged[COIL_BACKEND_MAX_CLAIMS];
+  int nmerged = 0;
+  for (int k = 0; k < nb; k++) {
+    b[k].opts = (coil_plugin_options){.struct_size = sizeof b[k].opts};
+    for (int j = 0; env && j < env->nbackends; j++)
+      if (strcmp(env->backends[j].name, b[k].name) == 0) {
+        b[k].opts.count = (size_t)env->backends[j].noptions;
+        b[k].opts.keys = env->backends[j].option_keys;
+        b[k].opts.values = env->backends[j].option_values;
+      }
+    if (coil_plugin_open(b[k].name, dirs, env ? env->dirs.n : 0, &b[k].lp, d))
+      goto done;
+    coil_plugin_set_log(b[k].lp, log_to_stderr, NULL);
+    if (coil_plugin_create(b[k].lp, &b[k].opts, &b[k].inst, d))
+      goto done;
+    /* a library op any backend claims stays a library call (that backend will run it) */
+    coil_compile_options one = {0};
+    coil_backend_compile_options(b[k].lp, b[k].inst, env ? env->convolution : NULL, claims, &one);
+    for (int c = 0; c < one.nlibrary; c++) {
+      int m = 0;
+      while (m < nmerged && strcmp(merged[m].op, claims[c].op) != 0)
+        m++;
+      if (m == nmerged)
+        merged[nmerged++] = (coil_library_claim){.op = claims[c].op};
+      merged[m].dtypes |= claims[c].dtypes;
+    }
+  }
+  /* Placement: a first compile without fusion gives each lowered node its own kernel (or
+   * library call); each goes to the first backend that claims it. The real compile then fuses
+   * only nodes of one placement, so each backend gets the kernels it can run. */
+  placing pc = {0};
+  coil_compile_options first = {.fuse = false, .verify = true, .library = merged, .nlibrary = nmerged,
+                                .work_line = record_line, .work_user = &pc};
+  coil_wir_program *p0 = coil_compile_graph(g, &first, d);
+  if (!p0)
+    goto done;
+  pc.placement = coil_xmalloc(sizeof(int) * ((size_t)pc.nnodes + 1));
+  for (int n = 0; n < pc.nnodes; n++)
+    pc.placement[n] = -1;
+  for (int i = 0; i < pc.nrec; i++) {
+    char why[256];
+    for (int k = 0; k < nb && pc.placement[pc.node[i]] < 0; k++)
+      if (claim_split(b, k, p0, &p0->lines[pc.line[i]], why, sizeof why))
+        pc.placement[pc.node[i]] = k;
+  }
+  coil_wir_free(p0);
+  coil_compile_options copts = {.fuse = true, .verify = true, .dump_dir = env ? env->dump_dir : NULL,
+                                .library = merged, .nlibrary = nmerged, .placement = pc.placement,
+                                .nplacement = pc.nnodes};
+  p = coil_compile_graph(g, &copts, d);
+  free(pc.line), free(pc.node), free(pc.placement);
+  if (!p || coil_partition_plan(p, nb, names, claim_split, b, &pt, d))
+    goto done;
+  if (plan)
+    *plan = coil_xstrdup(pt.plan);
+  if (env && env->dump_dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/partition.txt", env->dump_dir);
+    FILE *f = fopen(path, "w");
+    if (f) {
+      fputs(pt.plan, f);
+      fclose(f);
+    }
+  }
+  if (!outputs) { /* the plan only */
+    rc = 0;
+    goto done;
+  }
+  for (int s = 0; s < pt.nparts; s++) {
+    const coil_part *x = &pt.parts[s];
+    coil_tensor_list in = {0}, out = {0};
+    for (int i = 0; i < x->ninputs; i++) {
+      const char *v = x->input_values[i];
+      const coil_tensor *t = strncmp(v, "input ", 6) == 0 ? coil_tensor_list_find(inputs, v + 6)
+                                                            : coil_tensor_list_find(&values, v);
+      if (!t) {
+        coil_diag_set(d, "part %d on %s: no value for its input %s", s, names[x->backend], v);
+        coil_tensor_list_free(&in);
+        goto done;
+      }
+      add_copy(&in, x->program->inputs[i].label, t);
+    }
+    const split_backend *sb = &b[x->backend];
+    coil_diag why = {{0}};
+    int prc = run_program(sb->lp, sb->inst, x->program, &sb->opts, env, stats, &in, &out, &why);
+    coil_tensor_list_free(&in);
+    if (prc) {
+      coil_diag_set(d, "part %d of %s on %s: %s", s, p->name, names[x->backend], why.msg);
+      coil_tensor_list_free(&out);
+      goto done;
+    }
+    for (int i = 0; i < x->noutputs && i < out.n; i++)
+      add_copy(&values, x->output_values[i], &out.tensors[i]);
+    coil_tensor_list_free(&out);
+  }
+  for (int i = 0; i < pt.noutputs; i++) {
+    const char *v = pt.output_values[i];
+    const coil_tensor *t = strncmp(v, "input ", 6) == 0 ? coil_tensor_list_find(inputs, v + 6)
+                                                          : coil_tensor_list_find(&values, v);
+    if (!t) {
+      coil_diag_set(d, "%s: no part made output %d (%s)", p->name, i, v);
+      goto done;
+    }
+    char name[32];
+    snprintf(name, sizeof name, "out%d", i);
+    add_copy(outputs, name, t);
+  }
+  rc = 0;
+done:
+  if (rc && outputs)
+    coil_tensor_list_free(outputs);
+  coil_tensor_list_free(&values);
+  coil_partition_free(&pt);
+  coil_wir_free(p);
+  for (int k = 0; k < nb; k++) {
+    if (b[k].inst)
+      coil_plugin_destroy(b[k].lp, b[k].inst);
+    coil_plugin_close(b[k].lp);
+  }
   return rc;
 }

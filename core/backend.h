@@ -11,6 +11,16 @@ typedef struct coil_backend_stats {
   int cache_hits;    /* runs that loaded an artifact from the compile cache */
 } coil_backend_stats;
 
+/* One backend of a list (backend = a, b): its options (its ini section, without library). */
+typedef struct coil_backend_opts {
+  const char *name;
+  int noptions;
+  const char *const *option_keys;
+  const char *const *option_values;
+} coil_backend_opts;
+
+#define COIL_BACKEND_MAX_LIST 8
+
 typedef struct coil_backend_env {
   coil_plugin_dirs dirs;           /* where plugins are looked for */
   int noptions;                    /* the plugin's options (its ini section, without library) */
@@ -21,6 +31,8 @@ typedef struct coil_backend_env {
                                       temporary directory, removed after the run */
   const char *convolution;         /* [coil] convolution: auto (also NULL), generated, library */
   coil_backend_stats *stats;       /* counted into when not NULL */
+  int nbackends;                   /* for a list of backends: each one's options */
+  const coil_backend_opts *backends;
 } coil_backend_env;
 
 /* Library ops the core can also generate (aten.convolution.default): at most this many claims. */
@@ -34,9 +46,30 @@ void coil_backend_compile_options(const coil_loaded_plugin *lp, const coil_plugi
                                   const char *convolution, coil_library_claim *claims,
                                   coil_compile_options *o);
 
-/* Runs g on `backend` ("ref", or a plugin name or path) with inputs by graph input name; the
- * outputs are out0, out1, ... */
+/* Runs g on `backend` ("ref", a plugin name or path, or a comma-separated list of plugin names:
+ * coil_backend_run_split) with inputs by graph input name; the outputs are out0, out1, ... */
 int coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_env *env,
                      const coil_tensor_list *inputs, coil_tensor_list *outputs, coil_diag *d);
+
+/* Partial offload (partition.h): compiles g once, splits the program across the backends of the
+ * list "a, b" (each call to the first that claims it; env->backends gives each one's options),
+ * and runs the parts in order, moving the storages between them through the host. *plan (when
+ * plan is not NULL; malloc'd) gets the partition as text, also written to DUMP/partition.txt.
+ * outputs NULL: plan only, nothing runs. */
+int coil_backend_run_split(const coil_graph *g, const char *backends, const coil_backend_env *env,
+                           const coil_tensor_list *inputs, coil_tensor_list *outputs, char **plan,
+                           coil_diag *d);
+
+/* The statement query (ABI 1.4 supports_stmt) on a kernel_call or extern_call line of p: the
+ * plugin's answer, or true for a plugin without it. */
+bool coil_claim_stmt(const coil_loaded_plugin *lp, const coil_plugin *inst, const coil_wir_program *p,
+                     const coil_line *l);
+
+/* Whether the plugin claims line l of p: a kernel_call when supports() says yes to every
+ * instruction's op and dtype (and reduce.KIND, store.MODE, scan.KIND), an extern_call when it
+ * says yes to the op on its first output's dtype; other lines are bookkeeping. why: the first
+ * thing not claimed. */
+bool coil_claim_line(const coil_loaded_plugin *lp, const coil_plugin *inst, const coil_wir_program *p,
+                     const coil_line *l, char *why, size_t n);
 
 #endif

@@ -211,13 +211,26 @@ check_value(int k, const char *value, char **out, char *why, size_t wn)
     }
   coil_strbuf b = {0};
   switch (o->type) {
-  case TYPE_NAME:
-    if (!is_name(value)) {
-      snprintf(why, wn, "%s must be a plugin name (letters, digits, '_' and '-'), got '%s'",
-               o->key, value);
-      return -1;
+  case TYPE_NAME: /* a name, or a list "a, b" (partial offload), kept as "a,b" */
+    for (const char *s = value;;) {
+      while (*s == ' ')
+        s++;
+      size_t len = strcspn(s, ",");
+      char name[128];
+      snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), s);
+      for (size_t e = strlen(name); e > 0 && name[e - 1] == ' '; e--)
+        name[e - 1] = 0;
+      if (!is_name(name) || len >= sizeof name) {
+        snprintf(why, wn, "%s must be a plugin name (letters, digits, '_' and '-') or a "
+                 "comma-separated list of them, got '%s'", o->key, value);
+        coil_strbuf_free(&b);
+        return -1;
+      }
+      coil_strbuf_printf(&b, "%s%s", b.len ? "," : "", name);
+      if (!s[len])
+        break;
+      s += len + 1;
     }
-    coil_strbuf_puts(&b, value);
     break;
   case TYPE_CHOICE: {
     int m = 0;

@@ -558,7 +558,10 @@ build_kernel(emitter *E, int gi, int pos, int *stored, int *nstored)
       continue;
     }
     int donor = -1;
-    for (int j = 0; j < kb.nparams && donor < 0 && k->kind == COIL_KERNEL_POINTWISE; j++)
+    /* in place into an input's storage; not when split across backends (partition.h), where the
+     * input may live on another backend */
+    bool split = L->opts && L->opts->placement;
+    for (int j = 0; j < kb.nparams && donor < 0 && k->kind == COIL_KERNEL_POINTWISE && !split; j++)
       if (!kb.params[j].is_output && can_write_in_place(E, &kb, j, i, pos))
         donor = j;
     if (donor >= 0) {
@@ -717,6 +720,7 @@ coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
   for (int i = 0; i < S->norder; i++) {
     const sgroup *g = &S->groups[S->order[i]];
     int stored[128], nstored = 0;
+    int first_line = p->nlines;
     if (g->is_extern) {
       const lnode *n = &L->nodes[g->members[0]];
       build_extern(&E, n);
@@ -725,6 +729,10 @@ coil_emit_program(schedule *S, coil_wir_program *p, coil_diag *d)
     } else {
       build_kernel(&E, S->order[i], i, stored, &nstored);
     }
+    const coil_compile_options *o = L->opts;
+    for (int l = first_line; o && o->work_line && l < p->nlines; l++) /* partial offload */
+      if (p->lines[l].kind == COIL_LINE_KERNEL_CALL || p->lines[l].kind == COIL_LINE_EXTERN_CALL)
+        o->work_line(o->work_user, l, g->members[0]);
     /* free what is read for the last time here, and what nobody reads after writing */
     for (int k = 0; k < dies[i].n; k++) {
       int b = dies[i].v[k];

@@ -648,6 +648,7 @@ coil_lower(lowering *L, const coil_graph *g, const coil_compile_options *o, coil
   memset(L, 0, sizeof *L);
   L->g = g;
   L->nlibrary = o->library ? o->nlibrary : 0;
+  L->opts = o;
   L->library = o->library;
   L->arena = a;
   L->sym = sym;

@@ -155,6 +155,7 @@ typedef struct lowering {
   int *copy_back_buf;        /* the buffer holding its final value (is_output) */
   int nlibrary;              /* library ops the target claims (coil_compile_options) */
   const coil_library_claim *library;
+  const coil_compile_options *opts; /* the caller's, for the scheduler and the emitter */
   coil_diag *d;
 } lowering;
 

@@ -324,6 +324,14 @@ coil_sched_can_fuse(schedule *S, int a, int b)
     return false;
   if (ga->nmembers + gb->nmembers > MAX_GROUP)
     return false;
+  /* partial offload: a kernel runs on one backend */
+  const coil_compile_options *o = S->L->opts;
+  if (o && o->placement) {
+    int na = ga->members[0], nb = gb->members[0];
+    int pa = na < o->nplacement ? o->placement[na] : -1, pb = nb < o->nplacement ? o->placement[nb] : -1;
+    if (pa != pb)
+      return false;
+  }
   /* a scatter stays alone: a reader of its destination in the same kernel would see elements
    * other points have not stored yet */
   for (int side = 0; side < 2; side++) {

@@ -44,6 +44,9 @@ static const char usage[] =
     "                          compile GRAPH with plugin NAME into the artifact directory DIR\n"
     "                          (replacing an artifact there); --embed-weights stores the params\n"
     "                          of safetensors file W in it\n"
+    "  compile GRAPH --backend A,B [--dump DIR]\n"
+    "                          print how GRAPH splits across plugins A, B, ... (partial offload;\n"
+    "                          --dump: partition.txt with each part's program)\n"
     "  config explain [--config FILE] [--mode M] [--backend B]\n"
     "                          every option, its value and where it came from\n"
     "  ops [--markdown]        list the op table (--markdown: the text of docs/ops.md)\n"
@@ -63,7 +66,8 @@ static const char usage[] =
     "\n"
     "run options:\n"
     "  --backend NAME          ref (the reference interpreter), interp, or any plugin name or\n"
-    "                          path (default: [coil] backend, see 'coil config explain')\n"
+    "                          path (default: [coil] backend, see 'coil config explain'); a list\n"
+    "                          A,B splits the graph: each statement on the first that claims it\n"
     "  --config FILE           the ini file (default: $COIL_CONFIG, else ./coil.ini)\n"
     "  --dump DIR              write the compile stages' dumps to DIR (plugin backends)\n"
     "  --no-cache              compile even when the compile cache ([coil] cache_dir) has the\n"
@@ -130,8 +134,10 @@ now_seconds(void)
 typedef struct backend_setup {
   coil_config *config;
   coil_backend_env env;
-  const char *name;           /* the backend to run on */
+  const char *name;           /* the backend to run on (maybe a list: "template,cpu") */
   const char **keys, **values; /* the plugin's options without `library` */
+  coil_backend_opts list[COIL_BACKEND_MAX_LIST]; /* a list's backends and their options */
+  char list_names[COIL_BACKEND_MAX_LIST][80];
 } backend_setup;
 static int setup_backend(backend_setup *b, const char *flag_backend, const char *config_file, coil_diag *d);
 static void backend_teardown(backend_setup *b);
@@ -141,6 +147,40 @@ static int plugin_compile(const backend_setup *bs, const coil_loaded_plugin *lp,
 static int artifact_compile(const backend_setup *bs, const coil_loaded_plugin *lp, coil_plugin *inst,
                             const coil_graph *g, const coil_wir_program *p, const char *dir,
                             const char *weights, coil_diag *d);
+
+/* coil compile --backend a,b: the partition of the graph across the list, printed (and with
+ * --dump, written there with each part's program). No artifact: one holds one plugin's code. */
+static int
+compile_split(const char *graph, const char *backend, const char *dump_dir, const char *out)
+{
+  if (out)
+    return usage_error("-o writes one plugin's artifact; a list of backends (%s) is for coil run "
+                       "and for --dump", backend);
+  coil_diag d = {0};
+  backend_setup bs;
+  if (setup_backend(&bs, backend, NULL, &d)) {
+    backend_teardown(&bs);
+    return fail(&d);
+  }
+  if (dump_dir)
+    bs.env.dump_dir = dump_dir;
+  coil_graph *g = coil_graph_load(graph, &d);
+  char *plan = NULL;
+  int rc = !g || coil_backend_run_split(g, bs.name, &bs.env, NULL, NULL, &plan, &d);
+  if (rc) {
+    fail(&d);
+  } else {
+    /* the plan without the parts' programs (those are in the dump) */
+    char *cut = strstr(plan, "\n# ---- part ");
+    printf("%.*s", cut ? (int)(cut - plan + 1) : (int)strlen(plan), plan);
+    if (bs.env.dump_dir)
+      printf("dumps in %s/: partition.txt (the plan and each part's program)\n", bs.env.dump_dir);
+  }
+  free(plan);
+  coil_graph_free(g);
+  backend_teardown(&bs);
+  return rc;
+}
 
 static int
 cmd_compile(int argc, char **argv)
@@ -172,6 +212,8 @@ cmd_compile(int argc, char **argv)
                        "without --backend)%s", "");
   if (embed && !artifact)
     return usage_error("--embed-weights needs --backend NAME and -o DIR%s", "");
+  if (backend && strchr(backend, ','))
+    return compile_split(graph, backend, dump_dir, out);
   coil_diag d = {0};
   /* the program is compiled for the plugin named, if any: what it claims as library calls
    * (and [coil] convolution) decides what the core generates */
@@ -761,7 +803,31 @@ backend_teardown(backend_setup *b)
   coil_plugin_dirs_free(&b->env.dirs);
   free(b->keys);
   free(b->values);
+  for (int k = 0; k < b->env.nbackends; k++) {
+    free((void *)b->list[k].option_keys);
+    free((void *)b->list[k].option_values);
+  }
   coil_config_free(b->config);
+}
+
+/* Plugin `name`'s options ([plugin.NAME] without library, then the general coil.* ones) into
+ * new arrays *keys, *values (free both); their count. */
+static int
+plugin_options(const backend_setup *b, const char *name, const char ***keys, const char ***values)
+{
+  const char *const *k = NULL, *const *v = NULL, *const *origins = NULL;
+  int n = coil_config_plugin_options(b->config, name, &k, &v, &origins), m = 0;
+  *keys = calloc((size_t)n + COIL_CONFIG_GENERAL + 1, sizeof **keys);
+  *values = calloc((size_t)n + COIL_CONFIG_GENERAL + 1, sizeof **values);
+  if (!*keys || !*values)
+    abort();
+  for (int i = 0; i < n; i++)
+    if (strcmp(k[i], "library") != 0) { /* the host's key: where the plugin is */
+      (*keys)[m] = k[i];
+      (*values)[m++] = v[i];
+    }
+  /* the general options a plugin may act on, as coil.KEY */
+  return m + coil_config_general_options(b->config, *keys + m, *values + m);
 }
 
 /* The effective configuration (ini < COIL_* < --backend) and what running on its backend needs.
@@ -791,17 +857,20 @@ setup_backend(backend_setup *b, const char *flag_backend, const char *config_fil
       b->name = "ref";
     }
   }
-  const char *const *keys = NULL, *const *values = NULL, *const *origins = NULL;
-  int n = coil_config_plugin_options(b->config, b->name, &keys, &values, &origins);
-  b->keys = calloc((size_t)n + COIL_CONFIG_GENERAL + 1, sizeof *b->keys);
-  b->values = calloc((size_t)n + COIL_CONFIG_GENERAL + 1, sizeof *b->values);
-  for (int i = 0; i < n; i++)
-    if (strcmp(keys[i], "library") != 0) { /* the host's key: where the plugin is */
-      b->keys[b->env.noptions] = keys[i];
-      b->values[b->env.noptions++] = values[i];
-    }
-  /* the general options a plugin may act on, as coil.KEY */
-  b->env.noptions += coil_config_general_options(b->config, b->keys + b->env.noptions, b->values + b->env.noptions);
+  b->env.noptions = plugin_options(b, b->name, &b->keys, &b->values);
+  /* a list (backend = template, cpu): each one's options (the config checked the names) */
+  for (const char *s = strchr(b->name, ',') ? b->name : ""; *s && b->env.nbackends < COIL_BACKEND_MAX_LIST;) {
+    size_t len = strcspn(s, ",");
+    char *name = b->list_names[b->env.nbackends];
+    snprintf(name, sizeof b->list_names[0], "%.*s", (int)len, s);
+    coil_backend_opts *o = &b->list[b->env.nbackends++];
+    const char **k, **v;
+    o->name = name;
+    o->noptions = plugin_options(b, name, &k, &v);
+    o->option_keys = k, o->option_values = v;
+    s += len + (s[len] == ',');
+  }
+  b->env.backends = b->list;
   b->env.option_keys = b->keys;
   b->env.option_values = b->values;
   b->env.cache_dir = coil_config_get(b->config, "cache_dir"); /* "" turns the cache off */

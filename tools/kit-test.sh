@@ -12,8 +12,9 @@
 #      1.3 being the one before this host's;
 #   3c. builds docs/plugin-abi.md's "A minimal plugin" block, as printed there, with -Werror;
 #   4. smoke test with the installed coil: the template's example graph gives the reference
-#      interpreter's results, on host memory and on the template's fake device, and a graph
-#      with a reduction is refused as not supported.
+#      interpreter's results, on host memory and on the template's fake device, a graph with a
+#      reduction is refused as not supported, and the MLP example runs split across the template
+#      (its kernels, fake device) and cpu (the matmuls), with the partition in --dump.
 # Prints the paths of the built libcoil_template_abi13.so, libcoil_template_abi11.so,
 # libcoil_mini.so and libcoil_template.so as the last four lines of stdout; everything else
 # goes to stderr. Exits non-zero on any failure. The temporary directory holding the prefix and
@@ -142,6 +143,20 @@ printf '[plugin.template]\ndevice = fake\n' >"$work/fake.ini"
 smoke run "$template/example.coil" --config "$work/fake.ini" --backend template --no-cache --seed 1 \
   --size rows=5 --expect "$work/ref.st" >&2 || die "the template on its fake device differs from the reference"
 say "the template runs the example graph on its fake device"
+# partial offload: the MLP example, its library calls (mm) on cpu and the kernels the template
+# claims on the template's fake device, against the reference
+mlp=$src/examples/mlp.coil
+smoke run "$mlp" --backend ref --weights "$src/examples/mlp.weights.safetensors" \
+  --inputs "$src/examples/mlp.inputs.safetensors" --out "$work/mlp-ref.st" >&2 ||
+  die "coil run of the MLP example on the reference interpreter failed"
+smoke run "$mlp" --config "$work/fake.ini" --backend template,cpu --no-cache \
+  --weights "$src/examples/mlp.weights.safetensors" --inputs "$src/examples/mlp.inputs.safetensors" \
+  --expect "$work/mlp-ref.st" >&2 || die "the MLP example split across template and cpu differs from the reference"
+smoke compile "$mlp" --backend template,cpu --dump "$work/mlp-dump" >"$work/mlp-plan.txt" ||
+  die "coil compile --backend template,cpu --dump failed"
+grep -q 'transfer buf0: cpu -> template' "$work/mlp-dump/partition.txt" && grep -q '^part 1 on template' "$work/mlp-plan.txt" ||
+  die "the MLP's partition should move buf0 from cpu to the template: $(cat "$work/mlp-plan.txt")"
+say "the MLP example runs split across template (fake device) and cpu"
 
 passed=1
 echo "$compat13"

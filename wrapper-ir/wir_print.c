@@ -174,10 +174,9 @@ coil_wir_print_kernel(const coil_wir_program *p, const coil_kernel *k, coil_strb
   coil_strbuf_puts(out, "}\n");
 }
 
-static void
-put_xparam(const coil_xparam *x, coil_strbuf *out)
+void
+coil_wir_print_xparam_value(const coil_xparam *x, coil_strbuf *out)
 {
-  coil_strbuf_printf(out, "%s=", x->name ? x->name : "?");
   switch (x->kind) {
   case COIL_XP_NONE: coil_strbuf_puts(out, "None"); break;
   case COIL_XP_INT: coil_strbuf_printf(out, "%lld", (long long)x->i); break;
@@ -194,6 +193,13 @@ put_xparam(const coil_xparam *x, coil_strbuf *out)
   }
 }
 
+static void
+put_xparam(const coil_xparam *x, coil_strbuf *out)
+{
+  coil_strbuf_printf(out, "%s=", x->name ? x->name : "?");
+  coil_wir_print_xparam_value(x, out);
+}
+
 /* "a, b, c" of buffer names */
 static void
 put_bufs(const coil_wir_program *p, const int *v, int n, coil_strbuf *out)
@@ -202,8 +208,8 @@ put_bufs(const coil_wir_program *p, const int *v, int n, coil_strbuf *out)
     coil_strbuf_printf(out, "%s%s", i ? ", " : "", bufname(p, v[i]));
 }
 
-static void
-put_line(const coil_wir_program *p, const coil_line *l, coil_strbuf *out)
+void
+coil_wir_print_line(const coil_wir_program *p, const coil_line *l, coil_strbuf *out)
 {
   const char *b = bufname(p, l->buffer);
   const coil_buffer *buf =
@@ -310,6 +316,6 @@ coil_wir_print(const coil_wir_program *p)
   if (p->nlines > 0)
     coil_strbuf_puts(&out, "\n");
   for (int i = 0; i < p->nlines; i++)
-    put_line(p, &p->lines[i], &out);
+    coil_wir_print_line(p, &p->lines[i], &out);
   return coil_strbuf_take(&out);
 }

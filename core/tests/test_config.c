@@ -379,8 +379,19 @@ Test(config, command_line_errors)
   memset(&d, 0, sizeof d);
   cr_assert_eq(coil_config_set(c, "backend", "../evil", &d), -1);
   cr_assert_str_eq(d.msg, "command line: error: backend must be a plugin name (letters, digits, "
-                          "'_' and '-'), got '../evil'");
+                          "'_' and '-') or a comma-separated list of them, got '../evil'");
   memset(&d, 0, sizeof d);
+  { /* a list of backends (partial offload), kept without the spaces */
+    coil_config *l = coil_config_new();
+    cr_assert_eq(coil_config_set(l, "backend", "template, cpu", &d), 0, "%s", d.msg);
+    cr_assert_str_eq(coil_config_get(l, "backend"), "template,cpu");
+    cr_assert_eq(coil_config_set(l, "backend", "template,,cpu", &d), -1);
+    cr_assert(strstr(d.msg, "or a comma-separated list of them, got 'template,,cpu'"), "%s", d.msg);
+    memset(&d, 0, sizeof d);
+    cr_assert_eq(coil_config_set(l, "backend", "cpu,", &d), -1);
+    memset(&d, 0, sizeof d);
+    coil_config_free(l);
+  }
   cr_assert_eq(coil_config_set(c, "debug_dump", "a\tb", &d), -1);
   cr_assert_str_eq(d.msg, "command line: error: debug_dump: the value has a control character "
                           "(byte 0x09)");

@@ -161,6 +161,35 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
   }
 }
 
+#if COIL_PLUGIN_ABI_MINOR >= 4
+/* The statement query (ABI 1.4): supports() answers per op and dtype; this sees the shapes. The
+ * template refuses a statement that touches a tensor of more than 2^26 elements whose size is
+ * known (the fake device holds 1 GiB; a tensor of symbolic size is checked when it runs). A real
+ * device would refuse here what its hardware cannot do: a too-large reduction, an unaligned
+ * stride, an attribute value it has no kernel for. */
+#define MAX_ELEMENTS ((int64_t)1 << 26)
+
+static coil_support
+supports_stmt(const coil_plugin *self, const coil_plugin_stmt *st)
+{
+  (void)self;
+  if (!COIL_STRUCT_HAS(st, coil_plugin_stmt, outputs) || st->kind != COIL_STMT_KERNEL)
+    return COIL_UNSUPPORTED; /* no library ops */
+  for (size_t side = 0; side < 2; side++) {
+    size_t n = side ? st->noutputs : st->ninputs;
+    const coil_plugin_value *const *v = side ? st->outputs : st->inputs;
+    for (size_t i = 0; i < n; i++) {
+      int64_t elems = 1;
+      for (int d = 0; v[i] && d < v[i]->rank; d++)
+        if (v[i]->sizes[d] >= 0 &&
+            (__builtin_mul_overflow(elems, v[i]->sizes[d], &elems) || elems > MAX_ELEMENTS))
+          return COIL_UNSUPPORTED;
+    }
+  }
+  return COIL_SUPPORTED;
+}
+#endif
+
 static const char *const line_names[] = {
     [COIL_LINE_COMMENT] = "comment", [COIL_LINE_SYMBOL] = "symbol",
     [COIL_LINE_ASSERT] = "assert", [COIL_LINE_ALLOC] = "alloc", [COIL_LINE_FREE] = "free",
@@ -897,6 +926,7 @@ static const coil_plugin_api api = {
     .event_wait = fake_event_wait,
     .event_sync = fake_event_sync,
     .event_destroy = fake_event_destroy,
+    .supports_stmt = supports_stmt,
 #endif
 };
 

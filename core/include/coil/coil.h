@@ -113,6 +113,14 @@ typedef struct coil_compile_options {
    * and [coil] convolution (coil_backend_compile_options in core/backend.h). */
   int nlibrary;
   const coil_library_claim *library; /* nlibrary claims, owned by the caller */
+  /* Partial offload (core/partition.h): placement[n], for n < nplacement, is where lowered node
+   * n runs; nodes of different placement never share a kernel. work_line, when set, is told
+   * for each kernel_call and extern_call line the lowered node it comes from (the first of its
+   * kernel's nodes), so a first compile without fusion can map lines to nodes. */
+  const int *placement;
+  int nplacement;
+  void (*work_line)(void *user, int line, int node);
+  void *work_user;
 } coil_compile_options;
 
 /* Lowers, schedules and emits g as a Wrapper IR program (owned by the caller: coil_wir_free).

@@ -207,6 +207,47 @@ typedef struct coil_mem_copy_args {
                             stream or a later event is synchronized) */
 } coil_mem_copy_args;
 
+/* ---- the statement query (ABI 1.4) ----
+ * supports() sees an op name and a dtype; supports_stmt() sees a whole statement of a program,
+ * for a plugin whose answer depends on shapes, layouts or attributes (a maximum tensor size, a
+ * matmul it runs only with aligned strides, a reduction over at most 1024 elements). The host
+ * asks it, beside supports(), when it decides which backend of a list runs a statement (partial
+ * offload) and which conformance cases a plugin claims. */
+
+/* A tensor a statement reads or writes: the buffer's dtype and layout. */
+typedef struct coil_plugin_value {
+  size_t struct_size;
+  int32_t dtype;             /* a coil_dtype */
+  int32_t rank;
+  const int64_t *sizes;      /* rank entries; -1 where the size is symbolic (known at run time) */
+  const int64_t *strides;    /* rank entries, in elements; -1 where symbolic */
+} coil_plugin_value;
+
+typedef enum coil_stmt_kind {
+  COIL_STMT_KERNEL = 1,      /* a kernel_call: the kernel and the buffers it is called with */
+  COIL_STMT_EXTERN = 2,      /* an extern_call: a library op */
+} coil_stmt_kind;
+
+/* One statement, everything borrowed for the call. */
+typedef struct coil_plugin_stmt {
+  size_t struct_size;
+  int32_t kind;              /* a coil_stmt_kind */
+  const char *op;            /* EXTERN: the ATen overload ("aten.mm.default"); KERNEL: the
+                                kernel's name */
+  const char *text;          /* the statement in Wrapper IR text: KERNEL: the kernel's
+                                definition ("kernel NAME pointwise x[...] { ... }"), which
+                                coil_wir_parse reads inside a program; EXTERN: its line */
+  size_t ninputs;            /* what it reads: KERNEL: the buffers of its input params, in param
+                                order; EXTERN: its arguments */
+  const coil_plugin_value *const *inputs;
+  size_t noutputs;           /* what it writes: KERNEL: its output params; EXTERN: its outs */
+  const coil_plugin_value *const *outputs;
+  size_t nattrs;             /* EXTERN: its scalar parameters, by name, with values as the text
+                                writes them ("1", "0.5", "True", "[2, 3]"); KERNEL: none */
+  const char *const *attr_names;
+  const char *const *attr_values;
+} coil_plugin_stmt;
+
 /* ---- argument structs (filled by the host; struct_size = the host's sizeof) ---- */
 
 /* Options for one plugin: the key/value pairs of its ini section [plugin.NAME] (keys bare, as in
@@ -449,6 +490,12 @@ struct coil_plugin_api {
   /* Waits for the work before event; returns its first error, as stream_sync does. */
   coil_error *(*event_sync)(coil_plugin *self, coil_event *event);
   void (*event_destroy)(coil_plugin *self, coil_event *event);
+
+  /* ---- ABI 1.4 [optional]: the statement query ---- */
+  /* Whether the instance can compile (and run) this statement as the program holds it (see
+   * coil_plugin_stmt). Asked in addition to supports() for every op and dtype of the statement:
+   * both must say yes. Cheap and infallible; NULL: supports() alone decides. */
+  coil_support (*supports_stmt)(const coil_plugin *self, const coil_plugin_stmt *stmt);
 
   /* ---- ABI 1.5 and later append here ---- */
 };

@@ -267,6 +267,11 @@ int coil_wir_output_storage(coil_wir_program *p, int output);
 /* ---- text form ---- */
 char *coil_wir_print(const coil_wir_program *p);          /* malloc'd */
 void coil_wir_print_kernel(const coil_wir_program *p, const coil_kernel *k, coil_strbuf *out);
+/* One line as it appears in the program's text, with its newline. */
+void coil_wir_print_line(const coil_wir_program *p, const coil_line *l, coil_strbuf *out);
+/* An extern call's scalar parameter's value as the text writes it: 1, 0.5, True, None, [2, 3],
+ * "mean". */
+void coil_wir_print_xparam_value(const coil_xparam *x, coil_strbuf *out);
 coil_wir_program *coil_wir_parse(const char *file, const char *text, size_t len, coil_diag *d);
 
 /* ---- verifier ---- */
