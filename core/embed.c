@@ -244,6 +244,9 @@ slot_get(coil_session *s, const char *name, plugin_slot **out, coil_diag *d)
   if (strcmp(name, "ref") == 0)
     return fail(d, COIL_ERR_UNSUPPORTED, "backend 'ref' (the reference interpreter) cannot be embedded: choose a "
                                          "plugin that executes (cpu, cuda, interp)");
+  if (strchr(name, ','))
+    return fail(d, COIL_ERR_UNSUPPORTED, "backend '%s' is a list (partial offload), which coil run and coil "
+                "compile split across plugins; a model of the embedding API runs on one plugin: choose one", name);
   if (s->nslots == (int)(sizeof s->slots / sizeof *s->slots))
     return fail(d, COIL_ERR_INVALID_ARGUMENT, "a session opens at most %d plugins", s->nslots);
   plugin_slot *p = &s->slots[s->nslots];

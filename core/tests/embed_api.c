@@ -488,6 +488,17 @@ Test(embed, host_tensors_are_staged_on_a_device_plugin)
     }
     cr_assert(rows == 7 || isnan(z[rows * 4]), "an element past the output was written");
   }
+  /* a list of backends (partial offload) is for the CLI */
+  {
+    const char *lk[] = {"backend", "cache_dir"}, *lv[] = {"template,cpu", ""};
+    coil_session_options lo = {.struct_size = sizeof lo, .config_file = "", .noptions = 2, .keys = lk, .values = lv};
+    coil_session *ls = NULL;
+    coil_model *lm = NULL;
+    cr_assert_eq(coil_session_new(&lo, &ls, &d), 0, "%s", d.msg);
+    cr_assert_eq(coil_model_compile(ls, "pw.coil", PW, sizeof PW - 1, &lm, &d), -COIL_ERR_UNSUPPORTED);
+    cr_assert(strstr(d.msg, "is a list (partial offload)"), "%s", d.msg);
+    coil_session_free(ls);
+  }
   /* a run on a stream would need the tensors on the device already */
   float x[4] = {1, 2, 3, 4}, w[4] = {1, 1, 1, 1}, z[4];
   int64_t xs[] = {1, 4}, ws[] = {4};
