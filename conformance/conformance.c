@@ -229,6 +229,7 @@ main(int argc, char **argv)
   c.option_keys = k2;
   c.option_values = v2;
   c.convolution = coil_config_get(cfg, "convolution");
+  c.attention = coil_config_get(cfg, "attention");
 
   int rc = 0;
   if (print_case && strcmp(tiers, "random") == 0) {

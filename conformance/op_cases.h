@@ -39,6 +39,18 @@ typedef struct op_template {
   unsigned flags;
 } op_template;
 
+/* the attention templates' parts: scores %s = q kᵀ [2, 3, A, C] from q and k, and %out =
+ * softmax(x) v (ATTN_V: from the probabilities %p) */
+#define ATTN_QK_OF(Q, K)                                                                          \
+  "%kt = aten.transpose.int(" K ", -1, -2)\n%q3 = aten.reshape.default(" Q ", [6, $A, $B])\n"     \
+  "%k3 = aten.reshape.default(%kt, [6, $B, $C])\n%s3 = aten.bmm.default(%q3, %k3)\n"              \
+  "%s = aten.view.default(%s3, [2, 3, $A, $C])\n"
+#define ATTN_QK(K) ATTN_QK_OF("%a", K)
+#define ATTN_V                                                                                     \
+  "%p3 = aten.view.default(%p, [6, $A, $C])\n%v3 = aten.reshape.default(%c, [6, $C, $D])\n"       \
+  "%o3 = aten.bmm.default(%p3, %v3)\n%out = aten.view.default(%o3, [2, 3, $A, $D])"
+#define ATTN_PV(X) "%p = aten._softmax.default(" X ", -1, False)\n" ATTN_V
+
 static const op_template op_templates[] = {
     /* ---- pointwise, unary ---- */
     {"aten.abs.default", "", "T", "%out = aten.abs.default(%a)", DT_NUM, PW},
@@ -297,6 +309,22 @@ static const op_template op_templates[] = {
     {"aten.mm.default", "k300", "T[A, 300] T[300, C]", "%out = aten.mm.default(%a, %b)", DT_F32, S},
     {"aten.bmm.default", "", "T[D, A, B] T[D, B, C]", "%out = aten.bmm.default(%a, %b)", DT_FL, S},
     {"aten.addmm.default", "", "T[C] T[A, B] T[B, C]", "%out = aten.addmm.default(%a, %b, %c)", DT_FL, S},
+    /* attention as exports spell it out, which the core fuses into one coil.attention call where
+     * the plugin claims it (core/attention.c): q [2, 3, A, B], k [2, 3 or 1, C, B], v [2, 3, C, D];
+     * the scale after the first bmm or on q; an additive mask; a bool mask as -inf with torch's
+     * guard for rows that lose every key (0, not NaN) */
+    {"aten.bmm.default", "attention", "T[2, 3, A, B] T[2, 3, C, B] T[2, 3, C, D]",
+     ATTN_QK("%b") "%m = aten.mul.Tensor(%s, 0.125)\n" ATTN_PV("%m"), DT_FL, 0},
+    {"aten.bmm.default", "attention_mask", "T[2, 3, A, B] T[2, 3, C, B] T[2, 3, C, D] T[1, 1, A, C]",
+     ATTN_QK("%b") "%m = aten.div.Scalar(%s, 2.5)\n%x = aten.add.Tensor(%m, %d)\n" ATTN_PV("%x"), DT_FL, 0},
+    {"aten.bmm.default", "attention_guard", "T[2, 3, A, B] T[2, 1, C, B] T[2, 3, C, D] bool[2, 1, A, C]",
+     "%be = aten.expand.default(%b, [2, 3, $C, $B])\n%qa = aten.mul.Scalar(%a, 0.5)\n" ATTN_QK_OF("%qa", "%be")
+     "%zero = aten.scalar_tensor.default(0.0, dtype=$T)\n%ninf = aten.scalar_tensor.default(-inf, dtype=$T)\n"
+     "%mk = aten.where.self(%d, %zero, %ninf)\n%x = aten.add.Tensor(%s, %mk)\n"
+     "%p0 = aten._softmax.default(%x, -1, False)\n%eq = aten.eq.Scalar(%x, -inf)\n"
+     "%ne = aten.logical_not.default(%eq)\n%any = aten.any.dim(%ne, -1, True)\n"
+     "%none = aten.logical_not.default(%any)\n%z = aten.full_like.default(%p0, 0)\n"
+     "%p = aten.where.self(%none, %z, %p0)\n" ATTN_V, DT_FL, 0},
     {"aten.addmm.default", "scaled", "T[A, C] T[A, B] T[B, C]",
      "%out = aten.addmm.default(%a, %b, %c, beta=0.5, alpha=2)", DT_F32, 0},
     {"aten.convolution.default", "", "T[2, 3, A, B] T[4, 3, 3, 3] T[4]",

@@ -32,18 +32,23 @@ toolchain_identity(const coil_loaded_plugin *lp, coil_plugin *inst)
 
 void
 coil_backend_compile_options(const coil_loaded_plugin *lp, const coil_plugin *inst,
-                              const char *convolution, coil_library_claim *claims,
-                              coil_compile_options *o)
+                              const char *convolution, const char *attention,
+                              coil_library_claim *claims, coil_compile_options *o)
 {
-  static const char *const op = "aten.convolution.default";
-  const char *how = convolution ? convolution : "auto";
-  uint32_t dtypes = 0;
-  for (int t = 0; t < COIL_DTYPE_COUNT; t++)
-    if (strcmp(how, "library") == 0 ||
-        (strcmp(how, "auto") == 0 && lp && coil_plugin_supports(lp, inst, op, (coil_dtype)t) == COIL_SUPPORTED))
-      dtypes |= 1u << t;
-  claims[0] = (coil_library_claim){.op = op, .dtypes = dtypes};
-  int n = dtypes ? 1 : 0;
+  /* convolution and attention: claimed per setting (auto asks the plugin) */
+  static const char *const chosen[] = {"aten.convolution.default", "coil.attention"};
+  const char *setting[] = {convolution, attention};
+  int n = 0;
+  for (size_t c = 0; c < sizeof chosen / sizeof *chosen; c++) {
+    const char *how = setting[c] ? setting[c] : "auto";
+    uint32_t dtypes = 0;
+    for (int t = 0; t < COIL_DTYPE_COUNT; t++)
+      if (strcmp(how, "library") == 0 ||
+          (strcmp(how, "auto") == 0 && lp && coil_plugin_supports(lp, inst, chosen[c], (coil_dtype)t) == COIL_SUPPORTED))
+        dtypes |= 1u << t;
+    if (dtypes)
+      claims[n++] = (coil_library_claim){.op = chosen[c], .dtypes = dtypes};
+  }
   /* cumsum and topk: a library call where the plugin claims it (generated otherwise; topk up to
    * rows of 1024, longer ones stay library calls) */
   static const char *const claimable[] = {"aten.cumsum.default", "aten.topk.default"};
@@ -152,7 +157,7 @@ coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_en
   /* compiled for this plugin: what it claims as library calls decides what is generated */
   coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS];
   coil_compile_options copts = {.fuse = true, .verify = true, .dump_dir = env ? env->dump_dir : NULL};
-  coil_backend_compile_options(lp, inst, env ? env->convolution : NULL, claims, &copts);
+  coil_backend_compile_options(lp, inst, env ? env->convolution : NULL, env ? env->attention : NULL, claims, &copts);
   if (!(p = coil_compile_graph(g, &copts, d)))
     goto done;
   rc = run_program(lp, inst, p, &opts, env, stats, inputs, outputs, d);
@@ -370,7 +375,8 @@ coil_backend_run_split(const coil_graph *g, const char *backends, const coil_bac
       goto done;
     /* a library op any backend claims stays a library call (that backend will run it) */
     coil_compile_options one = {0};
-    coil_backend_compile_options(b[k].lp, b[k].inst, env ? env->convolution : NULL, claims, &one);
+    coil_backend_compile_options(b[k].lp, b[k].inst, env ? env->convolution : NULL, env ? env->attention : NULL,
+                                 claims, &one);
     for (int c = 0; c < one.nlibrary; c++) {
       int m = 0;
       while (m < nmerged && strcmp(merged[m].op, claims[c].op) != 0)

@@ -30,20 +30,24 @@ typedef struct coil_backend_env {
   const char *cache_dir;           /* the compile cache (cache.h); NULL or "": compile into a
                                       temporary directory, removed after the run */
   const char *convolution;         /* [coil] convolution: auto (also NULL), generated, library */
+  const char *attention;           /* [coil] attention: the same choices, for coil.attention */
   coil_backend_stats *stats;       /* counted into when not NULL */
   int nbackends;                   /* for a list of backends: each one's options */
   const coil_backend_opts *backends;
 } coil_backend_env;
 
 /* Library ops the core can also generate (aten.convolution.default): at most this many claims. */
-#define COIL_BACKEND_MAX_CLAIMS 3
+#define COIL_BACKEND_MAX_CLAIMS 4
 
 /* Sets o->library and o->nlibrary (into claims, which o points at afterwards) for a program
  * that plugin lp will run, with [coil] convolution = `convolution`: "auto" or NULL claims the
  * dtypes for which the plugin's supports() says yes to aten.convolution.default (none when lp is
- * NULL: no plugin to ask), "library" every dtype, "generated" none. */
+ * NULL: no plugin to ask), "library" every dtype, "generated" none. [coil] attention =
+ * `attention` does the same for coil.attention, the fused attention the core matches in graphs
+ * (core/attention.c). */
 void coil_backend_compile_options(const coil_loaded_plugin *lp, const coil_plugin *inst,
-                                  const char *convolution, coil_library_claim *claims,
+                                  const char *convolution, const char *attention,
+                                  coil_library_claim *claims,
                                   coil_compile_options *o);
 
 /* Runs g on `backend` ("ref", a plugin name or path, or a comma-separated list of plugin names:

@@ -1,13 +1,15 @@
 /* compile.c — the pipeline, top to bottom in one function (coil_compile_graph): lower the
  * graph to loop IR, schedule (dead code, fusion, order), emit the Wrapper IR with its memory
  * plan, verify it. With a dump directory it writes what each stage saw, like Inductor's
- * TORCH_COMPILE_DEBUG: graph.txt, ir_pre_fusion.txt, ir_post_fusion.txt, program.wir. */
+ * TORCH_COMPILE_DEBUG: graph.txt, attention.txt (the attention chains found, attention.c),
+ * ir_pre_fusion.txt, ir_post_fusion.txt, program.wir. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "attention.h"
 #include "schedule.h"
 
 /* Writes text to DIR/NAME (through a temporary file and a rename). */
@@ -40,10 +42,14 @@ compile(const coil_graph *g, const coil_compile_options *o, coil_diag *d)
     coil_sched_dump(&S, false, &pre);
     coil_sched_dump(&S, true, &post);
     char *text = coil_graph_print(g);
+    coil_strbuf at = {0};
+    coil_attention_dump(g, o, &at);
     ok = dump(o->dump_dir, "graph.txt", text, d) == 0 &&
+         dump(o->dump_dir, "attention.txt", at.s ? at.s : "", d) == 0 &&
          dump(o->dump_dir, "ir_pre_fusion.txt", pre.s ? pre.s : "", d) == 0 &&
          dump(o->dump_dir, "ir_post_fusion.txt", post.s ? post.s : "", d) == 0;
     coil_xfree(text);
+    coil_strbuf_free(&at);
   }
   ok = ok && coil_emit_program(&S, p, d) == 0;
   if (ok && o->dump_dir) {

@@ -47,6 +47,10 @@ static const struct option {
      * or always a library call */
     {"convolution", TYPE_CHOICE, "auto", "COIL_CONVOLUTION",
      (const char *const[]){"auto", "generated", "library", NULL}},
+    /* attention: the fused library op coil.attention where the plugin claims it (auto), the
+     * decomposed bmm/softmax/bmm (generated), or the fused op whatever the plugin says */
+    {"attention", TYPE_CHOICE, "auto", "COIL_ATTENTION",
+     (const char *const[]){"auto", "generated", "library", NULL}},
 };
 enum { NOPTIONS = sizeof options / sizeof options[0] };
 

@@ -396,7 +396,8 @@ compile_program(coil_session *s, const char *file, const char *text, size_t len,
   const char *dump = coil_config_get(s->config, "debug_dump");
   copts.dump_dir = dump && *dump ? dump : NULL;
   if (p) {
-    coil_backend_compile_options(p->lp, p->inst, coil_config_get(s->config, "convolution"), claims, &copts);
+    coil_backend_compile_options(p->lp, p->inst, coil_config_get(s->config, "convolution"),
+                                 coil_config_get(s->config, "attention"), claims, &copts);
     p->models++; /* held from here: the caller releases it on error */
   }
   pthread_mutex_unlock(&s->lock);

@@ -10,6 +10,7 @@
  * node's body and store index mention only its own dvars and program
  * size symbols; buffers of graph inputs come first, in input order. */
 #include "lower.h"
+#include "attention.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -717,6 +718,13 @@ coil_lower(lowering *L, const coil_graph *g, const coil_compile_options *o, coil
     }
   }
   L->readers = readers;
+  /* attention chains, fused into one library call where the target claims coil.attention for
+   * their dtype (the second bmm becomes the call; lower_matmul asks) */
+  if (coil_lower_is_library(L, "coil.attention", COIL_F16) || coil_lower_is_library(L, "coil.attention", COIL_BF16) ||
+      coil_lower_is_library(L, "coil.attention", COIL_F32) || coil_lower_is_library(L, "coil.attention", COIL_F64)) {
+    L->attention = COIL_ARENA_ARRAY(a, coil_attention_match, g->nnodes + 1);
+    L->nattention = coil_attention_find(g, L->attention, g->nnodes, NULL);
+  }
   for (int i = 0; i < g->nnodes; i++) {
     L->cur_origin = g->nodes[i].op->name;
     if (coil_lower_node(L, &g->nodes[i]))

@@ -153,6 +153,8 @@ typedef struct lowering {
   int ncopy_backs;
   int *copy_back_input;      /* graph input position */
   int *copy_back_buf;        /* the buffer holding its final value (is_output) */
+  int nattention;            /* attention chains lowered as coil.attention (attention.h) */
+  struct coil_attention_match *attention;
   int nlibrary;              /* library ops the target claims (coil_compile_options) */
   const coil_library_claim *library;
   const coil_compile_options *opts; /* the caller's, for the scheduler and the emitter */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lower.h"
+#include "attention.h"
 
 
 static const coil_sym *
@@ -906,9 +907,76 @@ lower_extern(lowering *L, const coil_node *n, const char *op)
 
 /* addmm(bias, a, b) = beta*bias + alpha*(a @ b): the product is a library call, the rest a
  * pointwise epilogue that fuses with what follows (bias + relu in one kernel). */
+/* A lazy of rank r holding z (rank <= r) with size-1 dims added in front; with swap, its last
+ * two dims exchanged (k from kᵀ). */
+static lazy *
+lz_attention_operand(lowering *L, lazy *z, int r, bool swap)
+{
+  const coil_sym *sizes[COIL_MAX_RANK];
+  int pad = r - z->rank;
+  for (int d = 0; d < r; d++)
+    sizes[d] = d < pad ? K(L, 1) : z->sizes[d - pad];
+  if (swap) {
+    const coil_sym *t = sizes[r - 1];
+    sizes[r - 1] = sizes[r - 2];
+    sizes[r - 2] = t;
+  }
+  lazy *y = lz_new(L, z->dtype, r, sizes);
+  const coil_sym *idx[COIL_MAX_RANK];
+  for (int d = pad; d < r; d++)
+    idx[d - pad] = y->dvars[d];
+  if (swap) {
+    idx[z->rank - 1] = y->dvars[r - 2];
+    idx[z->rank - 2] = y->dvars[r - 1];
+  }
+  y->expr = lz_at(L, z, idx);
+  return y;
+}
+
+/* The second bmm of an attention chain (attention.c) as one call: extern_call coil.attention
+ * (q, k, v[, mask]) -> out [*B, L, Ev], out then read as the bmm's [N, L, Ev]. The chain's
+ * other nodes are read by nothing and die. */
+static int
+lower_attention(lowering *L, const coil_node *n, const coil_attention_match *m)
+{
+  int r = m->scores->type.rank;
+  lazy *q = L->values[slot_of(L, m->q)], *kt = L->values[slot_of(L, m->kt)], *v = L->values[slot_of(L, m->v)];
+  lazy *mask = m->mask ? L->values[slot_of(L, m->mask)] : NULL;
+  if (!q || !kt || !v || (m->mask && !mask))
+    return coil_diag_at(L->d, L->g->file, n->line, n->col, "internal error: an attention operand has no value");
+  int ins[4] = {lz_as_view(L, lz_attention_operand(L, q, r, false)), lz_as_view(L, lz_attention_operand(L, kt, r, true)),
+                lz_as_view(L, lz_attention_operand(L, v, r, false)), mask ? lz_as_view(L, lz_attention_operand(L, mask, r, false)) : 0};
+  const coil_sym *osz[COIL_MAX_RANK];
+  coil_lower_sizes(L, &m->scores->type, osz);
+  osz[r - 1] = v->sizes[v->rank - 1];
+  int b = lbuf_new(L, q->dtype, r, osz);
+  int node = lnode_new(L, LN_EXTERN, b);
+  lnode *e = &L->nodes[node];
+  e->op = "coil.attention";
+  e->nins = mask ? 4 : 3;
+  e->ins = COIL_ARENA_ARRAY(L->arena, int, 4);
+  memcpy(e->ins, ins, sizeof ins);
+  e->nouts = 1;
+  e->outs = COIL_ARENA_ARRAY(L->arena, int, 1);
+  e->outs[0] = b;
+  e->nxparams = 2;
+  e->xparams = COIL_ARENA_ARRAY(L->arena, coil_xparam, 2);
+  e->xparams[0] = (coil_xparam){.name = "scale", .kind = COIL_XP_FLOAT, .f = m->scale};
+  e->xparams[1] = (coil_xparam){.name = "masked_rows", .kind = COIL_XP_STR, .s = m->zero_rows ? "zero" : "nan"};
+  L->bufs[b].node = node;
+  lazy *out = op_result(L, n, 0); /* [N, L, Ev], the same elements in the same order */
+  out->expr = lx_load(L, b, coil_lower_row_major(L, out->rank, out->sizes, out->dvars));
+  out->realized = b;
+  op_set_value(L, n, out);
+  return 0;
+}
+
 static int
 lower_matmul(lowering *L, const coil_node *n)
 {
+  for (int i = 0; i < L->nattention; i++)
+    if (&L->g->nodes[L->attention[i].node] == n && coil_lower_is_library(L, "coil.attention", n->out->type.dtype))
+      return lower_attention(L, n, &L->attention[i]);
   if (n->op->sub != 2)
     return lower_extern(L, n, n->op->sub ? "aten.bmm.default" : "aten.mm.default");
   lazy *bias = op_arg(L, n, 0), *out = op_result(L, n, 0);

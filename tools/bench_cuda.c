@@ -451,6 +451,7 @@ bench_log(void *user, const char *plugin, coil_log_level level, const char *mess
 static bool autotune; /* --autotune: compile with coil.autotune = true (mode max-autotune) */
 static const char *backend = "cuda"; /* --backend: cuda, or hip (on HIP's NVIDIA platform here) */
 static const char *convolution = "auto"; /* --convolution: [coil] convolution for these compiles */
+static const char *attention = "auto";   /* --attention: [coil] attention */
 
 static int
 bench_graph(const gpu_graph *gg, const char *plugin_dir, bool compile_only, result *res)
@@ -470,7 +471,7 @@ bench_graph(const gpu_graph *gg, const char *plugin_dir, bool compile_only, resu
    * convolution where it loads) becomes a library call, as --convolution says */
   coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS];
   coil_compile_options co = {.fuse = true, .verify = true};
-  coil_backend_compile_options(lp, inst, convolution, claims, &co);
+  coil_backend_compile_options(lp, inst, convolution, attention, claims, &co);
   double t0 = now();
   coil_graph *g = coil_graph_parse(gg->name, gg->text, strlen(gg->text), &d);
   coil_wir_program *p = g ? coil_compile_graph(g, &co, &d) : NULL;
@@ -565,11 +566,14 @@ coil_bench_cuda(int argc, char **argv, const char *plugin_dir)
     else if (strcmp(argv[i], "--convolution") == 0 && i + 1 < argc &&
              (!strcmp(argv[i + 1], "auto") || !strcmp(argv[i + 1], "generated") || !strcmp(argv[i + 1], "library")))
       convolution = argv[++i];
+    else if (strcmp(argv[i], "--attention") == 0 && i + 1 < argc &&
+             (!strcmp(argv[i + 1], "auto") || !strcmp(argv[i + 1], "generated") || !strcmp(argv[i + 1], "library")))
+      attention = argv[++i];
     else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc && (!strcmp(argv[i + 1], "cuda") || !strcmp(argv[i + 1], "hip")))
       backend = argv[++i];
     else {
       fprintf(stderr, "coil: usage: coil bench --backend cuda|hip [--compile-only] [--autotune] [--json FILE] [--only NAME[,NAME...]]\n"
-                      "       [--convolution auto|generated|library]\n");
+                      "       [--convolution auto|generated|library] [--attention auto|generated|library]\n");
       return 2;
     }
   }

@@ -53,7 +53,7 @@ static const char usage[] =
     "  plugins [--config FILE] list the backend plugins on the search path\n"
     "  bench                   the cpu plugin on the CPU benchmark graphs (docs/benchmarks.md)\n"
     "  bench --backend cuda [--compile-only] [--autotune] [--json FILE] [--only NAME]\n"
-    "        [--convolution auto|generated|library]\n"
+    "        [--convolution auto|generated|library] [--attention auto|generated|library]\n"
     "                          the cuda plugin on the GPU benchmark graphs: kernel time, GB/s,\n"
     "                          host time per call, with CUDA graphs, compile times\n"
     "  bench --conv [--rounds N] [--threads T]\n"
@@ -235,7 +235,7 @@ cmd_compile(int argc, char **argv)
   if (!dump_dir)
     dump_dir = bs.env.dump_dir; /* [coil] debug_dump, COIL_DEBUG_DUMP */
   coil_compile_options o = {.fuse = fuse, .verify = true, .dump_dir = dump_dir};
-  coil_backend_compile_options(lp, inst, bs.env.convolution, claims, &o);
+  coil_backend_compile_options(lp, inst, bs.env.convolution, bs.env.attention, claims, &o);
   coil_wir_program *p = g ? coil_compile_graph(g, &o, &d) : NULL;
   double t2 = now_seconds();
   if (!p) {
@@ -875,6 +875,7 @@ setup_backend(backend_setup *b, const char *flag_backend, const char *config_fil
   b->env.option_values = b->values;
   b->env.cache_dir = coil_config_get(b->config, "cache_dir"); /* "" turns the cache off */
   b->env.convolution = coil_config_get(b->config, "convolution");
+  b->env.attention = coil_config_get(b->config, "attention");
   const char *dump = coil_config_get(b->config, "debug_dump"); /* --dump overrides it */
   b->env.dump_dir = dump && *dump ? dump : NULL;
   return 0;

@@ -819,6 +819,47 @@ check_kernel_call(verifier *v, const char *where, int i, const coil_line *l)
   return 0;
 }
 
+/* The library ops coil defines itself (docs/wrapper-ir.md, "Library ops defined by coil"): their
+ * operands and parameters, which a plugin may then take as given. */
+static int
+check_coil_op(verifier *v, const char *where, const coil_line *l)
+{
+  const coil_wir_program *p = v->p;
+  if (strncmp(l->op, "coil.", 5) != 0)
+    return 0;
+  if (strcmp(l->op, "coil.attention") != 0)
+    return LFAIL("unknown op %s: coil defines only coil.attention", l->op);
+  if (l->nargs < 3 || l->nargs > 4 || l->nouts != 1)
+    return LFAIL("coil.attention takes q, k, v and an optional mask to one output, not %d to %d", l->nargs,
+                 l->nouts);
+  const coil_buffer *o = &p->buffers[l->outs[0]];
+  static const char *const role[] = {"q", "k", "v", "the mask"};
+  for (int a = 0; a < l->nargs; a++) {
+    const coil_buffer *b = &p->buffers[l->args[a]];
+    if (b->rank != o->rank || b->dtype != o->dtype)
+      return LFAIL("coil.attention: %s is %s of rank %d, the output %s of rank %d", role[a], coil_dtype_name(b->dtype),
+                   b->rank, coil_dtype_name(o->dtype), o->rank);
+  }
+  if (o->rank < 3 || !coil_dtype_is_float(o->dtype))
+    return LFAIL("coil.attention: the output is %s of rank %d, expected a floating dtype and rank 3 or more",
+                 coil_dtype_name(o->dtype), o->rank);
+  bool scale = false, rows = false;
+  for (int x = 0; x < l->nxparams; x++) {
+    const coil_xparam *xp = &l->xparams[x];
+    if (strcmp(xp->name, "scale") == 0 && xp->kind == COIL_XP_FLOAT)
+      scale = true;
+    else if (strcmp(xp->name, "masked_rows") == 0 && xp->kind == COIL_XP_STR &&
+             (strcmp(xp->s, "zero") == 0 || strcmp(xp->s, "nan") == 0))
+      rows = true;
+    else
+      return LFAIL("coil.attention: unexpected parameter %s (it takes scale=FLOAT and masked_rows='zero'|'nan')",
+                   xp->name);
+  }
+  if (!scale || !rows)
+    return LFAIL("coil.attention: parameter %s is missing", scale ? "masked_rows" : "scale");
+  return 0;
+}
+
 static int
 check_extern_call(verifier *v, const char *where, const coil_line *l)
 {
@@ -857,7 +898,7 @@ check_extern_call(verifier *v, const char *where, const coil_line *l)
   if (dup)
     rc = LFAIL("parameter %s is given twice", dup);
   coil_xfree(names);
-  return rc;
+  return rc ? rc : check_coil_op(v, where, l);
 }
 
 static int

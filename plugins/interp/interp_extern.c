@@ -270,6 +270,107 @@ run_matmul(xcall *x, int kind)
   return finish(x, 0, r);
 }
 
+/* ---- coil.attention: softmax(scale * q k^T + mask) v, in double ---- */
+
+/* The offset in a (row-major, as gathered) of element (batch b of out's batch sizes, i, j):
+ * a batch dim of size 1 broadcasts, and so do the last two when they are 1 (a mask's). */
+static int64_t
+bcast_at(const xarr *a, const int64_t *bidx, int nb, int64_t i, int64_t j)
+{
+  int64_t o = 0;
+  for (int d = 0; d < nb; d++)
+    o = o * a->sizes[d] + (a->sizes[d] == 1 ? 0 : bidx[d]);
+  o = o * a->sizes[nb] + (a->sizes[nb] == 1 ? 0 : i);
+  return o * a->sizes[nb + 1] + (a->sizes[nb + 1] == 1 ? 0 : j);
+}
+
+/* The fused attention the core matches in graphs (docs/wrapper-ir.md, "coil.attention"):
+ * q [*B, L, E], k [*B, S, E], v [*B, S, Ev], an optional additive mask [*B, L, S], each batch
+ * dim either out's or 1. masked_rows says what a row whose scores are all -inf gives: 'zero'
+ * (0, as the guarded softmax of exports) or 'nan' (as a plain softmax). */
+static int
+run_attention(xcall *x)
+{
+  if (want_nin(x, 3, 4))
+    return -1;
+  const xarr *q = &x->in[0], *k = &x->in[1], *v = &x->in[2], *m = x->nin > 3 ? &x->in[3] : NULL;
+  int r = q->rank, nb = r - 2;
+  if (r < 3 || k->rank != r || v->rank != r || (m && m->rank != r))
+    return interp_err(x->c, "coil.attention: q, k, v and the mask must have one rank of at least 3");
+  int64_t L = q->sizes[nb], E = q->sizes[nb + 1], S = k->sizes[nb], Ev = v->sizes[nb + 1];
+  if (k->sizes[nb + 1] != E || v->sizes[nb] != S)
+    return interp_err(x->c, "coil.attention: k is [.., %" PRId64 ", %" PRId64 "] and v [.., %" PRId64 ", %" PRId64
+                      "] for q [.., %" PRId64 ", %" PRId64 "]", S, k->sizes[nb + 1], v->sizes[nb], Ev, L, E);
+  int64_t osz[COIL_MAX_RANK];
+  for (int d = 0; d < nb; d++) {
+    osz[d] = 1;
+    for (int t = 0; t < 4; t++) {
+      const xarr *a = t == 0 ? q : t == 1 ? k : t == 2 ? v : m;
+      if (a && a->sizes[d] != 1) {
+        if (osz[d] != 1 && osz[d] != a->sizes[d])
+          return interp_err(x->c, "coil.attention: batch dim %d is %" PRId64 " and %" PRId64, d, osz[d], a->sizes[d]);
+        osz[d] = a->sizes[d];
+      }
+    }
+  }
+  if (x->outs[0]->rank == r) /* a batch dim every input broadcasts is out's size */
+    for (int d = 0; d < nb; d++)
+      if (osz[d] == 1)
+        osz[d] = x->outs[0]->sizes[d];
+  osz[nb] = L;
+  osz[nb + 1] = Ev;
+  if (m && ((m->sizes[nb] != 1 && m->sizes[nb] != L) || (m->sizes[nb + 1] != 1 && m->sizes[nb + 1] != S)))
+    return interp_err(x->c, "coil.attention: a mask of [.., %" PRId64 ", %" PRId64 "] for scores [.., %" PRId64 ", %" PRId64 "]",
+                      m->sizes[nb], m->sizes[nb + 1], L, S);
+  if (want_out(x, 0, r, osz))
+    return -1;
+  double scale = 1;
+  if (get_num(x, "scale", 1, &scale))
+    return -1;
+  const coil_xparam *mr = xp(x, "masked_rows");
+  bool zero_rows = mr && mr->kind == COIL_XP_STR && strcmp(mr->s, "zero") == 0;
+  if (mr && !zero_rows && !(mr->kind == COIL_XP_STR && strcmp(mr->s, "nan") == 0))
+    return interp_err(x->c, "coil.attention: masked_rows is 'zero' or 'nan'");
+  ival *res = results(x, 0);
+  double *p = malloc(sizeof(double) * (size_t)(S + 1)), *acc = malloc(sizeof(double) * (size_t)(Ev + 1));
+  if (!res || !p || !acc) {
+    free(p);
+    free(acc);
+    return res ? interp_err(x->c, "out of memory") : -1;
+  }
+  int64_t nbatch = 1, bidx[COIL_MAX_RANK] = {0};
+  for (int d = 0; d < nb; d++)
+    nbatch *= osz[d];
+  coil_dtype t = x->outs[0]->dtype;
+  for (int64_t b = 0; b < nbatch; b++, advance(bidx, osz, nb))
+    for (int64_t i = 0; i < L; i++) {
+      double mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < S; j++) {
+        double s = 0;
+        for (int64_t e = 0; e < E; e++)
+          s += F(q, bcast_at(q, bidx, nb, i, e)) * F(k, bcast_at(k, bidx, nb, j, e));
+        s *= scale;
+        if (m)
+          s += F(m, bcast_at(m, bidx, nb, i, j));
+        p[j] = s;
+        mx = s > mx ? s : mx;
+      }
+      for (int64_t j = 0; j < S; j++)
+        sum += p[j] = exp(p[j] - mx); /* all -inf: exp(nan), the plain softmax's NaN */
+      bool masked = S > 0 && mx == -INFINITY;
+      for (int64_t e = 0; e < Ev; e++)
+        acc[e] = 0;
+      for (int64_t j = 0; j < S; j++)
+        for (int64_t e = 0; e < Ev; e++)
+          acc[e] += p[j] / sum * F(v, bcast_at(v, bidx, nb, j, e));
+      for (int64_t e = 0; e < Ev; e++)
+        res[(b * L + i) * Ev + e] = interp_from_f64(masked && zero_rows ? 0 : acc[e], t);
+    }
+  free(p);
+  free(acc);
+  return finish(x, 0, res);
+}
+
 /* ---- convolution: direct, 1 to 3 spatial dims, grouped, dilated, transposed ---- */
 
 static void
@@ -747,7 +848,7 @@ run_index(xcall *x)
 /* ---- the table ---- */
 
 typedef enum xop {
-  X_MM, X_BMM, X_ADDMM, X_CONV, X_MAXPOOL, X_AVGPOOL, X_TOPK, X_GATHER, X_EMBEDDING, X_INDEX, X_CUMSUM,
+  X_MM, X_BMM, X_ADDMM, X_ATTENTION, X_CONV, X_MAXPOOL, X_AVGPOOL, X_TOPK, X_GATHER, X_EMBEDDING, X_INDEX, X_CUMSUM,
 } xop;
 
 static const struct {
@@ -758,6 +859,7 @@ static const struct {
     {"aten.mm.default", X_MM, 1},
     {"aten.bmm.default", X_BMM, 1},
     {"aten.addmm.default", X_ADDMM, 1},
+    {"coil.attention", X_ATTENTION, 1},
     {"aten.convolution.default", X_CONV, 1},
     {"aten.max_pool2d_with_indices.default", X_MAXPOOL, 2},
     {"aten.avg_pool2d.default", X_AVGPOOL, 1},
@@ -791,6 +893,7 @@ dispatch(xcall *x, xop op)
   case X_MM: return run_matmul(x, MM);
   case X_BMM: return run_matmul(x, BMM);
   case X_ADDMM: return run_matmul(x, ADDMM);
+  case X_ATTENTION: return run_attention(x);
   case X_CONV: return run_conv(x);
   case X_MAXPOOL: return run_pool(x, true);
   case X_AVGPOOL: return run_pool(x, false);

@@ -59,7 +59,8 @@ destroy(coil_plugin *self)
  * and interp runs that, as any new backend would (a topk longer than the core generates stays a
  * library call, which interp then reports as not supported). The engine still runs a
  * convolution extern_call when a program has one ([coil] convolution = library), which checks
- * the library path. */
+ * the library path. coil.attention, the fused attention, it claims for the floating dtypes:
+ * interp is the reference the fused kernels of other plugins are compared with. */
 static coil_support
 supports(const coil_plugin *self, const char *op, coil_dtype dtype)
 {
@@ -86,6 +87,8 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
   for (size_t i = 0; i < sizeof externs / sizeof *externs; i++)
     if (strcmp(op, externs[i]) == 0)
       return COIL_SUPPORTED;
+  if (strcmp(op, "coil.attention") == 0)
+    return dtype == COIL_F16 || dtype == COIL_BF16 || dtype == COIL_F32 || dtype == COIL_F64 ? COIL_SUPPORTED : COIL_UNSUPPORTED;
   return COIL_UNSUPPORTED;
 }
 

@@ -1129,3 +1129,45 @@ Test(wir, indirect_variables_are_checked)
     coil_wir_free(p);
   }
 }
+
+/* coil.attention, the library op coil defines (docs/wrapper-ir.md): its operands and parameters
+ * are checked, so a plugin may take them as given. */
+static const char attention_prog[] =
+    "wir 1.4\nprogram t\n"
+    "input arg0 'q': f16[2, 4, 8] stride [32, 8, 1]\n"
+    "input arg1 'k': f16[2, 5, 8] stride [40, 8, 1]\n"
+    "input arg2 'v': f16[2, 5, 3] stride [15, 3, 1]\n"
+    "input arg3 'm': %s[1, 4, 5] stride [20, 5, 1]\n\n"
+    "alloc buf0: f16[2, 4, 3] stride [12, 3, 1]\n"
+    "extern_call %s(%s) -> (buf0) [%s]\n"
+    "output buf0\n";
+
+static void
+attention_case(const char *mask_dtype, const char *op, const char *args, const char *params, const char *want)
+{
+  char text[1024];
+  snprintf(text, sizeof text, attention_prog, mask_dtype, op, args, params);
+  coil_wir_program *p = parse_ok("t.wir", text);
+  if (want) {
+    verify_fails(p, want);
+  } else {
+    verify_ok(p);
+    char *s = round_trip(p);
+    cr_expect(strstr(s, "[scale=0.125, masked_rows='zero']") || strstr(s, "masked_rows='nan'"), "%s", s);
+    free(s);
+  }
+  coil_wir_free(p);
+}
+
+Test(verify, coil_attention)
+{
+  static const char ok[] = "scale=0.125, masked_rows='zero'";
+  attention_case("f16", "coil.attention", "arg0, arg1, arg2", ok, NULL);
+  attention_case("f16", "coil.attention", "arg0, arg1, arg2, arg3", "scale=1.0, masked_rows='nan'", NULL);
+  attention_case("f16", "coil.attention", "arg0, arg1", ok, "takes q, k, v and an optional mask to one output, not 2 to 1");
+  attention_case("f32", "coil.attention", "arg0, arg1, arg2, arg3", ok, "the mask is f32 of rank 3, the output f16 of rank 3");
+  attention_case("f16", "coil.attention", "arg0, arg1, arg2", "scale=0.125", "parameter masked_rows is missing");
+  attention_case("f16", "coil.attention", "arg0, arg1, arg2", "scale=0.125, masked_rows='keep'", "unexpected parameter masked_rows");
+  attention_case("f16", "coil.attention", "arg0, arg1, arg2", "scale=1, masked_rows='zero'", "unexpected parameter scale");
+  attention_case("f16", "coil.flash", "arg0, arg1, arg2", ok, "unknown op coil.flash: coil defines only coil.attention");
+}
