@@ -313,7 +313,7 @@ coil_attention_dump(const coil_graph *g, const coil_compile_options *o, coil_str
                        m[i].mask ? "%" : "", m[i].mask ? m[i].mask->name : "none");
     coil_strbuf_double(out, m[i].scale);
     coil_strbuf_printf(out, ", masked rows %s: %s\n", m[i].zero_rows ? "zero" : "nan",
-                       claimed ? "one coil.attention call" : "not claimed for this dtype, compiled as written");
+                       claimed ? "one coil.attention call" : "not claimed for this dtype or refused by the plugin's statement query, compiled as written");
   }
   if (why.s)
     coil_strbuf_puts(out, why.s);

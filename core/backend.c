@@ -62,6 +62,10 @@ coil_backend_compile_options(const coil_loaded_plugin *lp, const coil_plugin *in
   }
   o->library = claims;
   o->nlibrary = n;
+  /* auto: the plugin's statement query may still refuse a fused call by its shapes */
+  bool ask = !attention || strcmp(attention, "auto") == 0;
+  o->plugin = ask ? lp : NULL;
+  o->instance = ask ? inst : NULL;
 }
 
 /* A plugin's warnings and errors (a refused graph capture, say) go to stderr; its info and

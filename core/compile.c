@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 
 #include "attention.h"
+#include "backend.h"
+#include "runtime.h"
 #include "schedule.h"
 
 /* Writes text to DIR/NAME (through a temporary file and a rename). */
@@ -76,6 +78,22 @@ compile(const coil_graph *g, const coil_compile_options *o, coil_diag *d)
   return p;
 }
 
+/* Whether the plugin of o refuses, through its statement query, a coil.attention call of p
+ * (the claim by dtype said yes, the shapes or layouts say no). */
+static bool
+attention_refused(const coil_compile_options *o, const coil_wir_program *p)
+{
+  if (!o->plugin || !o->plugin->api.supports_stmt)
+    return false;
+  for (int i = 0; i < p->nlines; i++) {
+    const coil_line *l = &p->lines[i];
+    if (l->kind == COIL_LINE_EXTERN_CALL && strcmp(l->op, "coil.attention") == 0 &&
+        !coil_claim_stmt(o->plugin, o->instance, p, l))
+      return true;
+  }
+  return false;
+}
+
 /* The compile inside an out-of-memory scope (arena.h): running out of memory anywhere in it
  * frees what the compile allocated and fails with a message, instead of ending the process. */
 coil_wir_program *
@@ -90,6 +108,18 @@ coil_compile_graph(const coil_graph *g, const coil_compile_options *o, coil_diag
     return NULL;
   }
   coil_wir_program *p = compile(g, o ? o : &dflt, d);
+  if (p && o && attention_refused(o, p)) { /* again, with the attention chains as written */
+    coil_library_claim *kept = coil_xcalloc((size_t)o->nlibrary + 1, sizeof *kept);
+    coil_compile_options again = *o;
+    again.nlibrary = 0;
+    for (int i = 0; i < o->nlibrary; i++)
+      if (strcmp(o->library[i].op, "coil.attention") != 0)
+        kept[again.nlibrary++] = o->library[i];
+    again.library = kept;
+    coil_wir_free(p);
+    p = compile(g, &again, d);
+    coil_xfree(kept);
+  }
   coil_oom_end(&oom);
   return p;
 }

@@ -274,7 +274,7 @@ cmd_compile(int argc, char **argv)
       printf("peak memory of intermediates and outputs: %lld bytes\n", (long long)p->peak_bytes);
     printf("parse %.3f ms, compile %.3f ms\n", 1e3 * (t1 - t0), 1e3 * (t2 - t1));
     if (dump_dir)
-      printf("dumps in %s/: graph.txt ir_pre_fusion.txt ir_post_fusion.txt program.wir\n", dump_dir);
+      printf("dumps in %s/: graph.txt attention.txt ir_pre_fusion.txt ir_post_fusion.txt program.wir\n", dump_dir);
   }
   int plugin_rc = 0;
   if (rc == 0 && artifact)

@@ -10,6 +10,7 @@
 
 #include "attention.h"
 #include "backend.h"
+#include "runtime.h"
 #include "coil/sym.h"
 
 static char *
@@ -326,4 +327,44 @@ Test(attention, fused_results_equal_ref_with_masked_rows)
   cr_expect_eq(nan_rows, 0, "the guard makes a masked row 0");
   run_on_interp(unguarded, &nan_rows);
   cr_expect_gt(nan_rows, 0, "these inputs have rows with every key masked (NaN without the guard)");
+}
+
+/* A plugin's statement query (ABI 1.4 supports_stmt) on a coil.attention call: yes only for
+ * head dim `head_dim` (a fused kernel's constraint, as cuda's tensor-core kernel has). */
+static int64_t head_dim;
+static int asked;
+
+static coil_support
+stmt_by_head_dim(const coil_plugin *self, const coil_plugin_stmt *st)
+{
+  (void)self;
+  if (st->kind != COIL_STMT_EXTERN || strcmp(st->op, "coil.attention") != 0)
+    return COIL_SUPPORTED;
+  asked++;
+  const coil_plugin_value *o = st->outputs[0];
+  cr_assert_eq(st->ninputs, 3);
+  cr_assert_eq(o->rank, 4);
+  cr_assert(strstr(st->text, "extern_call coil.attention("), "%s", st->text);
+  return o->sizes[3] == head_dim ? COIL_SUPPORTED : COIL_UNSUPPORTED;
+}
+
+Test(attention, the_statement_query_can_refuse_a_call_by_its_shapes)
+{
+  coil_graph *g = load(bench); /* head dim 8 */
+  coil_loaded_plugin lp = {0};
+  lp.api.supports_stmt = stmt_by_head_dim;
+  coil_library_claim claim = {"coil.attention", 1u << COIL_F32};
+  coil_diag d = {{0}};
+  for (int yes = 0; yes < 2; yes++) {
+    head_dim = yes ? 8 : 64;
+    asked = 0;
+    coil_compile_options o = {.fuse = true, .verify = true, .library = &claim, .nlibrary = 1, .plugin = &lp};
+    coil_wir_program *p = coil_compile_graph(g, &o, &d);
+    cr_assert_not_null(p, "%s", d.msg);
+    cr_expect_eq(asked, 1);
+    cr_expect_eq(externs(p, "coil.attention"), yes, "head dim %lld", (long long)head_dim);
+    cr_expect_eq(externs(p, "aten.bmm.default"), yes ? 0 : 2);
+    coil_wir_free(p);
+  }
+  coil_graph_free(g);
 }

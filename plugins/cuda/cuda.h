@@ -1,5 +1,6 @@
-/* cuda.h — the cuda plugin's internals: its dialect of the SDK's GPU emitter (cuda_codegen.c) and
- * the run-time wrapper (cuda_run.c), shared by the plugin's table (cuda_plugin.c). */
+/* cuda.h — the cuda plugin's internals: its dialect of the SDK's GPU emitter (cuda_codegen.c), the
+ * run-time wrapper (cuda_run.c) and coil.attention (cuda_attention.c), shared by the plugin's
+ * table (cuda_plugin.c). */
 #ifndef COIL_CUDA_H
 #define COIL_CUDA_H
 
@@ -26,6 +27,8 @@ void cuda_tune_kernel(const coil_wir_program *p, int k, const char *arch, coil_g
 coil_error *cuda_nvrtc_compile(const char *src, const char *arch, const char *what, const char *dir, const char *path);
 
 /* A GEMM line's cuBLASLt setup, reused while its operands keep their layout and alignment. */
+typedef struct cuda_attn_loaded cuda_attn_loaded;
+
 typedef struct {
   bool valid;
   int64_t key[18];
@@ -56,6 +59,9 @@ typedef struct {
   bool sync;         /* sync = false: runs whose tensors are all on the GPU return once queued */
   bool graphs;       /* coil.graph_capture (mode reduce-overhead): capture once, replay */
   bool autotune;     /* coil.autotune (mode max-autotune): time candidate plans, keep the best */
+  bool attn_simt;    /* attention_kernel = simt: coil.attention never on the tensor cores */
+  int attn_tile[5];  /* attention_tile = BRxBCxWMxST[xMINB]: the tensor-core kernel's tile for every
+                        head dim (cuda_attention.c); all 0: its default per head dim */
 } cuda_options;
 
 #define CUDA_BLAS_WORKSPACE ((size_t)32 << 20)
@@ -102,6 +108,7 @@ struct coil_artifact {
   const cuda_cudnn *dnn;      /* for programs with convolution lines; else NULL */
   cudnnHandle_t dnn_handle;
   cuda_dnn_plan *dnn_plans;   /* per line */
+  cuda_attn_loaded *attn;     /* programs with coil.attention lines: their kernels; else NULL */
   CUdeviceptr oob;            /* programs with indirect loads: 2 long longs, [0] = 1 and [1] = the
                                  value when a kernel found an index out of range; 0 otherwise.
                                  Zeroed at load and after a synchronous run reports it, never
@@ -115,11 +122,90 @@ void cuda_lt_plans_free(coil_artifact *a);
 void cuda_dnn_plans_free(coil_artifact *a);
 
 /* Whether a library op of the program can run here: mm or bmm on floats, each operand with unit
- * stride in one of its two matrix dims (BLAS layouts). Otherwise why says what is missing. */
+ * stride in one of its two matrix dims (BLAS layouts), convolution with cuDNN, coil.attention
+ * (cuda_attention_line_ok). Otherwise why says what is missing. */
 bool cuda_blas_line_ok(const coil_wir_program *p, const coil_line *l, char *why, size_t n);
 
 /* Runs a loaded artifact (see coil_plugin_run_args): inputs on the host or on the device,
  * outputs written where they are. */
 coil_error *cuda_run(coil_artifact *a, const coil_plugin_run_args *args);
+
+/* ---- coil.attention (cuda_attention.c, kernels in cuda_attention.cu) ---- */
+
+#define CUDA_ATTN_MAX_BATCH 6
+
+/* The kernels' parameter, laid out as cuda_attention.cu's coil_attn_params (element strides). */
+typedef struct {
+  uint64_t q, k, v, mask, out;   /* device addresses of element 0 (mask: 0 when none) */
+  int64_t L, S, E, Ev;
+  int64_t q_l, q_e, k_s, k_e, v_s, v_e, m_l, m_s, o_l, o_e; /* the last two dims (0: size 1) */
+  int64_t nb;                    /* batch dims after merging (0 to CUDA_ATTN_MAX_BATCH) */
+  int64_t bsize[CUDA_ATTN_MAX_BATCH];
+  int64_t q_b[CUDA_ATTN_MAX_BATCH], k_b[CUDA_ATTN_MAX_BATCH], v_b[CUDA_ATTN_MAX_BATCH], m_b[CUDA_ATTN_MAX_BATCH],
+      o_b[CUDA_ATTN_MAX_BATCH];  /* 0: broadcast */
+  int64_t q_tiles;               /* blocks over L; blockIdx.x = tile + q_tiles * batch index */
+  int64_t masked_nan;            /* a row of all -inf scores gives NaN (1) or 0 */
+  double scale, scale_log2;      /* scale, and scale * log2(e) */
+} cuda_attn_params;
+
+/* One kernel of cuda_attention.cu: attn_simt of a dtype, or attn_tc of a dtype, head dim, mask
+ * or not and tile. */
+typedef struct {
+  coil_dtype dtype;
+  bool tc;
+  bool mask;
+  int hd, br, bc, wm, stages, minb; /* attn_tc: head dim, query rows a block, keys a step, m16
+                                       tiles a warp, shared-memory stages, blocks an SM */
+  int sm;                           /* cuda_attention.c's tile table: the least target (0: any) */
+} cuda_attn_kernel;
+
+/* Its symbol (coil_attn_simt_f16, coil_attn_tc_f16_d64_128x64x1x2x2), block size and dynamic
+ * shared memory; its NVRTC source (cuda_attention.cu and the line instantiating it), or that
+ * line alone. */
+void cuda_attention_kernel_name(const cuda_attn_kernel *k, char *buf, size_t n);
+unsigned cuda_attention_threads(const cuda_attn_kernel *k);
+unsigned cuda_attention_smem(const cuda_attn_kernel *k);
+void cuda_attention_module_source(const cuda_attn_kernel *k, coil_strbuf *src);
+void cuda_attention_instance(const cuda_attn_kernel *k, coil_strbuf *src);
+
+/* Whether coil.attention line l can run here (arity, dtypes, ranks, parameters); else why. */
+bool cuda_attention_line_ok(const coil_wir_program *p, const coil_line *l, char *why, size_t n);
+
+/* The attention kernels of a program (at compile): *out NULL when it has no coil.attention line.
+ * Kernel i is compiled into aI.cubin; cuda_attention_write writes attention.txt (the plan load
+ * reads) and attention.cu (every kernel's source, readable). */
+typedef struct cuda_attn_build cuda_attn_build;
+/* The statement query's answer for a coil.attention call (cuda_plugin.c supports_stmt): whether
+ * the tensor-core kernel runs it on sm (f16/bf16, a head dim it has a tile for, unit last
+ * strides). */
+bool cuda_attention_fast(const coil_plugin_stmt *st, const cuda_options *opt, int sm);
+coil_error *cuda_attention_plan(const coil_wir_program *p, const cuda_options *opt, const char *arch,
+                                cuda_attn_build **out);
+int cuda_attention_nkernels(const cuda_attn_build *b);
+const cuda_attn_kernel *cuda_attention_kernel(const cuda_attn_build *b, int i);
+coil_error *cuda_attention_write(const cuda_attn_build *b, const char *dir);
+void cuda_attention_build_free(cuda_attn_build *b);
+
+/* Load: a->attn from attention.txt and the aI.cubin (nothing for a program without attention). */
+coil_error *cuda_attention_load(coil_artifact *a, const char *dir);
+void cuda_attention_unload(coil_artifact *a);
+
+/* A launch of a coil.attention line: nothing (no rows, columns or batch), the SIMT kernel or the
+ * tensor-core one, its grid, block and dynamic shared memory. */
+typedef enum { CUDA_ATTN_NOTHING, CUDA_ATTN_SIMT, CUDA_ATTN_TC } cuda_attn_path;
+typedef struct {
+  cuda_attn_path path;
+  cuda_attn_params prm;
+  unsigned grid_x, grid_y, threads, smem;
+} cuda_attn_launch;
+
+/* The launch of coil.attention on the bound buffers ops (q, k, v, the mask or NULL) and out:
+ * the tensor-core kernel tc (NULL: none) where the operands allow it, else the SIMT kernel.
+ * Returns NULL, or what is wrong (static text or why). */
+const char *cuda_attention_prepare(const coil_gpu_buf *const ops[4], const coil_gpu_buf *out, double scale,
+                                   bool masked_nan, const cuda_attn_kernel *tc, cuda_attn_launch *L, char *why, size_t n);
+/* Runs line l (the executor's extern call): one launch on the artifact's stream, no allocation
+ * or synchronization (graph capture records it). */
+coil_error *cuda_attention_run(coil_gpu_run *c, const coil_line *l);
 
 #endif

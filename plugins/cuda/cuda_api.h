@@ -62,6 +62,8 @@ typedef struct CUgraphExec_st *CUgraphExec;
 #define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 #define CU_STREAM_DEFAULT 0
 #define CU_STREAM_NON_BLOCKING 1
 #define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
@@ -112,6 +114,8 @@ typedef struct cuda_driver {
   /* a caller's stream (ABI 1.2): ordering a run after another stream's work */
   CUresult (*StreamWaitEvent)(CUstream s, CUevent e, unsigned flags);
   CUresult (*CtxSynchronize)(void);
+  /* a kernel's limits (coil.attention: more than 48 KB of dynamic shared memory) */
+  CUresult (*FuncSetAttribute)(CUfunction f, int attr, int value);
 } cuda_driver;
 
 /* The driver, loaded and initialised (cuInit) on first use; NULL with why when there is none. */

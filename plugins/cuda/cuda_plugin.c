@@ -7,18 +7,23 @@
  *
  * Options ([plugin.cuda]): arch = sm_XY (default: the GPU's, or sm_90 without one); sync =
  * true|false (default true; false: a run whose inputs and outputs all live on the GPU returns
- * once its work is queued, ordered with the legacy default stream). From the host:
+ * once its work is queued, ordered with the legacy default stream); attention_kernel and
+ * attention_tile (coil.attention's kernels: cuda_attention.c; their defaults from
+ * $COIL_CUDA_ATTENTION_KERNEL and $COIL_CUDA_ATTENTION_TILE where set). From the host:
  * coil.graph_capture (mode reduce-overhead) captures runs into CUDA graphs (cuda_run.c),
  * coil.autotune (mode max-autotune) times candidate plans at compile (cuda_tune.c); other keys
  * starting with "coil." are accepted and ignored.
  *
  * An artifact: kernels.cu (every kernel, readable), k<i>.cubin per kernel, plans.txt (each
- * kernel's launch plan), program.wir, tuning.log with max-autotune, manifest.json.
+ * kernel's launch plan), program.wir, tuning.log with max-autotune, manifest.json; with
+ * coil.attention lines attention.cu, attention.txt and a<i>.cubin per attention kernel.
  *
  * Library ops: mm and bmm through cuBLASLt (cuBLAS where it is missing) on floats whose operands
  * have unit stride in one matrix dim, with a following bias/relu kernel folded in as an
- * epilogue; other library ops are refused at compile as not supported (issue [F5] leaves them
- * for later: convolution, pooling, index, gather, embedding, topk). */
+ * epilogue; convolution through cuDNN where it loads; coil.attention (the fused attention the
+ * core matches) with kernels of this plugin's own (cuda_attention.c), no library; other library
+ * ops are refused at compile as not supported (issue [F5] leaves them for later: pooling,
+ * index, gather, embedding, topk). */
 #include <pthread.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -27,7 +32,7 @@
 
 #include "cuda.h"
 
-#define CUDA_VERSION_STR "0.2.0"
+#define CUDA_VERSION_STR "0.3.0"
 /* NVRTC compiles kernels on this many threads at most: one per online CPU, at least 8 (a
  * compile waits on NVRTC's own work as much as on a core) */
 #define COMPILE_THREADS 32
@@ -36,7 +41,8 @@ struct coil_plugin {
   cuda_options opt;   /* arch "" until first needed when not set by an option (finding the
                          GPU's initialises CUDA, which must not happen before a host forks) */
   const coil_host_api *host;
-  char identity[96];  /* NVRTC version and arch: the compile cache's toolchain key */
+  char identity[160]; /* NVRTC version, arch (and the attention settings from the environment):
+                         the compile cache's toolchain key */
   pthread_mutex_t lock; /* arch is decided once; compiles may ask from several threads */
 };
 
@@ -50,6 +56,31 @@ parse_bool(const char *v, bool *out)
   if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0 || strcmp(v, "no") == 0 || strcmp(v, "off") == 0)
     return *out = false, true;
   return false;
+}
+
+/* attention_tile = BRxBCxWMxST[xMINB] (MINB 1 when left out) into t[5]. */
+static bool
+parse_tile(const char *v, int *t)
+{
+  int n = 0, x[5] = {0, 0, 0, 0, 1};
+  for (const char *s = v;;) {
+    char *end;
+    long k = strtol(s, &end, 10);
+    if (end == s || k < 1 || k > 4096 || n == 5)
+      return false;
+    x[n++] = (int)k;
+    if (!*end)
+      break;
+    if (*end != 'x')
+      return false;
+    s = end + 1;
+  }
+  int br = x[0], bc = x[1], wm = x[2], st = x[3], minb = x[4];
+  if (n < 4 || (wm != 1 && wm != 2) || br % (16 * wm) || br / (16 * wm) > 16 || bc % 16 || bc > 256 || st < 2 ||
+      st > 4 || minb > 4)
+    return false;
+  memcpy(t, x, sizeof x);
+  return true;
 }
 
 /* Applies o over *opt (which holds the instance's values, or the defaults). */
@@ -85,7 +116,22 @@ parse_options(const coil_plugin_options *o, cuda_options *opt)
         return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: option sync: expected true or false, got '%s'", v);
       continue;
     }
-    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: unknown option '%s' (known: arch, sync)", k);
+    if (strcmp(k, "attention_kernel") == 0) {
+      if (strcmp(v, "auto") != 0 && strcmp(v, "simt") != 0)
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: option attention_kernel: expected auto or simt, got '%s'", v);
+      opt->attn_simt = strcmp(v, "simt") == 0;
+      continue;
+    }
+    if (strcmp(k, "attention_tile") == 0) {
+      if (!parse_tile(v, opt->attn_tile))
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT,
+                              "cuda: option attention_tile: expected BRxBCxWMxST[xMINB] (query rows a block, a multiple "
+                              "of 16 WM, at most 16 warps; keys a step, a multiple of 16 up to 256; m16 tiles a warp, 1 "
+                              "or 2; 2 to 4 stages; 1 to 4 blocks an SM), e.g. 128x64x1x2x2, got '%s'", v);
+      continue;
+    }
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT,
+                          "cuda: unknown option '%s' (known: arch, sync, attention_kernel, attention_tile)", k);
   }
   return NULL;
 }
@@ -110,7 +156,23 @@ create(const coil_plugin_create_args *args, coil_plugin **out)
   if (!p)
     return coil_sdk_out_of_memory();
   p->opt.sync = true;
-  coil_error *e = parse_options(COIL_STRUCT_HAS(args, coil_plugin_create_args, options) ? args->options : NULL, &p->opt);
+  /* $COIL_CUDA_ATTENTION_KERNEL and $COIL_CUDA_ATTENTION_TILE: attention_kernel and
+   * attention_tile where the options do not set them (for measuring through tools that create
+   * the plugin without options, as coil bench does); named in identity(), so the compile cache
+   * keeps their artifacts apart */
+  const char *env_keys[2], *env_values[2];
+  size_t nenv = 0;
+  static const char *const envs[][2] = {{"COIL_CUDA_ATTENTION_KERNEL", "attention_kernel"},
+                                        {"COIL_CUDA_ATTENTION_TILE", "attention_tile"}};
+  for (int i = 0; i < 2; i++) {
+    const char *v = getenv(envs[i][0]);
+    if (v && *v)
+      env_keys[nenv] = envs[i][1], env_values[nenv++] = v;
+  }
+  coil_plugin_options env = {.struct_size = sizeof env, .count = nenv, .keys = env_keys, .values = env_values};
+  coil_error *e = nenv ? parse_options(&env, &p->opt) : NULL;
+  if (!e)
+    e = parse_options(COIL_STRUCT_HAS(args, coil_plugin_create_args, options) ? args->options : NULL, &p->opt);
   if (e) {
     free(p);
     return e;
@@ -146,13 +208,16 @@ identity(coil_plugin *self)
   int ma = 0, mi = 0;
   if (nv)
     nv->Version(&ma, &mi);
-  snprintf(self->identity, sizeof self->identity, "nvrtc %d.%d %s", ma, mi, arch_of(self));
+  const char *k = getenv("COIL_CUDA_ATTENTION_KERNEL"), *t = getenv("COIL_CUDA_ATTENTION_TILE");
+  snprintf(self->identity, sizeof self->identity, "nvrtc %d.%d %s%s%s%s%s", ma, mi, arch_of(self), k && *k ? " attention " : "",
+           k && *k ? k : "", t && *t ? " tile " : "", t && *t ? t : "");
   return self->identity;
 }
 
-/* Every kernel op and reduction on every dtype, mm and bmm on floats, convolution on floats where
- * cuDNN 9 loads (a program compiled with it then needs cuDNN to run; `[coil] convolution =
- * generated` keeps convolutions in generated kernels). Nothing without NVRTC. */
+/* Every kernel op and reduction on every dtype, mm and bmm on floats, coil.attention on floats,
+ * convolution on floats where cuDNN 9 loads (a program compiled with it then needs cuDNN to run;
+ * `[coil] convolution = generated` keeps convolutions in generated kernels). Nothing without
+ * NVRTC. */
 static coil_support
 supports(const coil_plugin *self, const char *op, coil_dtype dtype)
 {
@@ -175,6 +240,9 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
   if ((strcmp(op, "aten.mm.default") == 0 || strcmp(op, "aten.bmm.default") == 0) &&
       (dtype == COIL_F32 || dtype == COIL_F16 || dtype == COIL_BF16 || dtype == COIL_F64))
     return COIL_SUPPORTED; /* cuBLAS, operands permitting (compile checks their layout) */
+  if (strcmp(op, "coil.attention") == 0 &&
+      (dtype == COIL_F32 || dtype == COIL_F16 || dtype == COIL_BF16 || dtype == COIL_F64))
+    return COIL_SUPPORTED; /* cuda_attention.c: every instance (the SIMT kernel takes any) */
   if (strcmp(op, "aten.convolution.default") == 0 &&
       (dtype == COIL_F32 || dtype == COIL_F16 || dtype == COIL_BF16 || dtype == COIL_F64) && cuda_cudnn_get(NULL))
     return COIL_SUPPORTED;
@@ -186,6 +254,8 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
 typedef struct {
   const coil_wir_program *p;
   const coil_gpu_plan *plans; /* per kernel */
+  const cuda_attn_build *attn; /* the attention kernels (NULL: none) */
+  int total;            /* the attention kernels, then the program's: the items to compile */
   const char *arch, *dir;
   int next;             /* the next kernel to take (under lock) */
   pthread_mutex_t lock;
@@ -239,8 +309,21 @@ static coil_error *
 compile_one(compile_job *j, int k)
 {
   coil_strbuf src = {0};
-  coil_gpu_kernel_source(&cuda_dialect, j->p, k, &j->plans[k], &src);
   char path[4096], what[600];
+  const int na = j->total - j->p->nkernels;
+  if (k < na) { /* an attention kernel (first: the largest compiles start early) */
+    const cuda_attn_kernel *ak = cuda_attention_kernel(j->attn, k);
+    char name[96];
+    cuda_attention_kernel_name(ak, name, sizeof name);
+    cuda_attention_module_source(ak, &src);
+    snprintf(path, sizeof path, "%s/a%d.cubin", j->dir, k);
+    snprintf(what, sizeof what, "attention kernel %s (source in attention.cu)", name);
+    coil_error *e = cuda_nvrtc_compile(src.s, j->arch, what, j->dir, path);
+    coil_strbuf_free(&src);
+    return e;
+  }
+  k -= na;
+  coil_gpu_kernel_source(&cuda_dialect, j->p, k, &j->plans[k], &src);
   snprintf(path, sizeof path, "%s/k%d.cubin", j->dir, k);
   snprintf(what, sizeof what, "kernel %s", j->p->kernels[k].name);
   coil_error *e = cuda_nvrtc_compile(src.s, j->arch, what, j->dir, path);
@@ -254,9 +337,9 @@ compile_worker(void *arg)
   compile_job *j = arg;
   for (;;) {
     pthread_mutex_lock(&j->lock);
-    int k = j->err ? j->p->nkernels : j->next++;
+    int k = j->err ? j->total : j->next++;
     pthread_mutex_unlock(&j->lock);
-    if (k >= j->p->nkernels)
+    if (k >= j->total)
       return NULL;
     coil_error *e = compile_one(j, k);
     if (e) {
@@ -284,14 +367,21 @@ compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const c
     if (p->lines[l].kind == COIL_LINE_EXTERN_CALL && !cuda_blas_line_ok(p, &p->lines[l], why_not, sizeof why_not))
       return coil_sdk_error(COIL_ERR_UNSUPPORTED, "cuda: line %d: %s", l + 1, why_not);
   }
+  cuda_attn_build *attn = NULL;
+  if ((e = cuda_attention_plan(p, &opt, arch, &attn)))
+    return e;
   const char *why = NULL;
-  if (p->nkernels && !cuda_nvrtc_get(&why))
+  if ((p->nkernels || attn) && !cuda_nvrtc_get(&why)) {
+    cuda_attention_build_free(attn);
     return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cuda: %s", why);
+  }
   /* each kernel's plan: the default, or with max-autotune the fastest candidate on this GPU */
   coil_gpu_plan *plans = calloc((size_t)p->nkernels + 1, sizeof *plans);
   coil_strbuf tlog = {0}, ptext = {0};
-  if (!plans)
+  if (!plans) {
+    cuda_attention_build_free(attn);
     return coil_sdk_out_of_memory();
+  }
   for (int k = 0; k < p->nkernels; k++) {
     if (opt.autotune)
       cuda_tune_kernel(p, k, arch, &plans[k], &tlog);
@@ -300,11 +390,12 @@ compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const c
     const coil_gpu_plan *q = &plans[k];
     coil_gpu_plan_print(k, q, &ptext);
   }
-  compile_job j = {.p = p, .plans = plans, .arch = arch, .dir = args->artifact_dir};
+  compile_job j = {.p = p, .plans = plans, .attn = attn, .total = p->nkernels + cuda_attention_nkernels(attn),
+                   .arch = arch, .dir = args->artifact_dir};
   pthread_mutex_init(&j.lock, NULL);
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   int nt = cpus > COMPILE_THREADS ? COMPILE_THREADS : cpus < 8 ? 8 : (int)cpus;
-  nt = p->nkernels < nt ? p->nkernels : nt;
+  nt = j.total < nt ? j.total : nt;
   pthread_t th[COMPILE_THREADS];
   int started = 0;
   for (int t = 1; t < nt; t++)
@@ -319,9 +410,16 @@ compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const c
   free(plans);
   for (int k = 0; k < p->nkernels; k++)
     coil_strbuf_printf(&files, ", \"k%d.cubin\"", k);
+  for (int k = 0; k < cuda_attention_nkernels(attn); k++)
+    coil_strbuf_printf(&files, ", \"a%d.cubin\"", k);
   /* the sources (kept on failure too, for the message to point at), the program, the manifest */
   e = coil_sdk_write_file(args->artifact_dir, "kernels.cu", all.s ? all.s : "");
   coil_strbuf_free(&all);
+  if (!e && attn) {
+    e = cuda_attention_write(attn, args->artifact_dir);
+    coil_strbuf_puts(&files, ", \"attention.cu\", \"attention.txt\"");
+  }
+  cuda_attention_build_free(attn);
   if (!e && j.err)
     e = j.err;
   else if (j.err)
@@ -384,6 +482,7 @@ artifact_free(coil_artifact *a)
     if (a->switch_event)
       a->cu->EventDestroy(a->switch_event);
     cuda_graph_free(a);
+    cuda_attention_unload(a);
     cuda_lt_plans_free(a);
     cuda_dnn_plans_free(a);
     free(a->dnn_plans);
@@ -493,9 +592,10 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
     else if ((r = cu->MemPoolSetAttribute(a->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep)))
       call = "cuMemPoolSetAttribute";
   }
-  bool needs_blas = false;
+  bool needs_blas = false; /* mm, bmm and convolution (cuDNN takes cuBLAS's workspace); not coil.attention */
   for (int l = 0; l < p->nlines; l++)
-    needs_blas = needs_blas || p->lines[l].kind == COIL_LINE_EXTERN_CALL;
+    needs_blas = needs_blas || (p->lines[l].kind == COIL_LINE_EXTERN_CALL &&
+                                !(p->lines[l].op && strcmp(p->lines[l].op, "coil.attention") == 0));
   if (!r && needs_blas) {
     const char *bwhy = NULL;
     a->blas = cuda_cublas_get(&bwhy);
@@ -582,6 +682,11 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
     artifact_free(a);
     return coil_sdk_error(COIL_ERR_RUNTIME, "cuda: %s failed: %s (%d)", call, s ? s : "?", r);
   }
+  coil_error *ae = cuda_attention_load(a, args->artifact_dir);
+  if (ae) {
+    artifact_free(a);
+    return ae;
+  }
   *out = a;
   return NULL;
 }
@@ -590,6 +695,18 @@ static coil_error *
 run(coil_artifact *a, const coil_plugin_run_args *args)
 {
   return cuda_run(a, args);
+}
+
+/* The statement query (ABI 1.4): a coil.attention call only where the tensor-core kernel runs
+ * it (cuda_attention_fast); the core then compiles the other chains as bmm, softmax, bmm.
+ * Everything else as supports() says. */
+static coil_support
+supports_stmt(const coil_plugin *self, const coil_plugin_stmt *st)
+{
+  if (st->kind != COIL_STMT_EXTERN || !st->op || strcmp(st->op, "coil.attention") != 0)
+    return COIL_SUPPORTED;
+  const char *arch = arch_of((coil_plugin *)self); /* decided once, under the instance's lock */
+  return cuda_attention_fast(st, &self->opt, atoi(arch + 3)) ? COIL_SUPPORTED : COIL_UNSUPPORTED;
 }
 
 /* ---- the tables and the entry ---- */
@@ -603,7 +720,7 @@ run(coil_artifact *a, const coil_plugin_run_args *args)
     .wir_min_minor = 0, .wir_max_minor = COIL_WIR_VERSION_MINOR, .error_code = coil_sdk_error_code,        \
     .error_message = coil_sdk_error_message, .error_free = coil_sdk_error_free, .create = create,          \
     .destroy = destroy, .supports = supports, .compile = compile, .load = LOAD, .run = RUN,                \
-    .artifact_free = FREE, .identity = identity,                                                           \
+    .artifact_free = FREE, .identity = identity, .supports_stmt = supports_stmt,                           \
   }
 
 static const coil_plugin_api executes =

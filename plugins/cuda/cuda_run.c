@@ -1,7 +1,8 @@
 /* cuda_run.c — the cuda plugin's wrapper: the SDK's GPU executor (coil/coil_gpu_run.h) walks a
  * program's lines through the CUDA driver given here: allocations from the artifact's stream-
  * ordered pool (cuMemAllocAsync), kernel launches, copies; library ops (mm and bmm through
- * cuBLASLt or cuBLAS, convolution through cuDNN) are this file's. Inputs may be on the host
+ * cuBLASLt or cuBLAS, convolution through cuDNN) are this file's, coil.attention is
+ * cuda_attention.c's. Inputs may be on the host
  * (copied in first) or already on the device. Everything is queued on the artifact's stream; the
  * run synchronizes once at the end. reduce-overhead captures the run into a CUDA graph. */
 #include <inttypes.h>
@@ -660,6 +661,8 @@ rt_extern_call(rctx *c, const coil_line *l)
     return run_matmul(c, l);
   if (l->op && strcmp(l->op, "aten.convolution.default") == 0)
     return run_conv(c, l);
+  if (l->op && strcmp(l->op, "coil.attention") == 0)
+    return cuda_attention_run(c, l);
   return coil_gpu_run_fail(c, COIL_ERR_UNSUPPORTED, "library op %s is not supported by the cuda plugin yet", l->op);
 }
 
@@ -903,6 +906,8 @@ blas_layout(const coil_buffer *b, int o)
 bool
 cuda_blas_line_ok(const coil_wir_program *p, const coil_line *l, char *why, size_t n)
 {
+  if (l->op && strcmp(l->op, "coil.attention") == 0)
+    return cuda_attention_line_ok(p, l, why, n);
   if (l->op && strcmp(l->op, "aten.convolution.default") == 0 && l->nouts == 1 && (l->nargs == 2 || l->nargs == 3)) {
     coil_dtype t = p->buffers[l->outs[0]].dtype;
     if (!cuda_cudnn_get(NULL) || dnn_type(t) < 0) {

@@ -121,6 +121,13 @@ typedef struct coil_compile_options {
   int nplacement;
   void (*work_line)(void *user, int line, int node);
   void *work_user;
+  /* The plugin the program is for and its instance (the runtime's coil_loaded_plugin and
+   * coil_plugin), set by coil_backend_compile_options: where the plugin has the statement query
+   * (ABI 1.4 supports_stmt) and refuses a coil.attention call of the program, by its shapes or
+   * layouts, the graph is compiled again with attention as written. NULL: not asked ([coil]
+   * attention = library or generated). */
+  const struct coil_loaded_plugin *plugin;
+  const struct coil_plugin *instance;
 } coil_compile_options;
 
 /* Lowers, schedules and emits g as a Wrapper IR program (owned by the caller: coil_wir_free).

@@ -1,15 +1,16 @@
 #!/bin/bash
 # cuda_nvrtc_compile: every kernel of every example, golden and conformance model graph compiles
-# with NVRTC for sm_90 through the cuda plugin (no GPU needed). A graph with a library op the
-# plugin does not do yet is refused as "not supported" and counted apart; any other failure
-# fails the test. Exit 77 (skipped) where NVRTC is absent.
+# with NVRTC for sm_90 through the cuda plugin (no GPU needed), coil.attention's kernels
+# (a*.cubin) included where the core fuses attention (tests/attention_sass.sh checks those
+# alone). A graph with a library op the plugin does not do yet is refused as "not supported" and
+# counted apart; any other failure fails the test. Exit 77 (skipped) where NVRTC is absent.
 # Usage: nvrtc_compile.sh COIL SOURCE_DIR
 set -uo pipefail
 coil=$1 src=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 printf '[plugin.cuda]\narch = sm_90\n' >"$tmp/cuda.ini"
-ok=0 unsupported=0 failed=0 kernels=0
+ok=0 unsupported=0 failed=0 kernels=0 attention=0
 lsan_skipped=0
 compile() { # GRAPH OUT: under ASan, LeakSanitizer can fail to stop NVRTC's threads for its exit
   # check on a loaded machine ("LeakSanitizer has encountered a fatal error": the tool, not a leak
@@ -32,6 +33,7 @@ for g in "$src"/examples/*.coil "$src"/core/tests/golden/*.coil "$src"/conforman
   if compile "$g" "$out"; then
     ok=$((ok + 1))
     kernels=$((kernels + $(ls "$out"/k*.cubin 2>/dev/null | wc -l)))
+    attention=$((attention + $(ls "$out"/a*.cubin 2>/dev/null | wc -l))) # coil.attention's (cuda_attention.c)
   elif grep -q "NVRTC not found" "$tmp/log"; then
     echo "skipped: $(grep -m1 'NVRTC' "$tmp/log")"
     exit 77
@@ -42,7 +44,7 @@ for g in "$src"/examples/*.coil "$src"/core/tests/golden/*.coil "$src"/conforman
     failed=$((failed + 1))
   fi
 done
-echo "NVRTC (sm_90) compiled $kernels kernels of $ok graphs; $unsupported graphs need a library op the cuda plugin does not do yet; $failed failed"
+echo "NVRTC (sm_90) compiled $kernels kernels and $attention attention kernels of $ok graphs; $unsupported graphs need a library op the cuda plugin does not do yet; $failed failed"
 [ $lsan_skipped -eq 0 ] || echo "LeakSanitizer itself failed twice on $lsan_skipped graphs: compiled those without the leak check"
 
 # max-autotune compiles every candidate plan too; without a GPU the worker says so and every
