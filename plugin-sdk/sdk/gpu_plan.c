@@ -228,8 +228,14 @@ coil_gpu_plan_kernel(const coil_gpu_dialect *dl, const coil_wir_program *p, cons
   }
   if (k->nr == 0) {
     int tv = transpose_var(k);
+    int64_t xn = fixed_xnumel(k);
     if (tv >= 0)
       *out = (coil_gpu_plan){COIL_GPU_TRANSPOSE, 256, 1, 1, 0, tv, 0};
+    else if (xn >= 1 && xn <= COIL_GPU_SMALL_X)
+      /* a small kernel is latency-bound (a 10-op chain over 1k elements: 4.0 us over 8 blocks of
+         128 threads, one element each, against 7.2 us in one block of 256 x 4; H100, g7_chain):
+         one element a thread, spread over as many SMs as the elements allow */
+      *out = (coil_gpu_plan){COIL_GPU_POINTWISE, 128, 1, 1, 1, 0, 0};
     else
       *out = (coil_gpu_plan){COIL_GPU_POINTWISE, 256, 4, vector_width(dl, k, k->nx, k->xvars, k->xsize), 1, 0, 0};
     return;

@@ -74,8 +74,13 @@ shape() { # NAME GRAPH-BODY INPUT PATTERN...
     fi
   done
 }
-shape pointwise '  %y = aten.gelu.default(%x)\n' 'f32[64, 64]' 'coil_vec<float, 4>' '__unaligned('
-shape pointwise_f16 '  %y = aten.relu.default(%x)\n' 'f16[64, 64]' 'coil_vec<uint16_t, 8>'
+shape pointwise '  %y = aten.gelu.default(%x)\n' 'f32[256, 256]' 'coil_vec<float, 4>' '__unaligned('
+shape pointwise_f16 '  %y = aten.relu.default(%x)\n' 'f16[256, 256]' 'coil_vec<uint16_t, 8>'
+# a small kernel (<= COIL_GPU_SMALL_X points) is latency-bound: one element a thread, no vectors
+shape pointwise_small '  %y = aten.gelu.default(%x)\n' 'f32[64, 64]' 'launch_bounds__(128)'
+if grep -q 'coil_vec<' "$tmp/pointwise_small/kernels.cu"; then
+  echo "FAIL: pointwise_small: a small kernel got a vector variant"; failed=$((failed + 1))
+fi
 shape persistent '  %y = aten._softmax.default(%x, -1, False)\n' 'f32[64, 1024]' 'const int64_t rbase' 'coil_block_reduce' '__unaligned('
 shape transpose '  %t = aten.t.default(%x)\n  %y = aten.clone.default(%t)\n' 'f32[96, 80]' '__shared__ float tile0\[32\]\[33\]'
 shape looped '  %y = aten.sum.dim_IntList(%x, [1])\n' 'f32[4, 100000]' 'rindex += blockDim.x'

@@ -199,45 +199,15 @@ struct coil_op_wf { template <typename T> __device__ coil_wf<T> operator()(coil_
   coil_wf<T> r; r.m = a.m + d * f; r.q = a.q + b.q + d * d * (T)a.n * f; r.n = t; return r; } };
 
 /* aten.relu.default */
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(128)
 coil_poi_fused_relu_0(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
+  for (int64_t xbase = (int64_t)blockIdx.x * 128; xbase < xnumel; xbase += (int64_t)gridDim.x * 128) {
     {
 #pragma unroll
       for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + ((int64_t)j * 256 + threadIdx.x) * 4;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (64);
-        xindex_rem /= (64);
-        const int64_t x0 = xindex_rem;
-        const coil_vec<float, 4> t0 = *(const coil_vec<float, 4> *)&in0[64*x0 + x1];
-        coil_vec<float, 4> t2;
-        const int64_t coil_lane0 = x1;
-        #pragma unroll
-        for (int l = 0; l < 4; l++) {
-          const int64_t x1 = coil_lane0 + l;
-          const float v0 = t0.e[l];
-          const float v1 = (v0 != v0 ? v0 : v0 > 0 ? v0 : (float)0);
-          t2.e[l] = v1;
-        }
-        *(coil_vec<float, 4> *)&out0[64*x0 + x1] = t2;
-      }
-    }
-  }
-}
-
-/* the same for params not all 16-byte aligned */
-extern "C" __global__ void __launch_bounds__(256)
-coil_poi_fused_relu_0__unaligned(const float *__restrict__ in0, float *__restrict__ out0)
-{
-  const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
-    {
-#pragma unroll
-      for (int j = 0; j < 4; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 256 + threadIdx.x;
+        const int64_t xindex = xbase + (int64_t)j * 128 + threadIdx.x;
         int64_t xindex_rem = xindex;
         const int64_t x1 = xindex_rem % (64);
         xindex_rem /= (64);
@@ -251,45 +221,15 @@ coil_poi_fused_relu_0__unaligned(const float *__restrict__ in0, float *__restric
 }
 
 /* aten.relu.default */
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(128)
 coil_poi_fused_relu_1(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
+  for (int64_t xbase = (int64_t)blockIdx.x * 128; xbase < xnumel; xbase += (int64_t)gridDim.x * 128) {
     {
 #pragma unroll
       for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + ((int64_t)j * 256 + threadIdx.x) * 4;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (64);
-        xindex_rem /= (64);
-        const int64_t x0 = xindex_rem;
-        const coil_vec<float, 4> t0 = *(const coil_vec<float, 4> *)&in0[64*x0 + x1];
-        coil_vec<float, 4> t2;
-        const int64_t coil_lane0 = x1;
-        #pragma unroll
-        for (int l = 0; l < 4; l++) {
-          const int64_t x1 = coil_lane0 + l;
-          const float v0 = t0.e[l];
-          const float v1 = (v0 != v0 ? v0 : v0 > 0 ? v0 : (float)0);
-          t2.e[l] = v1;
-        }
-        *(coil_vec<float, 4> *)&out0[64*x0 + x1] = t2;
-      }
-    }
-  }
-}
-
-/* the same for params not all 16-byte aligned */
-extern "C" __global__ void __launch_bounds__(256)
-coil_poi_fused_relu_1__unaligned(const float *__restrict__ in0, float *__restrict__ out0)
-{
-  const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
-    {
-#pragma unroll
-      for (int j = 0; j < 4; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 256 + threadIdx.x;
+        const int64_t xindex = xbase + (int64_t)j * 128 + threadIdx.x;
         int64_t xindex_rem = xindex;
         const int64_t x1 = xindex_rem % (64);
         xindex_rem /= (64);
@@ -303,45 +243,15 @@ coil_poi_fused_relu_1__unaligned(const float *__restrict__ in0, float *__restric
 }
 
 /* aten.relu.default */
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(128)
 coil_poi_fused_relu_2(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
+  for (int64_t xbase = (int64_t)blockIdx.x * 128; xbase < xnumel; xbase += (int64_t)gridDim.x * 128) {
     {
 #pragma unroll
       for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + ((int64_t)j * 256 + threadIdx.x) * 4;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (64);
-        xindex_rem /= (64);
-        const int64_t x0 = xindex_rem;
-        const coil_vec<float, 4> t0 = *(const coil_vec<float, 4> *)&in0[64*x0 + x1];
-        coil_vec<float, 4> t2;
-        const int64_t coil_lane0 = x1;
-        #pragma unroll
-        for (int l = 0; l < 4; l++) {
-          const int64_t x1 = coil_lane0 + l;
-          const float v0 = t0.e[l];
-          const float v1 = (v0 != v0 ? v0 : v0 > 0 ? v0 : (float)0);
-          t2.e[l] = v1;
-        }
-        *(coil_vec<float, 4> *)&out0[64*x0 + x1] = t2;
-      }
-    }
-  }
-}
-
-/* the same for params not all 16-byte aligned */
-extern "C" __global__ void __launch_bounds__(256)
-coil_poi_fused_relu_2__unaligned(const float *__restrict__ in0, float *__restrict__ out0)
-{
-  const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
-    {
-#pragma unroll
-      for (int j = 0; j < 4; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 256 + threadIdx.x;
+        const int64_t xindex = xbase + (int64_t)j * 128 + threadIdx.x;
         int64_t xindex_rem = xindex;
         const int64_t x1 = xindex_rem % (64);
         xindex_rem /= (64);
@@ -355,45 +265,15 @@ coil_poi_fused_relu_2__unaligned(const float *__restrict__ in0, float *__restric
 }
 
 /* aten.relu.default */
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(128)
 coil_poi_fused_relu_3(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
+  for (int64_t xbase = (int64_t)blockIdx.x * 128; xbase < xnumel; xbase += (int64_t)gridDim.x * 128) {
     {
 #pragma unroll
       for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + ((int64_t)j * 256 + threadIdx.x) * 4;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (64);
-        xindex_rem /= (64);
-        const int64_t x0 = xindex_rem;
-        const coil_vec<float, 4> t0 = *(const coil_vec<float, 4> *)&in0[64*x0 + x1];
-        coil_vec<float, 4> t2;
-        const int64_t coil_lane0 = x1;
-        #pragma unroll
-        for (int l = 0; l < 4; l++) {
-          const int64_t x1 = coil_lane0 + l;
-          const float v0 = t0.e[l];
-          const float v1 = (v0 != v0 ? v0 : v0 > 0 ? v0 : (float)0);
-          t2.e[l] = v1;
-        }
-        *(coil_vec<float, 4> *)&out0[64*x0 + x1] = t2;
-      }
-    }
-  }
-}
-
-/* the same for params not all 16-byte aligned */
-extern "C" __global__ void __launch_bounds__(256)
-coil_poi_fused_relu_3__unaligned(const float *__restrict__ in0, float *__restrict__ out0)
-{
-  const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
-    {
-#pragma unroll
-      for (int j = 0; j < 4; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 256 + threadIdx.x;
+        const int64_t xindex = xbase + (int64_t)j * 128 + threadIdx.x;
         int64_t xindex_rem = xindex;
         const int64_t x1 = xindex_rem % (64);
         xindex_rem /= (64);
@@ -407,45 +287,15 @@ coil_poi_fused_relu_3__unaligned(const float *__restrict__ in0, float *__restric
 }
 
 /* aten.relu.default */
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(128)
 coil_poi_fused_relu_4(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
+  for (int64_t xbase = (int64_t)blockIdx.x * 128; xbase < xnumel; xbase += (int64_t)gridDim.x * 128) {
     {
 #pragma unroll
       for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + ((int64_t)j * 256 + threadIdx.x) * 4;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (64);
-        xindex_rem /= (64);
-        const int64_t x0 = xindex_rem;
-        const coil_vec<float, 4> t0 = *(const coil_vec<float, 4> *)&in0[64*x0 + x1];
-        coil_vec<float, 4> t2;
-        const int64_t coil_lane0 = x1;
-        #pragma unroll
-        for (int l = 0; l < 4; l++) {
-          const int64_t x1 = coil_lane0 + l;
-          const float v0 = t0.e[l];
-          const float v1 = (v0 != v0 ? v0 : v0 > 0 ? v0 : (float)0);
-          t2.e[l] = v1;
-        }
-        *(coil_vec<float, 4> *)&out0[64*x0 + x1] = t2;
-      }
-    }
-  }
-}
-
-/* the same for params not all 16-byte aligned */
-extern "C" __global__ void __launch_bounds__(256)
-coil_poi_fused_relu_4__unaligned(const float *__restrict__ in0, float *__restrict__ out0)
-{
-  const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
-    {
-#pragma unroll
-      for (int j = 0; j < 4; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 256 + threadIdx.x;
+        const int64_t xindex = xbase + (int64_t)j * 128 + threadIdx.x;
         int64_t xindex_rem = xindex;
         const int64_t x1 = xindex_rem % (64);
         xindex_rem /= (64);
@@ -459,45 +309,15 @@ coil_poi_fused_relu_4__unaligned(const float *__restrict__ in0, float *__restric
 }
 
 /* aten.relu.default */
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(128)
 coil_poi_fused_relu_5(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
+  for (int64_t xbase = (int64_t)blockIdx.x * 128; xbase < xnumel; xbase += (int64_t)gridDim.x * 128) {
     {
 #pragma unroll
       for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + ((int64_t)j * 256 + threadIdx.x) * 4;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (64);
-        xindex_rem /= (64);
-        const int64_t x0 = xindex_rem;
-        const coil_vec<float, 4> t0 = *(const coil_vec<float, 4> *)&in0[64*x0 + x1];
-        coil_vec<float, 4> t2;
-        const int64_t coil_lane0 = x1;
-        #pragma unroll
-        for (int l = 0; l < 4; l++) {
-          const int64_t x1 = coil_lane0 + l;
-          const float v0 = t0.e[l];
-          const float v1 = (v0 != v0 ? v0 : v0 > 0 ? v0 : (float)0);
-          t2.e[l] = v1;
-        }
-        *(coil_vec<float, 4> *)&out0[64*x0 + x1] = t2;
-      }
-    }
-  }
-}
-
-/* the same for params not all 16-byte aligned */
-extern "C" __global__ void __launch_bounds__(256)
-coil_poi_fused_relu_5__unaligned(const float *__restrict__ in0, float *__restrict__ out0)
-{
-  const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
-    {
-#pragma unroll
-      for (int j = 0; j < 4; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 256 + threadIdx.x;
+        const int64_t xindex = xbase + (int64_t)j * 128 + threadIdx.x;
         int64_t xindex_rem = xindex;
         const int64_t x1 = xindex_rem % (64);
         xindex_rem /= (64);
@@ -511,45 +331,15 @@ coil_poi_fused_relu_5__unaligned(const float *__restrict__ in0, float *__restric
 }
 
 /* aten.relu.default */
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(128)
 coil_poi_fused_relu_6(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
+  for (int64_t xbase = (int64_t)blockIdx.x * 128; xbase < xnumel; xbase += (int64_t)gridDim.x * 128) {
     {
 #pragma unroll
       for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + ((int64_t)j * 256 + threadIdx.x) * 4;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (64);
-        xindex_rem /= (64);
-        const int64_t x0 = xindex_rem;
-        const coil_vec<float, 4> t0 = *(const coil_vec<float, 4> *)&in0[64*x0 + x1];
-        coil_vec<float, 4> t2;
-        const int64_t coil_lane0 = x1;
-        #pragma unroll
-        for (int l = 0; l < 4; l++) {
-          const int64_t x1 = coil_lane0 + l;
-          const float v0 = t0.e[l];
-          const float v1 = (v0 != v0 ? v0 : v0 > 0 ? v0 : (float)0);
-          t2.e[l] = v1;
-        }
-        *(coil_vec<float, 4> *)&out0[64*x0 + x1] = t2;
-      }
-    }
-  }
-}
-
-/* the same for params not all 16-byte aligned */
-extern "C" __global__ void __launch_bounds__(256)
-coil_poi_fused_relu_6__unaligned(const float *__restrict__ in0, float *__restrict__ out0)
-{
-  const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
-    {
-#pragma unroll
-      for (int j = 0; j < 4; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 256 + threadIdx.x;
+        const int64_t xindex = xbase + (int64_t)j * 128 + threadIdx.x;
         int64_t xindex_rem = xindex;
         const int64_t x1 = xindex_rem % (64);
         xindex_rem /= (64);
@@ -563,45 +353,15 @@ coil_poi_fused_relu_6__unaligned(const float *__restrict__ in0, float *__restric
 }
 
 /* aten.relu.default */
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(128)
 coil_poi_fused_relu_7(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
+  for (int64_t xbase = (int64_t)blockIdx.x * 128; xbase < xnumel; xbase += (int64_t)gridDim.x * 128) {
     {
 #pragma unroll
       for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + ((int64_t)j * 256 + threadIdx.x) * 4;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (64);
-        xindex_rem /= (64);
-        const int64_t x0 = xindex_rem;
-        const coil_vec<float, 4> t0 = *(const coil_vec<float, 4> *)&in0[64*x0 + x1];
-        coil_vec<float, 4> t2;
-        const int64_t coil_lane0 = x1;
-        #pragma unroll
-        for (int l = 0; l < 4; l++) {
-          const int64_t x1 = coil_lane0 + l;
-          const float v0 = t0.e[l];
-          const float v1 = (v0 != v0 ? v0 : v0 > 0 ? v0 : (float)0);
-          t2.e[l] = v1;
-        }
-        *(coil_vec<float, 4> *)&out0[64*x0 + x1] = t2;
-      }
-    }
-  }
-}
-
-/* the same for params not all 16-byte aligned */
-extern "C" __global__ void __launch_bounds__(256)
-coil_poi_fused_relu_7__unaligned(const float *__restrict__ in0, float *__restrict__ out0)
-{
-  const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
-    {
-#pragma unroll
-      for (int j = 0; j < 4; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 256 + threadIdx.x;
+        const int64_t xindex = xbase + (int64_t)j * 128 + threadIdx.x;
         int64_t xindex_rem = xindex;
         const int64_t x1 = xindex_rem % (64);
         xindex_rem /= (64);

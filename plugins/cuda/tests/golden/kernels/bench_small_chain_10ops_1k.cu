@@ -199,74 +199,15 @@ struct coil_op_wf { template <typename T> __device__ coil_wf<T> operator()(coil_
   coil_wf<T> r; r.m = a.m + d * f; r.q = a.q + b.q + d * d * (T)a.n * f; r.n = t; return r; } };
 
 /* aten.sin.default aten.mul.Tensor aten.add.Tensor */
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(128)
 coil_poi_fused_sin_mul_add_0(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (1024);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
+  for (int64_t xbase = (int64_t)blockIdx.x * 128; xbase < xnumel; xbase += (int64_t)gridDim.x * 128) {
     {
 #pragma unroll
       for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + ((int64_t)j * 256 + threadIdx.x) * 4;
-        int64_t xindex_rem = xindex;
-        const int64_t x0 = xindex_rem;
-        const coil_vec<float, 4> t0 = *(const coil_vec<float, 4> *)&in0[x0];
-        coil_vec<float, 4> t33;
-        const int64_t coil_lane0 = x0;
-        #pragma unroll
-        for (int l = 0; l < 4; l++) {
-          const int64_t x0 = coil_lane0 + l;
-          const float v0 = t0.e[l];
-          const float v1 = coil_sinf_ool(v0);
-          const float v2 = 0x1.028f5cp+0f;
-          const float v3 = (v1 * v2);
-          const float v4 = 0x1.99999ap-4f;
-          const float v5 = (v3 + v4);
-          const float v6 = coil_sinf_ool(v5);
-          const float v7 = (v6 * v2);
-          const float v8 = (v7 + v4);
-          const float v9 = coil_sinf_ool(v8);
-          const float v10 = (v9 * v2);
-          const float v11 = (v10 + v4);
-          const float v12 = coil_sinf_ool(v11);
-          const float v13 = (v12 * v2);
-          const float v14 = (v13 + v4);
-          const float v15 = coil_sinf_ool(v14);
-          const float v16 = (v15 * v2);
-          const float v17 = (v16 + v4);
-          const float v18 = coil_sinf_ool(v17);
-          const float v19 = (v18 * v2);
-          const float v20 = (v19 + v4);
-          const float v21 = coil_sinf_ool(v20);
-          const float v22 = (v21 * v2);
-          const float v23 = (v22 + v4);
-          const float v24 = coil_sinf_ool(v23);
-          const float v25 = (v24 * v2);
-          const float v26 = (v25 + v4);
-          const float v27 = coil_sinf_ool(v26);
-          const float v28 = (v27 * v2);
-          const float v29 = (v28 + v4);
-          const float v30 = coil_sinf_ool(v29);
-          const float v31 = (v30 * v2);
-          const float v32 = (v31 + v4);
-          t33.e[l] = v32;
-        }
-        *(coil_vec<float, 4> *)&out0[x0] = t33;
-      }
-    }
-  }
-}
-
-/* the same for params not all 16-byte aligned */
-extern "C" __global__ void __launch_bounds__(256)
-coil_poi_fused_sin_mul_add_0__unaligned(const float *__restrict__ in0, float *__restrict__ out0)
-{
-  const int64_t xnumel = (int64_t)1 * (1024);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
-    {
-#pragma unroll
-      for (int j = 0; j < 4; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 256 + threadIdx.x;
+        const int64_t xindex = xbase + (int64_t)j * 128 + threadIdx.x;
         int64_t xindex_rem = xindex;
         const int64_t x0 = xindex_rem;
         const float v0 = in0[x0];
