@@ -361,11 +361,16 @@ typedef struct {
   dev_tensors *in, *out;
 } runner;
 
+/* A run queued on the legacy default stream, where kernel_ms records its events: as Inductor's
+ * kernels run on PyTorch's current stream, and as coil's do when called from PyTorch. On the
+ * plugin's own stream each run would wait for the events' stream and the closing event for it
+ * (an implicit cross-stream dependency: 2-4 us a call on an H100, 2026-11-27, a 0.97x where
+ * the kernels took the same time under Nsight Compute). */
 static void
 call(const runner *r)
 {
   coil_diag d = {0};
-  if (coil_plugin_run(r->lp, r->art, r->in->n, r->in->p, r->out->n, r->out->p, &d)) {
+  if (coil_plugin_run_stream(r->lp, r->art, r->in->n, r->in->p, r->out->n, r->out->p, true, NULL, &d)) {
     fprintf(stderr, "coil bench: run failed: %s\n", d.msg);
     exit(1);
   }
