@@ -19,7 +19,7 @@ bad=0
 "$emit" "$tmp" "$src"/plugins/cuda/tests/golden/wir/*.wir >"$tmp/emit.log" 2>&1 || bad=1
 grep -E "^FAIL|^fx-emit" "$tmp/emit.log"
 n=$(grep -c "^unsupported:" "$tmp/emit.log")
-[ "$n" -le 2 ] || { echo "FAIL: $n programs refused (2 expected: scatter_reduce prod)"; bad=1; }
+[ "$n" -le 3 ] || { echo "FAIL: $n programs refused (3 expected: scatter_reduce prod; bench_attention_fp16, whose coil.attention line fx does not run)"; bad=1; }
 dirs=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d | sort)
 python3 "$src/plugins/fx/tests/fx_check.py" -j 2 $dirs || bad=1
 if [ -n "${COIL_FX_TRITON_PYTHON:-}" ]; then
