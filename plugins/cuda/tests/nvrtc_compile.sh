@@ -51,8 +51,7 @@ echo "NVRTC (sm_90) compiled $kernels kernels and $attention attention kernels o
 # kernel keeps its default plan, recorded in plans.txt with the reason in tuning.log
 rm -rf "$tmp/tuned"
 printf 'coil 1\ngraph g(%%x: f32[64, 1024]) {\n  %%y = aten._softmax.default(%%x, -1, False)\n  return (%%y)\n}\n' >"$tmp/sm.coil"
-if ! COIL_MODE=max-autotune COIL_CONFIG="$tmp/cuda.ini" "$coil" compile "$tmp/sm.coil" --backend cuda \
-    -o "$tmp/tuned" >"$tmp/log" 2>&1; then
+if ! COIL_MODE=max-autotune compile "$tmp/sm.coil" "$tmp/tuned"; then
   echo "FAIL: max-autotune compile:"; tail -3 "$tmp/log"; failed=$((failed + 1))
 elif ! grep -q "^k0 " "$tmp/tuned/plans.txt" || ! grep -q "candidate 1:" "$tmp/tuned/tuning.log"; then
   echo "FAIL: max-autotune wrote no plans.txt line or no candidates in tuning.log"; failed=$((failed + 1))
@@ -65,7 +64,7 @@ shape() { # NAME GRAPH-BODY INPUT PATTERN...
   local name=$1 body=$2 input=$3; shift 3
   printf 'coil 1\ngraph g(%%x: %s) {\n%b  return (%%y)\n}\n' "$input" "$body" >"$tmp/$name.coil"
   rm -rf "$tmp/$name"
-  if ! COIL_CONFIG="$tmp/cuda.ini" "$coil" compile "$tmp/$name.coil" --backend cuda -o "$tmp/$name" >"$tmp/log" 2>&1; then
+  if ! compile "$tmp/$name.coil" "$tmp/$name"; then
     echo "FAIL: $name does not compile:"; tail -3 "$tmp/log"; failed=$((failed + 1)); return
   fi
   for pat in "$@"; do
