@@ -230,6 +230,7 @@ main(int argc, char **argv)
   c.option_values = v2;
   c.convolution = coil_config_get(cfg, "convolution");
   c.attention = coil_config_get(cfg, "attention");
+  c.decompose_k = coil_config_get(cfg, "decompose_k");
 
   int rc = 0;
   if (print_case && strcmp(tiers, "random") == 0) {

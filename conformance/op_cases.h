@@ -307,6 +307,11 @@ static const op_template op_templates[] = {
     /* ---- library ops ---- */
     {"aten.mm.default", "", "T[A, B] T[B, C]", "%out = aten.mm.default(%a, %b)", DT_FL | DT_I64, Z | S},
     {"aten.mm.default", "k300", "T[A, 300] T[300, C]", "%out = aten.mm.default(%a, %b)", DT_F32, S},
+    /* a long K: with [coil] decompose_k = 8 (conformance_interp_decompose_k) 8 slices of 1024 as
+     * f32 partial products, their sum with the epilogue in one kernel */
+    {"aten.mm.default", "decompose_k", "T[A, 8192] T[8192, C]", "%out = aten.mm.default(%a, %b)", DT_FL, S},
+    {"aten.addmm.default", "decompose_k", "T[C] T[A, 8192] T[8192, C]",
+     "%m = aten.addmm.default(%a, %b, %c, beta=0.5, alpha=2)\n%out = aten.relu.default(%m)", DT_FL, S},
     {"aten.bmm.default", "", "T[D, A, B] T[D, B, C]", "%out = aten.bmm.default(%a, %b)", DT_FL, S},
     {"aten.addmm.default", "", "T[C] T[A, B] T[B, C]", "%out = aten.addmm.default(%a, %b, %c)", DT_FL, S},
     /* attention as exports spell it out, which the core fuses into one coil.attention call where

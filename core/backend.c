@@ -50,8 +50,9 @@ coil_backend_compile_options(const coil_loaded_plugin *lp, const coil_plugin *in
       claims[n++] = (coil_library_claim){.op = chosen[c], .dtypes = dtypes};
   }
   /* cumsum and topk: a library call where the plugin claims it (generated otherwise; topk up to
-   * rows of 1024, longer ones stay library calls) */
-  static const char *const claimable[] = {"aten.cumsum.default", "aten.topk.default"};
+   * rows of 1024, longer ones stay library calls); bmm.dtype (claimed per operand dtype): what
+   * decompose-K needs */
+  static const char *const claimable[] = {"aten.cumsum.default", "aten.topk.default", "aten.bmm.dtype"};
   for (size_t c = 0; c < sizeof claimable / sizeof *claimable; c++) {
     uint32_t sd = 0;
     for (int t = 0; t < COIL_DTYPE_COUNT && lp; t++)
@@ -66,6 +67,17 @@ coil_backend_compile_options(const coil_loaded_plugin *lp, const coil_plugin *in
   bool ask = !attention || strcmp(attention, "auto") == 0;
   o->plugin = ask ? lp : NULL;
   o->instance = ask ? inst : NULL;
+}
+
+int
+coil_backend_decompose_k(const char *setting)
+{
+  if (!setting || strcmp(setting, "auto") == 0)
+    return 0;
+  if (strcmp(setting, "off") == 0)
+    return -1;
+  int n = atoi(setting);
+  return n > 1 ? n : 0; /* the config accepts only listed counts */
 }
 
 /* A plugin's warnings and errors (a refused graph capture, say) go to stderr; its info and
@@ -162,6 +174,7 @@ coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_en
   coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS];
   coil_compile_options copts = {.fuse = true, .verify = true, .dump_dir = env ? env->dump_dir : NULL};
   coil_backend_compile_options(lp, inst, env ? env->convolution : NULL, env ? env->attention : NULL, claims, &copts);
+  copts.decompose_k = coil_backend_decompose_k(env ? env->decompose_k : NULL);
   if (!(p = coil_compile_graph(g, &copts, d)))
     goto done;
   rc = run_program(lp, inst, p, &opts, env, stats, inputs, outputs, d);
@@ -340,7 +353,8 @@ coil_backend_run_split(const coil_graph *g, const char *backends, const coil_bac
    * only nodes of one placement, so each backend gets the kernels it can run. */
   placing pc = {0};
   coil_compile_options first = {.fuse = false, .verify = true, .library = merged, .nlibrary = nmerged,
-                                .work_line = record_line, .work_user = &pc};
+                                .work_line = record_line, .work_user = &pc,
+                                .decompose_k = coil_backend_decompose_k(env ? env->decompose_k : NULL)};
   coil_wir_program *p0 = coil_compile_graph(g, &first, d);
   if (!p0)
     goto done;
@@ -356,7 +370,7 @@ coil_backend_run_split(const coil_graph *g, const char *backends, const coil_bac
   coil_wir_free(p0);
   coil_compile_options copts = {.fuse = true, .verify = true, .dump_dir = env ? env->dump_dir : NULL,
                                 .library = merged, .nlibrary = nmerged, .placement = pc.placement,
-                                .nplacement = pc.nnodes};
+                                .nplacement = pc.nnodes, .decompose_k = first.decompose_k};
   p = coil_compile_graph(g, &copts, d);
   free(pc.line), free(pc.node), free(pc.placement);
   if (!p || coil_partition_plan(p, nb, names, claim_split, b, &pt, d))

@@ -31,13 +31,14 @@ typedef struct coil_backend_env {
                                       temporary directory, removed after the run */
   const char *convolution;         /* [coil] convolution: auto (also NULL), generated, library */
   const char *attention;           /* [coil] attention: the same choices, for coil.attention */
+  const char *decompose_k;         /* [coil] decompose_k: auto (also NULL), off, or a split count */
   coil_backend_stats *stats;       /* counted into when not NULL */
   int nbackends;                   /* for a list of backends: each one's options */
   const coil_backend_opts *backends;
 } coil_backend_env;
 
 /* Library ops the core can also generate (aten.convolution.default): at most this many claims. */
-#define COIL_BACKEND_MAX_CLAIMS 4
+#define COIL_BACKEND_MAX_CLAIMS 6
 
 /* Sets o->library and o->nlibrary (into claims, which o points at afterwards) for a program
  * that plugin lp will run, with [coil] convolution = `convolution`: "auto" or NULL claims the
@@ -49,6 +50,8 @@ void coil_backend_compile_options(const coil_loaded_plugin *lp, const coil_plugi
                                   const char *convolution, const char *attention,
                                   coil_library_claim *claims,
                                   coil_compile_options *o);
+/* [coil] decompose_k as coil_compile_options.decompose_k: "auto" or NULL 0, "off" -1, "N" N. */
+int coil_backend_decompose_k(const char *setting);
 
 /* Runs g on `backend` ("ref", a plugin name or path, or a comma-separated list of plugin names:
  * coil_backend_run_split) with inputs by graph input name; the outputs are out0, out1, ... */

@@ -51,6 +51,10 @@ static const struct option {
      * decomposed bmm/softmax/bmm (generated), or the fused op whatever the plugin says */
     {"attention", TYPE_CHOICE, "auto", "COIL_ATTENTION",
      (const char *const[]){"auto", "generated", "library", NULL}},
+    /* decompose_k: an mm as a batched product of K's slices and a sum (where the plugin claims
+     * aten.bmm.dtype) in this many slices where K divides; auto (today: never) or off */
+    {"decompose_k", TYPE_CHOICE, "auto", "COIL_DECOMPOSE_K",
+     (const char *const[]){"auto", "off", "2", "4", "8", "16", "32", "64", NULL}},
 };
 enum { NOPTIONS = sizeof options / sizeof options[0] };
 

@@ -971,30 +971,102 @@ lower_attention(lowering *L, const coil_node *n, const coil_attention_match *m)
   return 0;
 }
 
-static int
-lower_matmul(lowering *L, const coil_node *n)
+/* An extern node of op reading the two buffers or views a and b and writing buffer out. */
+static lnode *
+extern2(lowering *L, const char *op, int a, int b, int out)
 {
-  for (int i = 0; i < L->nattention; i++)
-    if (&L->g->nodes[L->attention[i].node] == n && coil_lower_is_library(L, "coil.attention", n->out->type.dtype))
-      return lower_attention(L, n, &L->attention[i]);
-  if (n->op->sub != 2)
-    return lower_extern(L, n, n->op->sub ? "aten.bmm.default" : "aten.mm.default");
-  lazy *bias = op_arg(L, n, 0), *out = op_result(L, n, 0);
-  int a = lz_as_view(L, op_arg(L, n, 1)), b = lz_as_view(L, op_arg(L, n, 2));
-  int mmb = lbuf_new(L, out->dtype, 2, out->sizes);
-  int node = lnode_new(L, LN_EXTERN, mmb);
+  int node = lnode_new(L, LN_EXTERN, out); /* may move L->nodes */
   lnode *e = &L->nodes[node];
-  e->op = "aten.mm.default";
+  e->op = op;
   e->nins = 2;
   e->ins = COIL_ARENA_ARRAY(L->arena, int, 2);
   e->ins[0] = a;
   e->ins[1] = b;
   e->nouts = 1;
   e->outs = COIL_ARENA_ARRAY(L->arena, int, 1);
-  e->outs[0] = mmb;
+  e->outs[0] = out;
+  return e;
+}
+
+/* Decompose-K (coil_compile_options.decompose_k): how many slices of K the product of a [M, K]
+ * and b [K, N] is split into, or 0 for one product. Only where the target claims aten.bmm.dtype
+ * (the partial products in f32) for the operands' dtype and the sizes are known, and only when
+ * the setting names a count that divides K. Auto splits nothing: measured on an H100
+ * (docs/benchmarks.md, Decompose-K), cuBLASLt's own choice for one product (it splits K itself)
+ * beat every slice count on the shapes decompose-K is for. */
+static int
+decompose_k_splits(lowering *L, const lazy *a, const lazy *b, coil_dtype dt)
+{
+  int setting = L->opts ? L->opts->decompose_k : 0;
+  int64_t M, K, N;
+  if (setting < 2 || a->rank != 2 || b->rank != 2 || (dt != COIL_F16 && dt != COIL_BF16 && dt != COIL_F32) ||
+      a->dtype != dt || b->dtype != dt || !coil_lower_is_library(L, "aten.bmm.dtype", dt) ||
+      !coil_sym_is_const(a->sizes[0], &M) || !coil_sym_is_const(a->sizes[1], &K) ||
+      !coil_sym_is_const(b->sizes[1], &N) || M < 1 || N < 1 || K < 2)
+    return 0;
+  return K % setting == 0 ? setting : 0;
+}
+
+/* a [M, K] @ b [K, N] as decompose-K: a viewed as [ks, M, K/ks] (slice s of K is batch s), b as
+ * [ks, K/ks, N], extern_call aten.bmm.dtype into f32 partials [ks, M, N], and their sum over the
+ * slices as a reduction the epilogue fuses into. Returns the sum, [M, N] f32. */
+static lazy *
+mm_decomposed(lowering *L, lazy *a, lazy *b, int ks)
+{
+  int64_t k = 0;
+  coil_sym_is_const(a->sizes[1], &k);
+  const coil_sym *kc = K(L, k / ks), *nks = K(L, ks);
+  const coil_sym *sa[3] = {nks, a->sizes[0], kc}, *sb[3] = {nks, kc, b->sizes[1]};
+  lazy *a3 = lz_new(L, a->dtype, 3, sa), *b3 = lz_new(L, b->dtype, 3, sb);
+  const coil_sym *ia[2] = {a3->dvars[1], coil_sym_add(L->sym, coil_sym_mul(L->sym, a3->dvars[0], kc), a3->dvars[2])};
+  const coil_sym *ib[2] = {coil_sym_add(L->sym, coil_sym_mul(L->sym, b3->dvars[0], kc), b3->dvars[1]), b3->dvars[2]};
+  a3->expr = lz_at(L, a, ia);
+  b3->expr = lz_at(L, b, ib);
+  int va = lz_as_matrix_view(L, a3), vb = lz_as_matrix_view(L, b3);
+  const coil_sym *sp[3] = {nks, a->sizes[0], b->sizes[1]};
+  int pb = lbuf_new(L, COIL_F32, 3, sp);
+  lnode *e = extern2(L, "aten.bmm.dtype", va, vb, pb);
+  e->nxparams = 1;
+  e->xparams = COIL_ARENA_ARRAY(L->arena, coil_xparam, 1);
+  e->xparams[0] = (coil_xparam){.name = "out_dtype", .kind = COIL_XP_STR, .s = "f32"};
+  lazy *part = lz_new(L, COIL_F32, 3, sp);
+  part->expr = lx_load(L, pb, coil_lower_row_major(L, 3, sp, part->dvars));
+  part->realized = pb;
+  const bool red[3] = {true, false, false};
+  return lz_reduce(L, part, red, false, COIL_REDUCE_SUM, COIL_F32);
+}
+
+static int
+lower_matmul(lowering *L, const coil_node *n)
+{
+  for (int i = 0; i < L->nattention; i++)
+    if (&L->g->nodes[L->attention[i].node] == n && coil_lower_is_library(L, "coil.attention", n->out->type.dtype))
+      return lower_attention(L, n, &L->attention[i]);
+  int sub = n->op->sub, ks = 0;
+  lazy *ma = NULL, *mb = NULL;
+  if (sub != 1) {
+    ma = op_arg(L, n, sub == 2 ? 1 : 0), mb = op_arg(L, n, sub == 2 ? 2 : 1);
+    ks = decompose_k_splits(L, ma, mb, n->out->type.dtype);
+  }
+  if (sub != 2 && !ks)
+    return lower_extern(L, n, sub ? "aten.bmm.default" : "aten.mm.default");
+  lazy *bias = sub == 2 ? op_arg(L, n, 0) : NULL, *out = op_result(L, n, 0);
   coil_dtype acc = opmath_dtype(out->dtype);
   const coil_sym *idx[2] = {out->dvars[0], out->dvars[1]};
-  const lexpr *mm = lx_cast(L, lx_load(L, mmb, coil_sym_add(L->sym, coil_sym_mul(L->sym, idx[0], out->sizes[1]), idx[1])), acc);
+  const lexpr *mm;
+  if (ks) {
+    mm = lz_at(L, mm_decomposed(L, ma, mb, ks), idx);
+    if (sub == 0) {
+      out->expr = lx_cast(L, mm, out->dtype);
+      op_set_value(L, n, out);
+      return 0;
+    }
+  } else {
+    int a = lz_as_view(L, ma), b = lz_as_view(L, mb);
+    int mmb = lbuf_new(L, out->dtype, 2, out->sizes);
+    extern2(L, "aten.mm.default", a, b, mmb);
+    mm = lx_cast(L, lx_load(L, mmb, coil_sym_add(L->sym, coil_sym_mul(L->sym, idx[0], out->sizes[1]), idx[1])), acc);
+  }
   double alpha = num(op_lit(n, "alpha")), beta = num(op_lit(n, "beta"));
   if (alpha != 1)
     mm = lx_op(L, COIL_KOP_MUL, acc, mm, lx_const(L, acc, alpha, 0), NULL);

@@ -213,6 +213,20 @@ make_graphs(gpu_graph *g)
                            "  %%h = aten.mm.default(%%x, %%w1)\n  %%g = aten.gelu.default(%%h)\n"
                            "  %%y = aten.mm.default(%%g, %%w2)\n  return (%%y)\n}\n"),
                        0, 2.0 * 2 * 4096.0 * 4096 * 4096, 0};
+  /* G7 decompose-K: outputs of one or a few GEMM tiles with a long K (not in the anchor script:
+   * tools/device/decompose_k.py times PyTorch's side) */
+  g[n++] = (gpu_graph){"mm_skinny_k_fp16",
+                       fmt("coil 1\ngraph g(%%a: f16[64, 65536], %%b: f16[65536, 64]) {\n"
+                           "  %%y = aten.mm.default(%%a, %%b)\n  return (%%y)\n}\n"),
+                       0, 2.0 * 64 * 64 * 65536, 0};
+  g[n++] = (gpu_graph){"mm_tiny_out_fp16",
+                       fmt("coil 1\ngraph g(%%a: f16[16, 262144], %%b: f16[262144, 16]) {\n"
+                           "  %%y = aten.mm.default(%%a, %%b)\n  return (%%y)\n}\n"),
+                       0, 2.0 * 16 * 16 * 262144, 0};
+  g[n++] = (gpu_graph){"mm_skinny_k_f32",
+                       fmt("coil 1\ngraph g(%%a: f32[128, 32768], %%b: f32[32768, 128]) {\n"
+                           "  %%y = aten.mm.default(%%a, %%b)\n  return (%%y)\n}\n"),
+                       0, 2.0 * 128 * 128 * 32768, 0};
   g[n++] = (gpu_graph){"attention_fp16",
                        fmt("coil 1\ngraph g(%%q: f16[8, 16, 1024, 64], %%k: f16[8, 16, 1024, 64], %%v: f16[8, 16, 1024, 64]) {\n"
                            "  %%kt = aten.transpose.int(%%k, -1, -2)\n"
@@ -457,6 +471,7 @@ static bool autotune; /* --autotune: compile with coil.autotune = true (mode max
 static const char *backend = "cuda"; /* --backend: cuda, or hip (on HIP's NVIDIA platform here) */
 static const char *convolution = "auto"; /* --convolution: [coil] convolution for these compiles */
 static const char *attention = "auto";   /* --attention: [coil] attention */
+static const char *decompose_k = "auto"; /* --decompose-k: [coil] decompose_k */
 
 static int
 bench_graph(const gpu_graph *gg, const char *plugin_dir, bool compile_only, result *res)
@@ -477,6 +492,7 @@ bench_graph(const gpu_graph *gg, const char *plugin_dir, bool compile_only, resu
   coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS];
   coil_compile_options co = {.fuse = true, .verify = true};
   coil_backend_compile_options(lp, inst, convolution, attention, claims, &co);
+  co.decompose_k = coil_backend_decompose_k(decompose_k);
   double t0 = now();
   coil_graph *g = coil_graph_parse(gg->name, gg->text, strlen(gg->text), &d);
   coil_wir_program *p = g ? coil_compile_graph(g, &co, &d) : NULL;
@@ -574,11 +590,15 @@ coil_bench_cuda(int argc, char **argv, const char *plugin_dir)
     else if (strcmp(argv[i], "--attention") == 0 && i + 1 < argc &&
              (!strcmp(argv[i + 1], "auto") || !strcmp(argv[i + 1], "generated") || !strcmp(argv[i + 1], "library")))
       attention = argv[++i];
+    else if (strcmp(argv[i], "--decompose-k") == 0 && i + 1 < argc &&
+             (!strcmp(argv[i + 1], "auto") || !strcmp(argv[i + 1], "off") || atoi(argv[i + 1]) > 1))
+      decompose_k = argv[++i];
     else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc && (!strcmp(argv[i + 1], "cuda") || !strcmp(argv[i + 1], "hip")))
       backend = argv[++i];
     else {
       fprintf(stderr, "coil: usage: coil bench --backend cuda|hip [--compile-only] [--autotune] [--json FILE] [--only NAME[,NAME...]]\n"
-                      "       [--convolution auto|generated|library] [--attention auto|generated|library]\n");
+                      "       [--convolution auto|generated|library] [--attention auto|generated|library]\n"
+                      "       [--decompose-k auto|off|N]\n");
       return 2;
     }
   }

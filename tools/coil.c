@@ -236,6 +236,7 @@ cmd_compile(int argc, char **argv)
     dump_dir = bs.env.dump_dir; /* [coil] debug_dump, COIL_DEBUG_DUMP */
   coil_compile_options o = {.fuse = fuse, .verify = true, .dump_dir = dump_dir};
   coil_backend_compile_options(lp, inst, bs.env.convolution, bs.env.attention, claims, &o);
+  o.decompose_k = coil_backend_decompose_k(bs.env.decompose_k);
   coil_wir_program *p = g ? coil_compile_graph(g, &o, &d) : NULL;
   double t2 = now_seconds();
   if (!p) {
@@ -876,6 +877,7 @@ setup_backend(backend_setup *b, const char *flag_backend, const char *config_fil
   b->env.cache_dir = coil_config_get(b->config, "cache_dir"); /* "" turns the cache off */
   b->env.convolution = coil_config_get(b->config, "convolution");
   b->env.attention = coil_config_get(b->config, "attention");
+  b->env.decompose_k = coil_config_get(b->config, "decompose_k");
   const char *dump = coil_config_get(b->config, "debug_dump"); /* --dump overrides it */
   b->env.dump_dir = dump && *dump ? dump : NULL;
   return 0;

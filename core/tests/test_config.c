@@ -375,7 +375,7 @@ Test(config, command_line_errors)
   cr_assert_eq(coil_config_set(c, "mdoe", "default", &d), -1);
   cr_assert_str_eq(d.msg, "command line: error: unknown key 'mdoe' in [coil] (known: backend, "
                           "mode, plugin_path, cache_dir, debug_dump, verify, graph_capture, "
-                          "autotune, convolution, attention); did you mean 'mode'?");
+                          "autotune, convolution, attention, decompose_k); did you mean 'mode'?");
   memset(&d, 0, sizeof d);
   cr_assert_eq(coil_config_set(c, "backend", "../evil", &d), -1);
   cr_assert_str_eq(d.msg, "command line: error: backend must be a plugin name (letters, digits, "
@@ -615,6 +615,7 @@ Test(config, explain_text)
       "autotune      = true                     ; mode preset 'max-autotune'\n"
       "convolution   = auto                     ; default\n"
       "attention     = auto                     ; default\n"
+      "decompose_k   = auto                     ; default\n"
       "\n"
       "[plugin.cuda]\n"
       "arch    = sm_90           ; t.ini:4\n"

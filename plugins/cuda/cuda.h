@@ -31,7 +31,7 @@ typedef struct cuda_attn_loaded cuda_attn_loaded;
 
 typedef struct {
   bool valid;
-  int64_t key[18];
+  int64_t key[19];
   cublasLtMatmulDesc_t desc;
   cublasLtMatrixLayout_t la, lb, lc;
   cublasLtMatmulAlgo_t algo;

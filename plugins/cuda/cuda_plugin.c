@@ -20,7 +20,8 @@
  *
  * Library ops: mm and bmm through cuBLASLt (cuBLAS where it is missing) on floats whose operands
  * have unit stride in one matrix dim, with a following bias/relu kernel folded in as an
- * epilogue; convolution through cuDNN where it loads; coil.attention (the fused attention the
+ * epilogue, and bmm.dtype (decompose-K's f32 partials of f16, bf16 or f32 operands) the same
+ * way; convolution through cuDNN where it loads; coil.attention (the fused attention the
  * core matches) with kernels of this plugin's own (cuda_attention.c), no library; other library
  * ops are refused at compile as not supported (issue [F5] leaves them for later: pooling,
  * index, gather, embedding, topk). */
@@ -240,6 +241,8 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
   if ((strcmp(op, "aten.mm.default") == 0 || strcmp(op, "aten.bmm.default") == 0) &&
       (dtype == COIL_F32 || dtype == COIL_F16 || dtype == COIL_BF16 || dtype == COIL_F64))
     return COIL_SUPPORTED; /* cuBLAS, operands permitting (compile checks their layout) */
+  if (strcmp(op, "aten.bmm.dtype") == 0 && (dtype == COIL_F32 || dtype == COIL_F16 || dtype == COIL_BF16))
+    return COIL_SUPPORTED; /* decompose-K's f32 partial products of these operands (cuBLASLt) */
   if (strcmp(op, "coil.attention") == 0 &&
       (dtype == COIL_F32 || dtype == COIL_F16 || dtype == COIL_BF16 || dtype == COIL_F64))
     return COIL_SUPPORTED; /* cuda_attention.c: every instance (the SIMT kernel takes any) */

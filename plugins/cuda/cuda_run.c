@@ -116,13 +116,13 @@ lt_layout(const cuda_cublaslt *lt, int t, int64_t rows, int64_t cols, int64_t ld
  * none), writing D. Returns 1 when cuBLASLt has no algorithm for it (the caller falls back). */
 static int
 lt_matmul(rctx *c, int opa, int opb, int64_t M, int64_t N, int64_t K, int64_t batch, int64_t lda, int64_t ldb,
-          int64_t sa, int64_t sb, int t, int compute, CUdeviceptr A, CUdeviceptr B, CUdeviceptr D, uint32_t epi,
+          int64_t sa, int64_t sb, int t, int tc, int compute, CUdeviceptr A, CUdeviceptr B, CUdeviceptr D, uint32_t epi,
           CUdeviceptr bias, const void *alpha, const void *beta, coil_error **err)
 {
   coil_artifact *a = art(c);
   const cuda_cublaslt *lt = a->lt;
   cuda_lt_plan *pl = &a->lt_plans[c->line];
-  int64_t key[18] = {M, N, K, batch, lda, ldb, sa, sb, opa, opb, t, compute, alignment(A), alignment(B), alignment(D),
+  int64_t key[19] = {M, N, K, batch, lda, ldb, sa, sb, opa, opb, t, tc, compute, alignment(A), alignment(B), alignment(D),
                      epi, bias ? alignment(bias) : 0, 1};
   if (!pl->valid || memcmp(pl->key, key, sizeof key) != 0) {
     lt_plan_drop(a, pl);
@@ -138,7 +138,7 @@ lt_matmul(rctx *c, int opa, int opb, int64_t M, int64_t N, int64_t K, int64_t ba
     if (ok) {
       pl->la = opb == CUBLAS_OP_N ? lt_layout(lt, t, N, K, ldb, batch, sb, &ok) : lt_layout(lt, t, K, N, ldb, batch, sb, &ok);
       pl->lb = opa == CUBLAS_OP_N ? lt_layout(lt, t, K, M, lda, batch, sa, &ok) : lt_layout(lt, t, M, K, lda, batch, sa, &ok);
-      pl->lc = lt_layout(lt, t, N, M, N, batch, M * N, &ok);
+      pl->lc = lt_layout(lt, tc, N, M, N, batch, M * N, &ok);
     }
     cublasLtMatmulPreference_t pref = NULL;
     uint64_t ws = CUDA_BLAS_WORKSPACE;
@@ -183,7 +183,8 @@ run_matmul(rctx *c, const coil_line *l)
 {
   if (!art(c)->blas)
     return coil_gpu_run_fail(c, COIL_ERR_INTERNAL, "no cuBLAS handle for %s", l->op);
-  bool bmm = strcmp(l->op, "aten.bmm.default") == 0;
+  bool widen = strcmp(l->op, "aten.bmm.dtype") == 0; /* decompose-K: f32 partials */
+  bool bmm = widen || strcmp(l->op, "aten.bmm.default") == 0;
   int o = bmm;
   const dbuf *A = &c->bufs[l->args[0]], *B = &c->bufs[l->args[1]], *C = &c->bufs[l->outs[0]];
   if (A->rank != 2 + o || B->rank != 2 + o || C->rank != 2 + o)
@@ -205,13 +206,17 @@ run_matmul(rctx *c, const coil_line *l)
   if (M > 2147483647 || N > 2147483647 || K > 2147483647 || batch > 2147483647)
     return coil_gpu_run_fail(c, COIL_ERR_UNSUPPORTED, "%s: sizes beyond cuBLAS's int", l->op);
   int t, compute = CUBLAS_COMPUTE_32F;
-  switch (C->dtype) {
+  switch (A->dtype) { /* the operands' (the output's too but for bmm.dtype's f32) */
   case COIL_F32: t = CUDA_R_32F; break;
   case COIL_F16: t = CUDA_R_16F; break;
   case COIL_BF16: t = CUDA_R_16BF; break;
   case COIL_F64: t = CUDA_R_64F, compute = CUBLAS_COMPUTE_64F; break;
-  default: return coil_gpu_run_fail(c, COIL_ERR_UNSUPPORTED, "%s on %s", l->op, coil_dtype_name(C->dtype));
+  default: return coil_gpu_run_fail(c, COIL_ERR_UNSUPPORTED, "%s on %s", l->op, coil_dtype_name(A->dtype));
   }
+  int tc = widen ? CUDA_R_32F : t;
+  if (B->dtype != A->dtype || (widen ? C->dtype != COIL_F32 : C->dtype != A->dtype))
+    return coil_gpu_run_fail(c, COIL_ERR_INVALID_ARGUMENT, "%s: operands of %s and %s to %s", l->op,
+                             coil_dtype_name(A->dtype), coil_dtype_name(B->dtype), coil_dtype_name(C->dtype));
   float af = 1, bf = 0;
   double ad = 1, bd = 0;
   const void *alpha = compute == CUBLAS_COMPUTE_64F ? (const void *)&ad : (const void *)&af;
@@ -234,8 +239,8 @@ run_matmul(rctx *c, const coil_line *l)
       }
     }
     coil_error *err = NULL;
-    if (lt_matmul(c, opa, opb, M, N, K, batch, lda, ldb, sa, sb, t, compute, A->ptr, B->ptr, D, epi, bias, alpha, beta,
-                  &err) == 0) {
+    if (lt_matmul(c, opa, opb, M, N, K, batch, lda, ldb, sa, sb, t, tc, compute, A->ptr, B->ptr, D, epi, bias, alpha,
+                  beta, &err) == 0) {
       if (!err && fused)
         c->skip_line = ep->kernel_line; /* its work is done */
       return err;
@@ -243,7 +248,7 @@ run_matmul(rctx *c, const coil_line *l)
   }
   cublasStatus_t s = art(c)->blas->GemmStridedBatchedEx(
       art(c)->blas_handle, opb, opa, (int)N, (int)M, (int)K, alpha, (const void *)(uintptr_t)B->ptr, t, (int)ldb, sb,
-      (const void *)(uintptr_t)A->ptr, t, (int)lda, sa, beta, (void *)(uintptr_t)C->ptr, t, (int)N, (long long)(M * N),
+      (const void *)(uintptr_t)A->ptr, t, (int)lda, sa, beta, (void *)(uintptr_t)C->ptr, tc, (int)N, (long long)(M * N),
       (int)batch, compute, CUBLAS_GEMM_DEFAULT);
   return s ? coil_gpu_run_fail(c, COIL_ERR_RUNTIME, "cublasGemmStridedBatchedEx failed with status %d", s) : NULL;
 }
@@ -656,8 +661,8 @@ rt_error_string(rctx *c, int code)
 static coil_error *
 rt_extern_call(rctx *c, const coil_line *l)
 {
-  if (l->op && (strcmp(l->op, "aten.mm.default") == 0 || strcmp(l->op, "aten.bmm.default") == 0) && l->nargs == 2 &&
-      l->nouts == 1)
+  if (l->op && (strcmp(l->op, "aten.mm.default") == 0 || strcmp(l->op, "aten.bmm.default") == 0 ||
+                strcmp(l->op, "aten.bmm.dtype") == 0) && l->nargs == 2 && l->nouts == 1)
     return run_matmul(c, l);
   if (l->op && strcmp(l->op, "aten.convolution.default") == 0)
     return run_conv(c, l);
@@ -916,14 +921,21 @@ cuda_blas_line_ok(const coil_wir_program *p, const coil_line *l, char *why, size
     }
     return true;
   }
-  bool bmm = l->op && strcmp(l->op, "aten.bmm.default") == 0;
+  bool widen = l->op && strcmp(l->op, "aten.bmm.dtype") == 0; /* f32 out of f16, bf16 or f32 operands */
+  bool bmm = widen || (l->op && strcmp(l->op, "aten.bmm.default") == 0);
   if (!l->op || (!bmm && strcmp(l->op, "aten.mm.default") != 0) || l->nargs != 2 || l->nouts != 1) {
     snprintf(why, n, "library op %s is not supported yet", l->op ? l->op : "(none)");
     return false;
   }
-  coil_dtype t = p->buffers[l->outs[0]].dtype;
-  if (t != COIL_F32 && t != COIL_F16 && t != COIL_BF16 && t != COIL_F64) {
+  coil_dtype t = p->buffers[l->outs[0]].dtype, ta = p->buffers[l->args[0]].dtype;
+  if (widen ? t != COIL_F32 || (ta != COIL_F32 && ta != COIL_F16 && ta != COIL_BF16)
+            : t != COIL_F32 && t != COIL_F16 && t != COIL_BF16 && t != COIL_F64) {
     snprintf(why, n, "%s on %s (cuBLAS does floats)", l->op, coil_dtype_name(t));
+    return false;
+  }
+  if (p->buffers[l->args[1]].dtype != ta || (!widen && ta != t)) {
+    snprintf(why, n, "%s: operands of %s and %s to %s", l->op, coil_dtype_name(ta),
+             coil_dtype_name(p->buffers[l->args[1]].dtype), coil_dtype_name(t));
     return false;
   }
   for (int i = 0; i < 2; i++)

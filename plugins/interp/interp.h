@@ -34,7 +34,8 @@ typedef struct interp_tensor {
  * *nouts = 0; inputs may then have been partly written by a copy_back. Messages read
  * "interp: kernel_call coil_poi_0 (line 7): what", where line N counts p->lines from 1.
  *
- * Extern calls: aten.mm.default, aten.bmm.default, aten.addmm.default (beta, alpha),
+ * Extern calls: aten.mm.default, aten.bmm.default, aten.bmm.dtype (into the output's dtype),
+ * aten.addmm.default (beta, alpha),
  * aten.convolution.default, aten.max_pool2d_with_indices.default, aten.avg_pool2d.default,
  * aten.topk.default, aten.gather.default, aten.embedding.default, aten.index.Tensor. A call's
  * inputs are its line's args in ATen schema order with None tensors left out (convolution

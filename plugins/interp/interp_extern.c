@@ -858,6 +858,7 @@ static const struct {
 } ops[] = {
     {"aten.mm.default", X_MM, 1},
     {"aten.bmm.default", X_BMM, 1},
+    {"aten.bmm.dtype", X_BMM, 1}, /* decompose-K's partial products: the output's dtype (f32) */
     {"aten.addmm.default", X_ADDMM, 1},
     {"coil.attention", X_ATTENTION, 1},
     {"aten.convolution.default", X_CONV, 1},

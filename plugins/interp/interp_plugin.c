@@ -60,7 +60,8 @@ destroy(coil_plugin *self)
  * library call, which interp then reports as not supported). The engine still runs a
  * convolution extern_call when a program has one ([coil] convolution = library), which checks
  * the library path. coil.attention, the fused attention, it claims for the floating dtypes:
- * interp is the reference the fused kernels of other plugins are compared with. */
+ * interp is the reference the fused kernels of other plugins are compared with; aten.bmm.dtype
+ * (decompose-K's partial products) for f16, bf16 and f32 operands, for the same reason. */
 static coil_support
 supports(const coil_plugin *self, const char *op, coil_dtype dtype)
 {
@@ -87,6 +88,8 @@ supports(const coil_plugin *self, const char *op, coil_dtype dtype)
   for (size_t i = 0; i < sizeof externs / sizeof *externs; i++)
     if (strcmp(op, externs[i]) == 0)
       return COIL_SUPPORTED;
+  if (strcmp(op, "aten.bmm.dtype") == 0) /* f32 partial products of f16, bf16 or f32 operands */
+    return dtype == COIL_F16 || dtype == COIL_BF16 || dtype == COIL_F32 ? COIL_SUPPORTED : COIL_UNSUPPORTED;
   if (strcmp(op, "coil.attention") == 0)
     return dtype == COIL_F16 || dtype == COIL_BF16 || dtype == COIL_F32 || dtype == COIL_F64 ? COIL_SUPPORTED : COIL_UNSUPPORTED;
   return COIL_UNSUPPORTED;

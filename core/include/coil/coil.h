@@ -128,6 +128,12 @@ typedef struct coil_compile_options {
    * attention = library or generated). */
   const struct coil_loaded_plugin *plugin;
   const struct coil_plugin *instance;
+  /* Decompose-K ([coil] decompose_k, coil_backend_decompose_k): an mm or addmm becomes a
+   * batched product of N slices of K into f32 partials (aten.bmm.dtype, where the plugin claims
+   * it) and a generated sum over the slices that takes the epilogue (bias, activation, the cast
+   * back). N > 1: N slices wherever N divides K; 0 (auto) and -1 (off): one product (auto may
+   * get a rule where a measurement supports one: docs/config.md). */
+  int decompose_k;
 } coil_compile_options;
 
 /* Lowers, schedules and emits g as a Wrapper IR program (owned by the caller: coil_wir_free).
