@@ -194,7 +194,8 @@ int lz_realize(lowering *L, lazy *z);        /* returns the buffer; z becomes a 
 int lz_is_buffer(lowering *L, lazy *z);
 int lbuf_new(lowering *L, coil_dtype dt, int rank, const coil_sym *const *sizes);
 int lnode_new(lowering *L, lnode_kind kind, int out);
-/* A reduction of z over dims red[] (keepdim: size-1 dims stay); realized. */
+/* A reduction of z over dims red[] (COIL_MAX_RANK flags, read whole; keepdim: size-1 dims
+ * stay); realized. */
 lazy *lz_reduce(lowering *L, const lazy *z, const bool *red, bool keepdim, coil_reduction r,
                 coil_dtype out_dtype);
 /* The inclusive scan of z along dim (sum, prod, max or min), in z's order along it: z's shape,

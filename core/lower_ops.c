@@ -1032,7 +1032,7 @@ mm_decomposed(lowering *L, lazy *a, lazy *b, int ks)
   lazy *part = lz_new(L, COIL_F32, 3, sp);
   part->expr = lx_load(L, pb, coil_lower_row_major(L, 3, sp, part->dvars));
   part->realized = pb;
-  const bool red[3] = {true, false, false};
+  const bool red[COIL_MAX_RANK] = {true}; /* lz_reduce reads COIL_MAX_RANK flags */
   return lz_reduce(L, part, red, false, COIL_REDUCE_SUM, COIL_F32);
 }
 
