@@ -105,7 +105,9 @@ template <int ROWS> __device__ __forceinline__ void load_tile(uint32_t s, const 
   constexpr int CH = HD / 8, N = ROWS * CH;
 #pragma unroll
   for (int it = 0; it < (N + NT - 1) / NT; it++) {
-    int u = it * NT + threadIdx.x, r = u / CH, c = u % CH;
+    // shifts and masks (u / CH and u % CH on ints cost registers the MMA accumulators need:
+    // the kernel spilled at two blocks of two warpgroups)
+    const int u = it * NT + threadIdx.x, r = u >> (HD == 64 ? 3 : 4), c = u & (CH - 1);
     if (N % NT == 0 || u < N)
       cp16(s + (c >> 3) * ROWS * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4), g + (r < nrows ? r : nrows - 1) * HD + c * 8);
   }
