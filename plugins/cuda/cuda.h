@@ -60,6 +60,7 @@ typedef struct {
   bool graphs;       /* coil.graph_capture (mode reduce-overhead): capture once, replay */
   bool autotune;     /* coil.autotune (mode max-autotune): time candidate plans, keep the best */
   bool attn_simt;    /* attention_kernel = simt: coil.attention never on the tensor cores */
+  bool attn_mma;     /* attention_kernel = mma: never on wgmma (the mma.sync kernel on sm_90 too) */
   int attn_tile[5];  /* attention_tile = BRxBCxWMxST[xMINB]: the tensor-core kernel's tile for every
                         head dim (cuda_attention.c); all 0: its default per head dim */
 } cuda_options;
@@ -148,11 +149,13 @@ typedef struct {
   double scale, scale_log2;      /* scale, and scale * log2(e) */
 } cuda_attn_params;
 
-/* One kernel of cuda_attention.cu: attn_simt of a dtype, or attn_tc of a dtype, head dim, mask
- * or not and tile. */
+/* One kernel of cuda_attention.cu: attn_simt of a dtype, or attn_tc (or attn_wg) of a dtype, head
+ * dim, mask or not and tile. */
 typedef struct {
   coil_dtype dtype;
   bool tc;
+  bool wg;                          /* attn_wg (tc too): wgmma, sm_90a; br = 64 warpgroups, bc = keys
+                                       a step, minb; wm and stages unused */
   bool mask;
   int hd, br, bc, wm, stages, minb; /* attn_tc: head dim, query rows a block, keys a step, m16
                                        tiles a warp, shared-memory stages, blocks an SM */
@@ -163,6 +166,8 @@ typedef struct {
  * shared memory; its NVRTC source (cuda_attention.cu and the line instantiating it), or that
  * line alone. */
 void cuda_attention_kernel_name(const cuda_attn_kernel *k, char *buf, size_t n);
+/* The arch NVRTC compiles it for: the target's, or sm_90a for attn_wg. */
+const char *cuda_attention_arch(const cuda_attn_kernel *k, const char *arch);
 unsigned cuda_attention_threads(const cuda_attn_kernel *k);
 unsigned cuda_attention_smem(const cuda_attn_kernel *k);
 void cuda_attention_module_source(const cuda_attn_kernel *k, coil_strbuf *src);

@@ -38,6 +38,12 @@ _Static_assert(sizeof(cuda_attn_params) == 8 * 60, "cuda_attn_params: cuda_atten
  * on the benchmark's 8x16x1024x64 f16, H100, 2026-11-27; mask: 128 with WM 1 and 32 keys a
  * step); hd 128: 194 (mask 198), one block of 8 warps. sm_80's ptxas needs a few more: there 32 keys a step, and the masks uncapped. */
 static const cuda_attn_kernel tc_tiles[] = {
+    /* wgmma on sm_90 (exactly: sm_90a's instructions), two blocks of two warpgroups an SM; the
+     * standalone kernel's measured shapes (docs/benchmarks.md, "A wgmma kernel, standalone") */
+    {.tc = true, .wg = true, .hd = 64, .br = 128, .bc = 128, .stages = 2, .minb = 2, .sm = 90},
+    {.tc = true, .wg = true, .hd = 64, .mask = true, .br = 128, .bc = 128, .stages = 2, .minb = 2, .sm = 90},
+    {.tc = true, .wg = true, .hd = 128, .br = 128, .bc = 64, .stages = 2, .minb = 2, .sm = 90},
+    {.tc = true, .wg = true, .hd = 128, .mask = true, .br = 128, .bc = 64, .stages = 2, .minb = 1, .sm = 90},
     {.tc = true, .hd = 32, .br = 128, .bc = 64, .wm = 1, .stages = 2, .minb = 2},
     {.tc = true, .hd = 32, .mask = true, .br = 128, .bc = 64, .wm = 1, .stages = 2, .minb = 2, .sm = 90},
     {.tc = true, .hd = 32, .mask = true, .br = 128, .bc = 64, .wm = 1, .stages = 2, .minb = 1},
@@ -71,20 +77,32 @@ cuda_attention_kernel_name(const cuda_attn_kernel *k, char *buf, size_t n)
 {
   if (!k->tc)
     snprintf(buf, n, "coil_attn_simt_%s", dtype_tag(k->dtype));
+  else if (k->wg)
+    snprintf(buf, n, "coil_attn_wg_%s_d%d%s_%dx%dx%d", dtype_tag(k->dtype), k->hd, k->mask ? "_mask" : "", k->br, k->bc,
+             k->minb);
   else
     snprintf(buf, n, "coil_attn_tc_%s_d%d%s_%dx%dx%dx%dx%d", dtype_tag(k->dtype), k->hd, k->mask ? "_mask" : "", k->br,
              k->bc, k->wm, k->stages, k->minb);
 }
 
-unsigned
-cuda_attention_threads(const cuda_attn_kernel *k)
+const char *
+cuda_attention_arch(const cuda_attn_kernel *k, const char *arch)
 {
-  return k->tc ? (unsigned)(k->br / (16 * k->wm) * 32) : SIMT_THREADS;
+  return k->wg ? "sm_90a" : arch;
 }
 
 unsigned
+cuda_attention_threads(const cuda_attn_kernel *k)
+{
+  return k->wg ? (unsigned)(2 * k->br) : k->tc ? (unsigned)(k->br / (16 * k->wm) * 32) : SIMT_THREADS;
+}
+
+/* attn_wg: Q, two stages of K and V, and 1024 bytes to align the swizzled tiles */
+unsigned
 cuda_attention_smem(const cuda_attn_kernel *k)
 {
+  if (k->wg)
+    return (unsigned)(k->br * k->hd * 2 + 2 * 2 * k->bc * k->hd * 2 + 1024);
   return k->tc ? (unsigned)(k->br * k->hd * 2 + k->stages * 2 * k->bc * k->hd * 2) : 0;
 }
 
@@ -95,6 +113,9 @@ cuda_attention_instance(const cuda_attn_kernel *k, coil_strbuf *src)
   cuda_attention_kernel_name(k, name, sizeof name);
   if (!k->tc)
     coil_strbuf_printf(src, "COIL_ATTN_SIMT(%s, attn_%s)\n", name, dtype_tag(k->dtype));
+  else if (k->wg)
+    coil_strbuf_printf(src, "COIL_ATTN_WG(%s, attn_%s, %d, %d, %d, %s, %d)\n", name, dtype_tag(k->dtype), k->hd, k->bc,
+                       k->br / 64, k->mask ? "true" : "false", k->minb);
   else
     coil_strbuf_printf(src, "COIL_ATTN_TC(%s, attn_%s, %d, %d, %d, %d, %d, %s, %d)\n", name, dtype_tag(k->dtype), k->hd,
                        k->br, k->bc, k->wm, k->stages, k->mask ? "true" : "false", k->minb);
@@ -198,7 +219,7 @@ cuda_attention_build_free(cuda_attn_build *b)
 static bool
 same_kernel(const cuda_attn_kernel *a, const cuda_attn_kernel *b)
 {
-  return a->dtype == b->dtype && a->tc == b->tc && a->mask == b->mask && a->hd == b->hd && a->br == b->br &&
+  return a->dtype == b->dtype && a->tc == b->tc && a->wg == b->wg && a->mask == b->mask && a->hd == b->hd && a->br == b->br &&
          a->bc == b->bc && a->wm == b->wm && a->stages == b->stages && a->minb == b->minb;
 }
 
@@ -219,6 +240,17 @@ is_const(const coil_sym *s, int64_t v)
   return coil_sym_is_const(s, &x) && x == v;
 }
 
+/* Whether tile t serves head dim hd (with a mask or not) on arch: attn_wg on sm_90 alone (sm_90a's
+ * instructions are not in later archs), and not where the options ask for the mma.sync kernel
+ * (attention_kernel = mma, or an attention_tile, which is its tile). */
+static bool
+tile_fits(const cuda_attn_kernel *t, const cuda_options *opt, int arch, int64_t hd, bool mask)
+{
+  if (t->hd != hd || t->mask != mask || arch < t->sm)
+    return false;
+  return !t->wg || (arch == 90 && !opt->attn_mma && !opt->attn_tile[0]);
+}
+
 /* The tensor-core kernel for line l, when what the program says allows it. */
 static bool
 tc_kernel(const coil_wir_program *p, const coil_line *l, const cuda_options *opt, int arch, cuda_attn_kernel *k)
@@ -235,7 +267,7 @@ tc_kernel(const coil_wir_program *p, const coil_line *l, const cuda_options *opt
       return false;
   }
   for (size_t i = 0; i < sizeof tc_tiles / sizeof *tc_tiles; i++)
-    if (tc_tiles[i].hd == hd && tc_tiles[i].mask == (l->nargs == 4) && arch >= tc_tiles[i].sm) {
+    if (tile_fits(&tc_tiles[i], opt, arch, hd, l->nargs == 4)) {
       *k = tc_tiles[i];
       k->sm = 0;
       if (opt->attn_tile[0]) /* attention_tile */
@@ -268,7 +300,7 @@ cuda_attention_fast(const coil_plugin_stmt *st, const cuda_options *opt, int sm)
       return false;
   }
   for (size_t i = 0; i < sizeof tc_tiles / sizeof *tc_tiles; i++)
-    if (tc_tiles[i].hd == hd && tc_tiles[i].mask == (st->ninputs == 4) && sm >= tc_tiles[i].sm)
+    if (tile_fits(&tc_tiles[i], opt, sm, hd, st->ninputs == 4))
       return true;
   return false;
 }
@@ -324,7 +356,7 @@ plan_text(const cuda_attn_build *b, coil_strbuf *t)
                       "program its SIMT kernel and its tensor-core kernel (-1: none)\n");
   for (int i = 0; i < b->nkernels; i++) {
     const cuda_attn_kernel *k = &b->kernels[i];
-    coil_strbuf_printf(t, "kernel %d %s %s %d %d %d %d %d %d %d\n", i, k->tc ? "tc" : "simt", dtype_tag(k->dtype), k->mask,
+    coil_strbuf_printf(t, "kernel %d %s %s %d %d %d %d %d %d %d\n", i, k->wg ? "wg" : k->tc ? "tc" : "simt", dtype_tag(k->dtype), k->mask,
                        k->hd, k->br, k->bc, k->wm, k->stages, k->minb);
   }
   for (int l = 0; l < b->nlines; l++)
@@ -404,9 +436,9 @@ plan_read(const char *text, const coil_wir_program *p, cuda_attn_loaded *L)
     cuda_attn_kernel k = {0};
     if (sscanf(s, "kernel %d %7s %7s %d %d %d %d %d %d %d", &i, kind, dt, &mask, &k.hd, &k.br, &k.bc, &k.wm, &k.stages,
                &k.minb) == 10) {
-      if (i != L->nkernels || i >= n || (strcmp(kind, "tc") != 0 && strcmp(kind, "simt") != 0))
+      if (i != L->nkernels || i >= n || (strcmp(kind, "tc") != 0 && strcmp(kind, "wg") != 0 && strcmp(kind, "simt") != 0))
         return false;
-      k.tc = strcmp(kind, "tc") == 0, k.mask = mask != 0, k.dtype = dtype_of(dt);
+      k.tc = strcmp(kind, "simt") != 0, k.wg = strcmp(kind, "wg") == 0, k.mask = mask != 0, k.dtype = dtype_of(dt);
       L->kernels[L->nkernels++] = k;
     } else if (sscanf(s, "line %d %d %d", &line, &simt, &tc) == 3) {
       if (line < 0 || line >= p->nlines || simt < 0 || simt >= L->nkernels || tc < -1 || tc >= L->nkernels)
@@ -563,10 +595,11 @@ cuda_attention_prepare(const coil_gpu_buf *const ops[4], const coil_gpu_buf *out
     tc_ok = tc_ok && P->q_b[d] % 8 == 0 && P->k_b[d] % 8 == 0 && P->v_b[d] % 8 == 0 && P->o_b[d] % 8 == 0;
   }
   /* the tensor-core kernel: its dtype, head dim and mask; unit last strides, every row of 16
-   * bytes at a 16-byte boundary; a positive scale (its softmax takes the max before scaling) */
+   * bytes at a 16-byte boundary; a positive scale (its softmax takes the max before scaling);
+   * L and S below 2^31 (int row numbers) */
   size_t es = coil_dtype_size(out->dtype);
   if (tc && tc_ok && tc->dtype == out->dtype && tc->mask == (m != NULL) && E == tc->hd && Ev == tc->hd && S > 0 &&
-      S <= 2147483647 && scale > 0 && isfinite(scale) && P->q_e == 1 && P->k_e == 1 && P->v_e == 1 && P->o_e == 1 &&
+      S <= 2147483647 && Lq <= 2147483647 && scale > 0 && isfinite(scale) && P->q_e == 1 && P->k_e == 1 && P->v_e == 1 && P->o_e == 1 &&
       aligned16(q, es) && aligned16(k, es) && aligned16(v, es) && aligned16(out, es)) {
     L->path = CUDA_ATTN_TC;
     P->q_tiles = (Lq + tc->br - 1) / tc->br;

@@ -5,10 +5,10 @@
  * f32, f64 in f64; a row whose scores are all -inf gives 0 (masked_nan = 0) or NaN.
  *
  * cuda_attention.c embeds this file (CMake makes it a string), appends one instantiation line per
- * kernel a program needs (COIL_ATTN_SIMT, COIL_ATTN_TC at the end of this file) and compiles each
+ * kernel a program needs (COIL_ATTN_SIMT, COIL_ATTN_TC, COIL_ATTN_WG at the end of this file) and compiles each
  * with NVRTC. tests/attention_host.c compiles the same text with the system's C++ compiler under
  * COIL_ATTN_HOST, after tests/attention_host.hpp, whose prelude runs a block's threads as fibers
- * and emulates the warp-level instructions (shuffles, ldmatrix, mma, cp.async) as PTX defines
+ * and emulates the warp-level instructions (shuffles, ldmatrix, mma, wgmma, cp.async) as PTX defines
  * them: the kernels below reach the hardware only through the attn_* functions of the device
  * prelude, so that the host test runs this code and not a copy.
  *
@@ -26,7 +26,18 @@
  *   A operand (as FlashAttention does; the SIMT kernel keeps it in f32); the online softmax in
  *   f32 with exp2 and the scale prescaled by log2(e), the running max moved (O and l rescaled)
  *   only when a tile's max passes it by more than 8; the output staged in shared memory and
- *   stored in 16-byte rows. */
+ *   stored in 16-byte rows.
+ * attn_wg: the same algorithm on Hopper's warpgroup MMA (wgmma, sm_90a only) for f16 and bf16,
+ *   head dims 64 and 128, the operands as for attn_tc: a warpgroup of 128 threads takes 64 query
+ *   rows, S and O accumulate in registers across the warpgroup, K and V tiles in the 128-byte
+ *   swizzle wgmma's descriptors describe (see attn_wg below). */
+
+/* The wgmma instructions of a dtype and an N (the device prelude's attn_wg_ss and attn_wg_rs, or
+ * the host test's emulation of them) */
+struct attn_f16_n64 { enum { N = 64, BF = 0 }; };
+struct attn_f16_n128 { enum { N = 128, BF = 0 }; };
+struct attn_bf16_n64 { enum { N = 64, BF = 1 }; };
+struct attn_bf16_n128 { enum { N = 128, BF = 1 }; };
 
 /* ---- the device prelude: everything that is not plain C++ ---- */
 #ifndef COIL_ATTN_HOST
@@ -95,6 +106,72 @@ ATTN_DEV void attn_ldsm4t(uint32_t *r, uint32_t addr)
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
 }
+
+/* Hopper's warpgroup MMA (sm_90a; docs/attention-wgmma-notes.md): D[64 x N] (+)= A[64 x 16] B[16 x N]
+ * by the 128 threads of a warpgroup, f32 accumulators d[N / 2] a thread: row 16 w + g + 8 ((i >> 1)
+ * & 1), column 8 (i >> 2) + 2 t + (i & 1) for warp w of the group and lane 4 g + t. attn_wg_ss: A
+ * and B in shared memory, both K-major (descriptors da, db), D = A B + (acc ? D : 0); attn_wg_rs:
+ * A in registers (the warp's 16 rows as mma.sync's A fragment), B N-major, D += A B. Both are
+ * asynchronous: attn_wg_fence before the first of a batch, attn_wg_commit after the last,
+ * attn_wg_wait before the accumulators are touched. The tags name dtype and N; an instruction
+ * reaches the PTX only in a kernel that uses it, compiled for sm_90a. The tags: see below. */
+ATTN_DEV void attn_wg_ss(float *d, uint64_t da, uint64_t db, int acc, attn_f16_n64)
+{
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "l"(da), "l"(db), "r"(acc) : "memory");
+}
+ATTN_DEV void attn_wg_rs(float *d, const uint32_t *a, uint64_t db, attn_f16_n64)
+{
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, 1, 1, 1, 1;\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db) : "memory");
+}
+ATTN_DEV void attn_wg_ss(float *d, uint64_t da, uint64_t db, int acc, attn_f16_n128)
+{
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "l"(da), "l"(db), "r"(acc) : "memory");
+}
+ATTN_DEV void attn_wg_rs(float *d, const uint32_t *a, uint64_t db, attn_f16_n128)
+{
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, 1, 1, 1, 1;\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db) : "memory");
+}
+ATTN_DEV void attn_wg_ss(float *d, uint64_t da, uint64_t db, int acc, attn_bf16_n64)
+{
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "l"(da), "l"(db), "r"(acc) : "memory");
+}
+ATTN_DEV void attn_wg_rs(float *d, const uint32_t *a, uint64_t db, attn_bf16_n64)
+{
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, 1, 1, 1, 1;\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db) : "memory");
+}
+ATTN_DEV void attn_wg_ss(float *d, uint64_t da, uint64_t db, int acc, attn_bf16_n128)
+{
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "l"(da), "l"(db), "r"(acc) : "memory");
+}
+ATTN_DEV void attn_wg_rs(float *d, const uint32_t *a, uint64_t db, attn_bf16_n128)
+{
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, 1, 1, 1, 1;\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db) : "memory");
+}
+ATTN_DEV void attn_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+ATTN_DEV void attn_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+ATTN_DEV void attn_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+/* cp.async's writes to shared memory made visible to the async proxy wgmma reads through */
+ATTN_DEV void attn_fence_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 #endif /* !COIL_ATTN_HOST */
 
 /* ---- what the host passes (cuda_attention.c's cuda_attn_params: the same layout) ---- */
@@ -563,7 +640,7 @@ attn_tc(const coil_attn_params &p)
       }
     }
   attn_warp_bar();
-  uint16_t *out = (uint16_t *)p.out + o.o;
+  uint16_t *out = (uint16_t *)p.out + attn_batch(p, b).o; /* again: fewer registers held */
 #pragma unroll
   for (int it = 0; it < 16 * WM * CH / 32; it++) {
     const int u = it * 32 + lane, r = wr + u / CH, ch = u % CH;
@@ -572,7 +649,200 @@ attn_tc(const coil_attn_params &p)
   }
 }
 
+/* ---- attn_wg ---- */
+
+/* The wgmma tags of a dtype and an N */
+template <typename D, int N> struct attn_wg_tag;
+template <> struct attn_wg_tag<attn_f16, 64> { typedef attn_f16_n64 T; };
+template <> struct attn_wg_tag<attn_f16, 128> { typedef attn_f16_n128 T; };
+template <> struct attn_wg_tag<attn_bf16, 64> { typedef attn_bf16_n64 T; };
+template <> struct attn_wg_tag<attn_bf16, 128> { typedef attn_bf16_n128 T; };
+
+/* A shared-memory matrix descriptor of the 128-byte swizzle: start address, leading and stride
+ * byte offsets (docs/attention-wgmma-notes.md, table of bits) */
+ATTN_DEV uint64_t
+attn_wg_desc(uint32_t addr, uint32_t lbo, uint32_t sbo)
+{
+  return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)((lbo & 0x3FFFF) >> 4) << 16 |
+         (uint64_t)((sbo & 0x3FFFF) >> 4) << 32 | (uint64_t)1 << 62;
+}
+
+/* ROWS rows of HD elements from g (row stride rs; rows from n on zeros) into the tile at s
+ * (1024-aligned), stored as HD / 64 slabs of [ROWS][64] with the 128-byte swizzle: 16-byte chunk
+ * c of row r at (c / 8) ROWS 128 + r 128 + ((c % 8) ^ (r % 8)) 16. Shifts and masks, not
+ * division, and 32-bit row numbers: the registers are the accumulators'. */
+template <int HD, int ROWS, int NT>
+ATTN_DEV void
+attn_wg_load(uint32_t s, const uint16_t *g, int64_t rs, int n)
+{
+  constexpr int CH = HD / 8, LG = HD == 64 ? 3 : 4, N = ROWS * CH;
+#pragma unroll
+  for (int it = 0; it < (N + NT - 1) / NT; it++) {
+    const int u = it * NT + attn_tid(), r = u >> LG, c = u & (CH - 1);
+    if (N % NT == 0 || u < N)
+      attn_cp16(s + (uint32_t)((c >> 3) * ROWS * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4)), g + (r < n ? r : 0) * rs + c * 8,
+                r < n);
+  }
+}
+
+/* FlashAttention-2 on Hopper's warpgroup MMA for f16 and bf16, head dim HD in {64, 128}, the
+ * operands as for attn_tc. A block of WGS warpgroups takes 64 WGS query rows (64 a warpgroup);
+ * BN keys a step, K and V tiles loaded with cp.async into two stages (attn_wg_load's swizzled
+ * slabs), one barrier a step; S = Q K^T with both operands in shared memory (HD / 16 wgmma
+ * m64nBNk16), the online softmax in registers (exp2, the scale prescaled by log2(e), O and l
+ * rescaled every step), P rounded to the input dtype as the register A operand of O += P V (BN /
+ * 16 wgmma m64nHDk16, V N-major: its slabs are the 64-column atoms, LBO the slab stride). */
+template <typename D, int HD, int BN, int WGS, bool MASK>
+ATTN_DEV void
+attn_wg(const coil_attn_params &p)
+{
+  constexpr int BM = 64 * WGS, NT = 128 * WGS;
+  constexpr uint32_t QT = BM * HD * 2, KT = BN * HD * 2; /* bytes of the Q tile, of a K or V tile */
+  static_assert((HD == 64 || HD == 128) && (BN == 64 || BN == 128), "attn_wg: tile shape");
+  typedef typename attn_wg_tag<D, BN>::T SN;
+  typedef typename attn_wg_tag<D, HD>::T ON;
+  const float inf = attn_inf(), log2e = 1.4426950408889634f;
+  ATTN_DYN_SMEM(smem);
+  const uint32_t sq = (attn_smem_u32(smem) + 1023) & ~1023u, skv = sq + QT; /* Q, the two stages (K, V) */
+  const int tid = attn_tid(), wg = tid >> 7, w = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int i0 = (int)(attn_bidx() % p.q_tiles) * BM; /* the host keeps L below 2^31 here */
+  const attn_off o = attn_batch(p, attn_bidx() / p.q_tiles);
+  const uint16_t *q = (const uint16_t *)p.q + o.q, *k = (const uint16_t *)p.k + o.k, *v = (const uint16_t *)p.v + o.v;
+  const int ntiles = (int)((p.S + BN - 1) / BN); /* the host keeps S below 2^31 here */
+  const float sl2 = (float)p.scale_log2;
+
+  attn_wg_load<HD, BM, NT>(sq, q + i0 * p.q_l, p.q_l, p.L - i0 < BM ? (int)p.L - i0 : BM);
+  attn_wg_load<HD, BN, NT>(skv, k, p.k_s, (int)(p.S < BN ? p.S : BN));
+  attn_wg_load<HD, BN, NT>(skv + KT, v, p.v_s, (int)(p.S < BN ? p.S : BN));
+  attn_cp_commit();
+  /* k and v in shared memory, where they take no registers (read once a step) */
+  ATTN_SHARED const uint16_t *kv[2];
+  if (tid == 0)
+    kv[0] = k, kv[1] = v;
+  /* the mask rows of this thread's rows g and g + 8 of its warp's 16 */
+  const int r0 = wg * 64 + 16 * w + g; /* in the block */
+  ATTN_SHARED const uint16_t *mrows[2][MASK ? NT : 1]; /* in shared memory too */
+  if (MASK)
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+      mrows[h][tid] = i0 + r0 + 8 * h < p.L ? (const uint16_t *)p.mask + o.m + (int64_t)(i0 + r0 + 8 * h) * p.m_l : nullptr;
+  float oacc[HD / 2], m[2] = {-inf, -inf}, l[2] = {0, 0};
+#pragma unroll
+  for (int i = 0; i < HD / 2; i++)
+    oacc[i] = 0;
+  const uint32_t qw = sq + wg * 64 * 128; /* this warpgroup's 64 rows in each slab of Q */
+  for (int j = 0; j < ntiles; j++) {
+    attn_cp_wait<0>();
+    attn_fence_async();
+    attn_bar(); /* tile j is there for all; every warpgroup is done with tile j - 1 */
+    if (j + 1 < ntiles) {
+      const uint32_t st = skv + ((j + 1) & 1) * 2 * KT;
+      const int64_t jn = (int64_t)(j + 1) * BN;
+      const int n = p.S - jn < BN ? (int)(p.S - jn) : BN;
+      attn_wg_load<HD, BN, NT>(st, kv[0] + jn * p.k_s, p.k_s, n);
+      attn_wg_load<HD, BN, NT>(st + KT, kv[1] + jn * p.v_s, p.v_s, n);
+    }
+    attn_cp_commit();
+    const uint32_t sk = skv + (j & 1) * 2 * KT, sv = sk + KT;
+
+    /* S = Q K^T: k step kk is 32 bytes into the rows of slab kk / 4 */
+    float s[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++)
+      s[i] = 0; /* overwritten (acc 0 at kk 0), but "+f" reads it */
+    attn_wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; kk++)
+      attn_wg_ss(s, attn_wg_desc(qw + (kk >> 2) * BM * 128 + 32 * (kk & 3), 16, 1024),
+                 attn_wg_desc(sk + (kk >> 2) * BN * 128 + 32 * (kk & 3), 16, 1024), kk > 0, SN());
+    attn_wg_commit();
+    attn_wg_wait();
+
+    /* the online softmax in log2 units, rows g (h = 0) and g + 8 (h = 1) of the warp's 16, whose
+     * other columns the 3 other threads of the quad hold. Keys past S and the mask first;
+     * without a mask the scores stay unscaled until the exp (scale > 0). */
+    const int64_t j0 = (int64_t)j * BN;
+    const int lim = p.S - j0 < BN ? (int)(p.S - j0) : BN; /* keys of this tile */
+    if (MASK) {
+      const uint16_t *mrow[2] = {mrows[0][tid], mrows[1][tid]};
+#pragma unroll
+      for (int i = 0; i < BN / 2; i++) {
+        const int h = (i >> 1) & 1, c = 8 * (i >> 2) + 2 * t + (i & 1);
+        const float mv = mrow[h] && c < lim ? D::load(mrow[h] + (j0 + c) * p.m_s) : 0.f;
+        s[i] = c < lim ? fmaf(s[i], sl2, mv * log2e) : -inf;
+      }
+    } else if (lim < BN) {
+#pragma unroll
+      for (int i = 0; i < BN / 2; i++)
+        if (8 * (i >> 2) + 2 * t + (i & 1) >= lim)
+          s[i] = -inf;
+    }
+    float mx[2] = {-inf, -inf}, corr[2], base[2], sum[2] = {0, 0};
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++)
+      mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      mx[h] = fmaxf(mx[h], attn_shfl_xor(mx[h], 1));
+      mx[h] = fmaxf(mx[h], attn_shfl_xor(mx[h], 2));
+      const float mn = fmaxf(m[h], MASK ? mx[h] : mx[h] * sl2);
+      corr[h] = mn == -inf ? 1.f : attn_ex2(m[h] - mn); /* a row with no finite score yet keeps -inf */
+      base[h] = mn == -inf ? 0.f : mn;
+      m[h] = mn;
+    }
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) {
+      const int h = (i >> 1) & 1;
+      s[i] = attn_ex2(MASK ? s[i] - base[h] : fmaf(s[i], sl2, -base[h]));
+      sum[h] += s[i];
+    }
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+      l[h] = l[h] * corr[h] + sum[h];
+#pragma unroll
+    for (int i = 0; i < HD / 2; i++)
+      oacc[i] *= corr[(i >> 1) & 1];
+
+    /* O += P V: the scores of columns 16 jj.. are the A fragment of k step jj */
+    uint32_t a[BN / 16][4];
+#pragma unroll
+    for (int jj = 0; jj < BN / 16; jj++)
+#pragma unroll
+      for (int r = 0; r < 4; r++)
+        a[jj][r] = attn_pack(s[8 * jj + 2 * r], s[8 * jj + 2 * r + 1], D());
+    attn_wg_fence();
+#pragma unroll
+    for (int jj = 0; jj < BN / 16; jj++) /* 16 keys a step: 16 rows of 128 bytes into each slab */
+      attn_wg_rs(oacc, a[jj], attn_wg_desc(sv + 2048 * jj, BN * 128, 1024), ON());
+    attn_wg_commit();
+    attn_wg_wait();
+  }
+
+  /* O / l, rounded once, stored two columns a thread */
+  uint16_t *out = (uint16_t *)p.out + attn_batch(p, attn_bidx() / p.q_tiles).o; /* again: fewer registers held */
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    l[h] += attn_shfl_xor(l[h], 1);
+    l[h] += attn_shfl_xor(l[h], 2);
+    const bool none = l[h] == 0; /* every score -inf */
+    const float inv = none ? 0.f : 1.f / l[h], fill = none && p.masked_nan ? attn_nan() : 0.f;
+    const int i = i0 + r0 + 8 * h;
+    if (i < p.L)
+#pragma unroll
+      for (int c = 0; c < HD / 8; c++) {
+        const float x0 = oacc[4 * c + 2 * h], x1 = oacc[4 * c + 2 * h + 1];
+        *(uint32_t *)(out + (int64_t)i * p.o_l + 8 * c + 2 * t) = attn_pack(none ? fill : x0 * inv, none ? fill : x1 * inv, D());
+      }
+  }
+}
+
 /* ---- the kernels a module holds: one line each, appended by cuda_attention.c ---- */
 #define COIL_ATTN_SIMT(name, D) ATTN_ENTRY(name, ATTN_SIMT_THREADS, 1, (attn_simt<D>(p)))
 #define COIL_ATTN_TC(name, D, HD, BR, BC, WM, ST, MASK, MINB) \
   ATTN_ENTRY(name, (BR) / (16 * (WM)) * 32, MINB, (attn_tc<D, HD, BR, BC, WM, ST, MASK>(p)))
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL) /* device code for other than sm_90a */
+#define COIL_ATTN_WG(name, D, HD, BN, WGS, MASK, MINB) static_assert(false, "attn_wg needs sm_90a");
+#else
+#define COIL_ATTN_WG(name, D, HD, BN, WGS, MASK, MINB) \
+  ATTN_ENTRY(name, 128 * (WGS), MINB, (attn_wg<D, HD, BN, WGS, MASK>(p)))
+#endif

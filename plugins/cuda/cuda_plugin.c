@@ -118,9 +118,11 @@ parse_options(const coil_plugin_options *o, cuda_options *opt)
       continue;
     }
     if (strcmp(k, "attention_kernel") == 0) {
-      if (strcmp(v, "auto") != 0 && strcmp(v, "simt") != 0)
-        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: option attention_kernel: expected auto or simt, got '%s'", v);
+      if (strcmp(v, "auto") != 0 && strcmp(v, "simt") != 0 && strcmp(v, "mma") != 0)
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT,
+                              "cuda: option attention_kernel: expected auto, mma or simt, got '%s'", v);
       opt->attn_simt = strcmp(v, "simt") == 0;
+      opt->attn_mma = strcmp(v, "mma") == 0;
       continue;
     }
     if (strcmp(k, "attention_tile") == 0) {
@@ -321,7 +323,7 @@ compile_one(compile_job *j, int k)
     cuda_attention_module_source(ak, &src);
     snprintf(path, sizeof path, "%s/a%d.cubin", j->dir, k);
     snprintf(what, sizeof what, "attention kernel %s (source in attention.cu)", name);
-    coil_error *e = cuda_nvrtc_compile(src.s, j->arch, what, j->dir, path);
+    coil_error *e = cuda_nvrtc_compile(src.s, cuda_attention_arch(ak, j->arch), what, j->dir, path);
     coil_strbuf_free(&src);
     return e;
   }

@@ -9,15 +9,16 @@
 #             attention templates are bmm's) and the model tier; then full-size graphs (f16 d64
 #             as the benchmark, bf16 d128 with a causal mask, f16 with a padding mask whose last
 #             batch has no key, f32, f16 with E = 48) against torch in float64 on the same inputs,
-#             with the default kernels and with attention_kernel = simt
+#             with the default kernels and with attention_kernel = mma and simt
 #   sanitize  compute-sanitizer memcheck, racecheck and synccheck on small attention runs (the
 #             tensor-core kernel with and without a mask, the SIMT kernel)
 #   bench     coil bench --only attention_fp16 against Inductor (torch.compile of the same graph)
 #             and eager SDPA, one Python process: Inductor compiled once, then three rounds of
-#             coil (a subprocess), Inductor, SDPA; medians; coil's unfused path (--attention
+#             coil (a subprocess), Inductor, SDPA, coil's mma.sync kernel; medians; coil's unfused path (--attention
 #             generated) once
-#   sweep     coil bench --only attention_fp16 over tensor-core tiles ($COIL_CUDA_ATTENTION_TILE),
-#             the SIMT kernel and the unfused path
+#   sweep     coil bench --only attention_fp16: the default (wgmma on sm_90), the mma.sync kernel
+#             (attention_kernel = mma) and two of its tiles ($COIL_CUDA_ATTENTION_TILE), the SIMT
+#             kernel and the unfused path
 #   ncu       Nsight Compute on one launch of coil's attention kernel and of PyTorch's SDPA
 # Every step runs under `timeout`; logs, CSVs and JSON under $OUT; a short summary last. About 7
 # minutes for `all` on an H100.
@@ -118,7 +119,7 @@ section_build() {
     if timeout 120 .deps/coil compile "$g" --backend cuda -o "$out/art/$n" >"$out/art_$n.log" 2>&1; then
       plan=$(find "$out/art/$n" -name attention.txt | head -1)
       if [ -n "$plan" ]; then
-        note "build $n: coil.attention, kernels: $(grep '^kernel' "$plan" | awk '{print $3 "/" $4 (($3 == "tc") ? " d" $6 " " $7 "x" $8 "x" $9 "x" $10 "x" $11 : "")}' | paste -sd, -)"
+        note "build $n: coil.attention, kernels: $(grep '^kernel' "$plan" | awk '{print $3 "/" $4 (($3 != "simt") ? " d" $6 " " $7 "x" $8 "x" $9 "x" $10 "x" $11 : "")}' | paste -sd, -)"
       else
         note "build $n: NOT fused (no coil.attention line: the core's matcher or claim)"
       fi
@@ -140,7 +141,7 @@ section_check() {
   # full size, against torch in float64 on the same inputs
   for n in f16_d64 bf16_d128_causal f16_d64_padding f32_d40 f16_d48; do
     timeout 60 python3 "$out/graphs/inputs.py" $n "$out/graphs/$n.in.safetensors" 7 || { note "check $n: no inputs"; continue; }
-    for kernel in auto simt; do
+    for kernel in auto mma simt; do
       rm -f "$out/graphs/$n.$kernel.safetensors"
       COIL_CUDA_ATTENTION_KERNEL=$kernel timeout 120 .deps/coil run "$out/graphs/$n.coil" --backend cuda --no-cache \
         --inputs "$out/graphs/$n.in.safetensors" --out "$out/graphs/$n.$kernel.safetensors" >"$out/run_$n.$kernel.log" 2>&1 ||
@@ -155,7 +156,7 @@ scale = float(open(f"{d}/{n}.coil").read().split("aten.mul.Tensor(%s, ")[1].spli
 s = x["q"] @ x["k"].transpose(-1, -2) * scale + (x["mask"] if "mask" in x else 0)
 ref = torch.softmax(s, -1) @ x["v"]
 tol = {torch.float16: 2e-3, torch.bfloat16: 1.2e-2, torch.float32: 1e-5}
-for kernel in ("auto", "simt"):
+for kernel in ("auto", "mma", "simt"):
     try:
         got = load_file(f"{d}/{n}.{kernel}.safetensors")["out0"]
     except Exception as e:
@@ -204,10 +205,11 @@ err = ((cf(q, k, v).float() - ref).norm() / ref.norm()).item()
 sdpa = lambda: F.scaled_dot_product_attention(q, k, v, scale=0.125)
 print(torch.cuda.get_device_name(), "torch", torch.__version__, "triton", triton.__version__, f"inductor rel err {err:.2e}")
 
-def coil_bench(tag, *extra):
+def coil_bench(tag, *extra, kernel=None):
     path = f"{out}/coil_{tag}.json"
+    env = dict(os.environ, **({"COIL_CUDA_ATTENTION_KERNEL": kernel} if kernel else {}))
     r = subprocess.run([coil, "bench", "--backend", "cuda", "--only", "attention_fp16", "--json", path, *extra],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, env=env)
     open(f"{out}/coil_{tag}.log", "w").write(r.stdout + r.stderr)
     try:
         row = json.load(open(path))["rows"][0]
@@ -221,14 +223,17 @@ for r in range(3):
     c_ms, c_graph = coil_bench(f"r{r}")
     i_ms = do_bench(lambda: cf(q, k, v), warmup=25, rep=200, return_mode="median")
     s_ms = do_bench(sdpa, warmup=25, rep=200, return_mode="median")
-    rows.append((c_ms, c_graph, i_ms, s_ms))
-    print(f"round {r}: coil {c_ms:.4f} ms (CUDA graph {c_graph:.4f}), inductor {i_ms:.4f} ms, sdpa {s_ms:.4f} ms")
+    m_ms, _ = coil_bench(f"mma{r}", kernel="mma")
+    rows.append((c_ms, c_graph, i_ms, s_ms, m_ms))
+    print(f"round {r}: coil {c_ms:.4f} ms (CUDA graph {c_graph:.4f}), inductor {i_ms:.4f} ms, sdpa {s_ms:.4f} ms, "
+          f"coil mma.sync kernel {m_ms:.4f} ms")
 u_ms, _ = coil_bench("unfused", "--attention", "generated")
-med = [statistics.median(x[i] for x in rows) for i in range(4)]
+med = [statistics.median(x[i] for x in rows) for i in range(5)]
 flop = 4 * 8 * 16 * 1024 * 1024 * 64
 print(f"coil unfused (bmm, softmax, bmm): {u_ms:.4f} ms")
 print("%-22s %9s %9s" % ("attention_fp16", "median_ms", "TFLOP/s"))
-for name, ms in (("coil", med[0]), ("coil (CUDA graph)", med[1]), ("inductor", med[2]), ("sdpa (eager)", med[3])):
+for name, ms in (("coil", med[0]), ("coil (CUDA graph)", med[1]), ("inductor", med[2]), ("sdpa (eager)", med[3]),
+                 ("coil mma.sync kernel", med[4])):
     print("%-22s %9.4f %9.1f" % (name, ms, flop / ms / 1e9))
 print(f"coil speed vs Inductor: {med[2] / med[0]:.2f}x; vs SDPA: {med[3] / med[0]:.2f}x (target >= 0.90x)")
 json.dump(dict(device=torch.cuda.get_device_name(), rounds=rows, medians=med, unfused_ms=u_ms), open(f"{out}/g7_bench.json", "w"))
@@ -237,10 +242,11 @@ EOF
 }
 
 section_sweep() {
-  local tiles="128x64x1x2x2 128x32x1x3x2 128x64x1x3x2 128x64x1x2x1 64x64x1x3x3 128x64x2x2x2 128x128x1x2x1"
-  { for t in default $tiles simt unfused; do
+  local tiles="128x64x2x2x2 128x64x1x2x2"
+  { for t in default mma $tiles simt unfused; do
       case $t in
       default) env= extra= ;;
+      mma) env=COIL_CUDA_ATTENTION_KERNEL=mma extra= ;;
       simt) env=COIL_CUDA_ATTENTION_KERNEL=simt extra= ;;
       unfused) env= extra="--attention generated" ;;
       *) env=COIL_CUDA_ATTENTION_TILE=$t extra= ;;

@@ -143,21 +143,28 @@ typedef struct {
   coil_dtype dt;
   int hd, br, bc, wm, st, minb;
   bool mask;
+  bool wg; /* attn_wg (wgmma): br = 64 warpgroups, bc = keys a step */
 } tck;
 static const tck tc_kernels[] = {
-    {COIL_F16, 64, 128, 64, 1, 2, 2, false},  /* 1: the defaults for hd 64 */
-    {COIL_F16, 64, 128, 32, 1, 3, 2, true},   /* 2 */
-    {COIL_BF16, 64, 128, 64, 1, 2, 2, false}, /* 3 */
-    {COIL_BF16, 64, 128, 32, 1, 3, 2, true},  /* 4 */
-    {COIL_F16, 32, 128, 64, 1, 2, 2, false},  /* 5: for hd 32 */
-    {COIL_BF16, 32, 128, 64, 1, 2, 2, true},  /* 6 */
-    {COIL_F16, 128, 128, 32, 1, 2, 1, false}, /* 7: for hd 128 */
-    {COIL_BF16, 128, 128, 32, 1, 2, 1, true}, /* 8 */
-    {COIL_F16, 64, 128, 32, 1, 3, 2, false},  /* 9: other tiles */
-    {COIL_F16, 64, 64, 128, 1, 4, 2, false},  /* 10 */
-    {COIL_F16, 64, 128, 64, 2, 2, 1, true},   /* 11: two m tiles a warp */
-    {COIL_BF16, 128, 64, 64, 1, 3, 1, false}, /* 12 */
-    {COIL_F16, 32, 64, 16, 2, 2, 1, false},   /* 13 */
+    {COIL_F16, 64, 128, 64, 1, 2, 2, false, false},  /* 1: the defaults for hd 64 */
+    {COIL_F16, 64, 128, 32, 1, 3, 2, true, false},   /* 2 */
+    {COIL_BF16, 64, 128, 64, 1, 2, 2, false, false}, /* 3 */
+    {COIL_BF16, 64, 128, 32, 1, 3, 2, true, false},  /* 4 */
+    {COIL_F16, 32, 128, 64, 1, 2, 2, false, false},  /* 5: for hd 32 */
+    {COIL_BF16, 32, 128, 64, 1, 2, 2, true, false},  /* 6 */
+    {COIL_F16, 128, 128, 32, 1, 2, 1, false, false}, /* 7: for hd 128 */
+    {COIL_BF16, 128, 128, 32, 1, 2, 1, true, false}, /* 8 */
+    {COIL_F16, 64, 128, 32, 1, 3, 2, false, false},  /* 9: other tiles */
+    {COIL_F16, 64, 64, 128, 1, 4, 2, false, false},  /* 10 */
+    {COIL_F16, 64, 128, 64, 2, 2, 1, true, false},   /* 11: two m tiles a warp */
+    {COIL_BF16, 128, 64, 64, 1, 3, 1, false, false}, /* 12 */
+    {COIL_F16, 32, 64, 16, 2, 2, 1, false, false},   /* 13 */
+    {COIL_F16, 64, 128, 128, 0, 2, 2, false, true},   /* 14: wgmma, the defaults for hd 64 */
+    {COIL_BF16, 64, 128, 128, 0, 2, 2, true, true},   /* 15 */
+    {COIL_F16, 128, 128, 64, 0, 2, 2, false, true},   /* 16: for hd 128 */
+    {COIL_BF16, 128, 128, 64, 0, 2, 2, true, true},   /* 17 */
+    {COIL_F16, 64, 64, 64, 0, 2, 1, true, true},      /* 18: one warpgroup, 64 keys a step */
+    {COIL_BF16, 128, 64, 128, 0, 2, 1, false, true},  /* 19 */
 };
 #define NTC (int)(sizeof tc_kernels / sizeof *tc_kernels)
 
@@ -204,6 +211,18 @@ static const acase cases[] = {
     {"tc bf16 d128 64x64x1x3", COIL_BF16, 1, 1, 65, 200, 128, 128, M_NONE, L_DENSE, false, 0, 12},
     {"tc f16 d32 64x16x2x2", COIL_F16, 1, 1, 40, 50, 32, 32, M_NONE, L_DENSE, false, 0, 13},
     /* refused by the tensor-core kernel: the SIMT one runs */
+    /* the wgmma kernel (partial tiles of rows and keys, masks, views, both head dims) */
+    {"wg f16 d64", COIL_F16, 1, 2, 130, 300, 64, 64, M_NONE, L_DENSE, false, 0, 14},
+    {"wg f16 d64 one", COIL_F16, 1, 1, 1, 1, 64, 64, M_NONE, L_DENSE, true, 0, 14},
+    {"wg f16 d64 peaky", COIL_F16, 1, 1, 64, 300, 64, 64, M_NONE, L_DENSE, false, 1.0, 14},
+    {"wg f16 d64 permuted", COIL_F16, 2, 2, 40, 70, 64, 64, M_NONE, L_PERMUTED, false, 0, 14},
+    {"wg f16 d64 kv broadcast", COIL_F16, 2, 2, 33, 65, 64, 64, M_NONE, L_KVBCAST, false, 0, 14},
+    {"wg bf16 d64 causal nan", COIL_BF16, 1, 1, 100, 200, 64, 64, M_CAUSAL, L_DENSE, true, 0, 15},
+    {"wg bf16 d64 padding", COIL_BF16, 2, 1, 30, 77, 64, 64, M_PAD, L_DENSE, false, 0, 15},
+    {"wg f16 d128", COIL_F16, 1, 1, 70, 150, 128, 128, M_NONE, L_DENSE, false, 0, 16},
+    {"wg bf16 d128 full mask nan", COIL_BF16, 1, 1, 40, 150, 128, 128, M_FULL, L_DENSE, true, 0, 17},
+    {"wg f16 d64 64x64 row mask zero", COIL_F16, 1, 2, 70, 100, 64, 64, M_ROW, L_DENSE, false, 0, 18},
+    {"wg bf16 d128 64x128", COIL_BF16, 2, 1, 65, 200, 128, 128, M_NONE, L_DENSE, false, 0, 19},
     {"tc->simt unaligned", COIL_F16, 1, 2, 20, 30, 64, 64, M_NONE, L_UNALIGNED, false, 0, -1},
     {"tc->simt odd row stride", COIL_F16, 1, 2, 20, 30, 64, 64, M_NONE, L_ODDROW, false, 0, -1},
     {"tc->simt k transposed", COIL_F16, 1, 2, 20, 30, 64, 64, M_NONE, L_KT, false, 0, -1},
@@ -361,8 +380,8 @@ kernel_fn(const cuda_attn_kernel *k)
 static cuda_attn_kernel
 tc_desc(const tck *t)
 {
-  return (cuda_attn_kernel){.dtype = t->dt, .tc = true, .mask = t->mask, .hd = t->hd, .br = t->br, .bc = t->bc, .wm = t->wm,
-                            .stages = t->st, .minb = t->minb};
+  return (cuda_attn_kernel){.dtype = t->dt, .tc = true, .wg = t->wg, .mask = t->mask, .hd = t->hd, .br = t->br,
+                            .bc = t->bc, .wm = t->wm, .stages = t->st, .minb = t->minb};
 }
 
 /* Runs case c (scheduled by order); returns the number of failures. */
@@ -487,7 +506,7 @@ run_case(const acase *c, unsigned order)
     fails++;
   } else
     printf("ok   %-32s %-5s %s grid %ux%u, worst error %.3g\n", c->name, order ? (order == 1 ? "back" : "shuf") : "",
-           L.path == CUDA_ATTN_TC ? "tc  " : L.path == CUDA_ATTN_SIMT ? "simt" : "none", L.grid_x, L.grid_y, worst);
+           L.path == CUDA_ATTN_TC ? (tc->wg ? "wg  " : "tc  ") : L.path == CUDA_ATTN_SIMT ? "simt" : "none", L.grid_x, L.grid_y, worst);
 done:
   free(q.store), free(k.store), free(v.store), free(o.store), free(m.store);
   return fails;

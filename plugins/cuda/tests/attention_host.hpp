@@ -5,6 +5,7 @@
  * instruction, each of which is a rendezvous of the warp's 32 lanes (the inputs of all lanes
  * posted, then each lane computes its result from them as the PTX ISA defines it):
  *   shfl.bfly; vote.any; ldmatrix .x4 (.trans); mma.sync m16n8k16 .row.col f32 += f16/bf16 * f16/bf16;
+ *   wgmma.mma_async m64nNk16 (a rendezvous of the warpgroup's 128 threads; the 128-byte swizzle);
  *   cp.async 16 bytes with zero fill, whose copies are made only at the cp.async.wait_group that
  *   covers them (as late as the hardware may make them: a missing wait or barrier shows).
  * The scheduler runs the runnable fibers in an order the test picks (forward, backward, shuffled)
@@ -45,6 +46,7 @@ struct fiber {
   ucontext_t ctx;
   bool done;
   unsigned coll;                          /* warp-wide instructions so far (the exchange's parity) */
+  unsigned gcoll;                         /* warpgroup-wide ones */
   std::vector<copy> open;                 /* cp.async since the last commit */
   std::vector<std::vector<copy>> groups;  /* committed, not yet waited for */
 };
@@ -54,6 +56,9 @@ static ucontext_t sched;
 static unsigned long long wgen[32], bgen;
 static unsigned warrive[32], barrive;
 static uint64_t xch[32][2][32][6]; /* per warp, parity, lane: a warp-wide instruction's inputs */
+static unsigned long long ggen[8];
+static unsigned garrive[8];
+static uint64_t gxch[8][2][128][5]; /* per warpgroup, parity, thread: a wgmma's inputs */
 static unsigned char *smem;
 static unsigned long long idle;    /* switches since a barrier last opened (a deadlock check) */
 
@@ -100,6 +105,25 @@ static uint64_t (*post(const uint64_t *in, int n))[6]
   memcpy(xch[w][par][l], in, sizeof(uint64_t) * (size_t)n);
   warp_wait();
   return xch[w][par];
+}
+
+/* The same for the 128 threads of a warpgroup (wgmma) */
+static uint64_t (*post_wg(const uint64_t *in, int n))[5]
+{
+  const unsigned G = cur >> 7, l = cur & 127, par = th[cur].gcoll++ & 1;
+  if (nthreads % 128) {
+    fprintf(stderr, "attn_host: a warpgroup instruction in a block of %u threads\n", nthreads);
+    abort();
+  }
+  memcpy(gxch[G][par][l], in, sizeof(uint64_t) * (size_t)n);
+  const unsigned long long gen = ggen[G];
+  if (++garrive[G] == 128) {
+    garrive[G] = 0, ggen[G]++, idle = 0;
+  } else {
+    while (ggen[G] == gen)
+      yield();
+  }
+  return gxch[G][par];
 }
 
 static float
@@ -282,6 +306,86 @@ attn_mma_host(float *d, const uint32_t *a, uint32_t b0, uint32_t b1, bool bf)
   }
 }
 
+/* wgmma (cuda_attention.cu's attn_wg_ss, attn_wg_rs): the operands in shared memory through
+ * their descriptors, as PTX defines the 128-byte swizzle (the only mode the kernels use; any
+ * other aborts): element (row r, k) of a K-major matrix at start + (r / 8) SBO + (r % 8) 128 +
+ * 2 k, element (k, n) of an MN-major one at start + (n / 64) LBO + (k / 8) SBO + (k % 8) 128 +
+ * 2 (n % 64), each address then XOR-ed in bits 4-6 with bits 7-9. Computed when issued (the
+ * hardware may read the operands until the wait: a kernel that changes them before is wrong on
+ * the GPU and not seen here). */
+static inline float
+attn_wg_elem(uint64_t desc, bool mn_major, int rn, int k, bool bf)
+{
+  const uint32_t start = (uint32_t)(desc & 0x3FFF) << 4, lbo = (uint32_t)((desc >> 16) & 0x3FFF) << 4,
+                 sbo = (uint32_t)((desc >> 32) & 0x3FFF) << 4;
+  if (desc >> 62 != 1 || ((desc >> 49) & 7)) {
+    fprintf(stderr, "attn_host: a wgmma descriptor (0x%llx) of a layout other than the 128-byte swizzle\n",
+            (unsigned long long)desc);
+    abort();
+  }
+  uint32_t a = mn_major ? start + (uint32_t)(rn >> 6) * lbo + (uint32_t)(k >> 3) * sbo + (uint32_t)(k & 7) * 128 + 2u * (rn & 63)
+                        : start + (uint32_t)(rn >> 3) * sbo + (uint32_t)(rn & 7) * 128 + 2u * (uint32_t)k;
+  a ^= ((a >> 7) & 7) << 4;
+  uint16_t u;
+  memcpy(&u, attn_host::smem + a, 2);
+  return bf ? attn_host::b2f(u) : attn_host::h2f(u);
+}
+/* this thread's rows and columns of D: d[i] at (16 w + g + 8 ((i >> 1) & 1), 8 (i >> 2) + 2 t + (i & 1)) */
+static inline int attn_wg_row(int i) { return (int)((attn_host::cur >> 5) & 3) * 16 + (int)((attn_host::cur & 31) >> 2) + 8 * ((i >> 1) & 1); }
+static inline int attn_wg_col(int i) { return 8 * (i >> 2) + 2 * (int)(attn_host::cur & 3) + (i & 1); }
+
+template <typename Tag>
+static inline void
+attn_wg_ss(float *d, uint64_t da, uint64_t db, int acc, Tag)
+{
+  const uint64_t in[3] = {da, db, (uint64_t)acc};
+  uint64_t(*x)[5] = attn_host::post_wg(in, 3);
+  for (int l = 0; l < 128; l++)
+    if (x[l][0] != da || x[l][1] != db || x[l][2] != (uint64_t)acc) {
+      fprintf(stderr, "attn_host: the threads of a warpgroup issued one wgmma with different operands\n");
+      abort();
+    }
+  for (int i = 0; i < Tag::N / 2; i++) {
+    float s = acc ? d[i] : 0.f;
+    for (int k = 0; k < 16; k++)
+      s += attn_wg_elem(da, false, attn_wg_row(i), k, Tag::BF) * attn_wg_elem(db, false, attn_wg_col(i), k, Tag::BF);
+    d[i] = s;
+  }
+}
+/* A from the registers of the warpgroup: a[h + 2 hi] of lane 4 g + t of warp w holds row 16 w + g
+ * + 8 h, columns 8 hi + 2 t and + 1 (the lower in the low half) */
+template <typename Tag>
+static inline void
+attn_wg_rs(float *d, const uint32_t *a, uint64_t db, Tag)
+{
+  const uint64_t in[5] = {a[0], a[1], a[2], a[3], db};
+  uint64_t(*x)[5] = attn_host::post_wg(in, 5);
+  float A[64][16];
+  for (int l = 0; l < 128; l++) {
+    if (x[l][4] != db) {
+      fprintf(stderr, "attn_host: the threads of a warpgroup issued one wgmma with different descriptors\n");
+      abort();
+    }
+    const int w = l >> 5, g = (l & 31) >> 2, t = l & 3;
+    for (int r = 0; r < 4; r++)
+      for (int e = 0; e < 2; e++) {
+        const uint16_t u = (uint16_t)(x[l][r] >> (16 * e));
+        A[16 * w + g + 8 * (r & 1)][8 * (r >> 1) + 2 * t + e] = Tag::BF ? attn_host::b2f(u) : attn_host::h2f(u);
+      }
+  }
+  for (int i = 0; i < Tag::N / 2; i++) {
+    float s = d[i];
+    for (int k = 0; k < 16; k++)
+      s += A[attn_wg_row(i)][k] * attn_wg_elem(db, true, attn_wg_col(i), k, Tag::BF);
+    d[i] = s;
+  }
+}
+/* issued when called (above): nothing left to order or wait for */
+ATTN_DEV void attn_wg_fence() {}
+ATTN_DEV void attn_wg_commit() {}
+ATTN_DEV void attn_wg_wait() {}
+ATTN_DEV void attn_fence_async() {}
+
 /* the dtype tags are cuda_attention.cu's, defined after this prelude: templates over them */
 struct attn_bf16;
 template <typename D>
@@ -333,9 +437,10 @@ attn_host_launch(void (*fn)(const void *), unsigned gx, unsigned gy, unsigned th
       for (size_t i = 0; i < shared.size(); i++) /* garbage, never read before it is written */
         shared[i] = (unsigned char)(0x7f ^ (i * 131));
       memset(wgen, 0, sizeof wgen), memset(warrive, 0, sizeof warrive), bgen = 0, barrive = 0, idle = 0;
+      memset(ggen, 0, sizeof ggen), memset(garrive, 0, sizeof garrive);
       for (unsigned t = 0; t < threads; t++) {
         fiber &f = fibers[t];
-        f.done = false, f.coll = 0, f.open.clear(), f.groups.clear();
+        f.done = false, f.coll = 0, f.gcoll = 0, f.open.clear(), f.groups.clear();
         getcontext(&f.ctx);
         f.ctx.uc_stack.ss_sp = stacks.data() + (size_t)t * stack;
         f.ctx.uc_stack.ss_size = stack;

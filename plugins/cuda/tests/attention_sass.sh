@@ -2,9 +2,9 @@
 # cuda_attention_sass: coil.attention's kernels compile with NVRTC through the cuda plugin for
 # sm_80 and sm_90 (tests/attention_compile.c: the kernels planned per line, refusals), and, where
 # cuobjdump is found ($COIL_CUOBJDUMP, PATH, /usr/local/cuda/bin), every tensor-core kernel's
-# machine code has HMMA (the tensor cores) and no LDL/STL (no local memory: registers spilled or
-# an array indexed at run time), and no kernel has a stack frame; the registers of each kernel
-# are printed. Exit 77 (skipped) where NVRTC is absent.
+# machine code has HMMA (mma.sync) or, for the wgmma kernels of sm_90, HGMMA, and no LDL/STL
+# (no local memory: registers spilled or an array indexed at run time), and no kernel has a
+# stack frame; the registers of each kernel are printed. Exit 77 (skipped) where NVRTC is absent.
 # Usage: attention_sass.sh CUDA-ATTENTION-COMPILE PLUGIN
 set -uo pipefail
 tool=$1 plugin=$2
@@ -44,8 +44,14 @@ for arch in sm_80 sm_90; do
       if [ "$kind" = tc ]; then
         tc=$((tc + 1))
         grep -q HMMA <<<"$sass" || bad="$bad; no HMMA"
-        grep -qE '\b(LDL|STL)\b' <<<"$sass" && bad="$bad; local memory (LDL/STL)"
         grep -q LDSM <<<"$sass" || bad="$bad; no LDSM"
+      fi
+      if [ "$kind" = wg ]; then
+        tc=$((tc + 1))
+        grep -q HGMMA <<<"$sass" || bad="$bad; no HGMMA (wgmma)"
+      fi
+      if [ "$kind" = tc ] || [ "$kind" = wg ]; then
+        grep -qE '\b(LDL|STL)\b' <<<"$sass" && bad="$bad; local memory (LDL/STL)"
         grep -q LDGSTS <<<"$sass" || bad="$bad; no LDGSTS (cp.async)"
       fi
       if [ -n "$bad" ]; then
