@@ -146,7 +146,9 @@ typedef struct {
       o_b[CUDA_ATTN_MAX_BATCH];  /* 0: broadcast */
   int64_t q_tiles;               /* blocks over L; blockIdx.x = tile + q_tiles * batch index */
   int64_t masked_nan;            /* a row of all -inf scores gives NaN (1) or 0 */
-  double scale, scale_log2;      /* scale, and scale * log2(e) */
+  double scale;
+  float scale_log2, pad_;        /* scale * log2(e), in f32: the tensor-core kernels read it as an
+                                    operand, not into a register */
 } cuda_attn_params;
 
 /* One kernel of cuda_attention.cu: attn_simt of a dtype, or attn_tc (or attn_wg) of a dtype, head

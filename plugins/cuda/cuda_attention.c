@@ -43,7 +43,7 @@ static const cuda_attn_kernel tc_tiles[] = {
     {.tc = true, .wg = true, .hd = 64, .br = 128, .bc = 128, .stages = 2, .minb = 2, .sm = 90},
     {.tc = true, .wg = true, .hd = 64, .mask = true, .br = 128, .bc = 128, .stages = 2, .minb = 2, .sm = 90},
     {.tc = true, .wg = true, .hd = 128, .br = 128, .bc = 64, .stages = 2, .minb = 2, .sm = 90},
-    {.tc = true, .wg = true, .hd = 128, .mask = true, .br = 128, .bc = 64, .stages = 2, .minb = 1, .sm = 90},
+    {.tc = true, .wg = true, .hd = 128, .mask = true, .br = 128, .bc = 64, .stages = 2, .minb = 2, .sm = 90},
     {.tc = true, .hd = 32, .br = 128, .bc = 64, .wm = 1, .stages = 2, .minb = 2},
     {.tc = true, .hd = 32, .mask = true, .br = 128, .bc = 64, .wm = 1, .stages = 2, .minb = 2, .sm = 90},
     {.tc = true, .hd = 32, .mask = true, .br = 128, .bc = 64, .wm = 1, .stages = 2, .minb = 1},
@@ -587,7 +587,7 @@ cuda_attention_prepare(const coil_gpu_buf *const ops[4], const coil_gpu_buf *out
       .v_s = stride_of(v, nb), .v_e = stride_of(v, nb + 1), .m_l = m ? stride_of(m, nb) : 0,
       .m_s = m ? stride_of(m, nb + 1) : 0, .o_l = stride_of(out, nb), .o_e = stride_of(out, nb + 1), .nb = kb,
       .masked_nan = S > 0 && masked_nan, /* no keys: zeros either way */
-      .scale = scale, .scale_log2 = scale * 1.4426950408889634};
+      .scale = scale, .scale_log2 = (float)(scale * 1.4426950408889634)};
   bool tc_ok = true;
   for (int d = 0; d < kb; d++) {
     P->bsize[d] = bs[d], P->q_b[d] = st[0][d], P->k_b[d] = st[1][d], P->v_b[d] = st[2][d], P->m_b[d] = st[3][d],

@@ -188,7 +188,7 @@ struct coil_attn_params {
   int64_t q_tiles;              /* blocks over L (blockIdx.x = tile + q_tiles * batch index) */
   int64_t masked_nan;           /* a row of all -inf scores: NaN (1) or 0 */
   double scale;
-  double scale_log2;            /* scale * log2(e) */
+  float scale_log2, pad_;       /* scale * log2(e), in f32 (an operand from the constant bank) */
 };
 static_assert(sizeof(coil_attn_params) == 8 * 60, "coil_attn_params: the host's layout");
 
@@ -264,8 +264,9 @@ ATTN_DEV attn_off attn_batch(const coil_attn_params &p, int64_t b)
 #pragma unroll
   for (int d = ATTN_MAX_BATCH - 1; d >= 0; d--)
     if (d < p.nb) {
-      const int64_t i = b % p.bsize[d];
-      b /= p.bsize[d];
+      const int64_t i = d ? b % p.bsize[d] : b; /* b < bsize[0] there: no division (a long call) */
+      if (d)
+        b /= p.bsize[d];
       r.q += i * p.q_b[d], r.k += i * p.k_b[d], r.v += i * p.v_b[d], r.m += i * p.m_b[d], r.o += i * p.o_b[d];
     }
   return r;
@@ -651,6 +652,10 @@ attn_tc(const coil_attn_params &p)
 
 /* ---- attn_wg ---- */
 
+template <bool B> struct attn_bool {
+  static constexpr bool value = B;
+};
+
 /* The wgmma tags of a dtype and an N */
 template <typename D, int N> struct attn_wg_tag;
 template <> struct attn_wg_tag<attn_f16, 64> { typedef attn_f16_n64 T; };
@@ -670,18 +675,29 @@ attn_wg_desc(uint32_t addr, uint32_t lbo, uint32_t sbo)
 /* ROWS rows of HD elements from g (row stride rs; rows from n on zeros) into the tile at s
  * (1024-aligned), stored as HD / 64 slabs of [ROWS][64] with the 128-byte swizzle: 16-byte chunk
  * c of row r at (c / 8) ROWS 128 + r 128 + ((c % 8) ^ (r % 8)) 16. Shifts and masks, not
- * division, and 32-bit row numbers: the registers are the accumulators'. */
+ * division, and 32-bit offsets (the host keeps rs below 2^24): the registers are the
+ * accumulators', and 64-bit arithmetic cost 1.5 % of the time. */
 template <int HD, int ROWS, int NT>
 ATTN_DEV void
 attn_wg_load(uint32_t s, const uint16_t *g, int64_t rs, int n)
 {
-  constexpr int CH = HD / 8, LG = HD == 64 ? 3 : 4, N = ROWS * CH;
+  constexpr int CH = HD / 8, LG = HD == 64 ? 3 : 4, N = ROWS * CH, RI = NT >> LG; /* rows an iteration */
+  static_assert(RI % 8 == 0, "attn_wg_load: the swizzle of a chunk the same every iteration");
+  const int r0 = attn_tid() >> LG, c = attn_tid() & (CH - 1);
+  const uint32_t d = s + (uint32_t)((c >> 3) * ROWS * 128 + r0 * 128 + (((c & 7) ^ (r0 & 7)) << 4));
+  if (n == ROWS) { /* a whole tile (every one but the last): one address step an iteration */
+    const uint16_t *src = g + (r0 * (int)rs + c * 8);
+#pragma unroll
+    for (int it = 0; it < (N + NT - 1) / NT; it++)
+      if (N % NT == 0 || it * NT + attn_tid() < N)
+        attn_cp16(d + it * RI * 128, src + it * RI * (int)rs, true);
+    return;
+  }
 #pragma unroll
   for (int it = 0; it < (N + NT - 1) / NT; it++) {
-    const int u = it * NT + attn_tid(), r = u >> LG, c = u & (CH - 1);
-    if (N % NT == 0 || u < N)
-      attn_cp16(s + (uint32_t)((c >> 3) * ROWS * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4)), g + (r < n ? r : 0) * rs + c * 8,
-                r < n);
+    const int r = r0 + it * RI;
+    if (N % NT == 0 || it * NT + attn_tid() < N)
+      attn_cp16(d + it * RI * 128, g + ((r < n ? r : 0) * (int)rs + c * 8), r < n);
   }
 }
 
@@ -705,11 +721,16 @@ attn_wg(const coil_attn_params &p)
   ATTN_DYN_SMEM(smem);
   const uint32_t sq = (attn_smem_u32(smem) + 1023) & ~1023u, skv = sq + QT; /* Q, the two stages (K, V) */
   const int tid = attn_tid(), wg = tid >> 7, w = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
+#ifdef ATTN_WG_DIV32
+  const uint32_t bx = (uint32_t)attn_bidx(), qt = (uint32_t)p.q_tiles, bi = bx / qt;
+  const int i0 = (int)(bx - bi * qt) * BM; /* the host keeps L below 2^31 here */
+  const attn_off o = attn_batch(p, bi);
+#else
   const int i0 = (int)(attn_bidx() % p.q_tiles) * BM; /* the host keeps L below 2^31 here */
   const attn_off o = attn_batch(p, attn_bidx() / p.q_tiles);
+#endif
   const uint16_t *q = (const uint16_t *)p.q + o.q, *k = (const uint16_t *)p.k + o.k, *v = (const uint16_t *)p.v + o.v;
   const int ntiles = (int)((p.S + BN - 1) / BN); /* the host keeps S below 2^31 here */
-  const float sl2 = (float)p.scale_log2;
 
   attn_wg_load<HD, BM, NT>(sq, q + i0 * p.q_l, p.q_l, p.L - i0 < BM ? (int)p.L - i0 : BM);
   attn_wg_load<HD, BN, NT>(skv, k, p.k_s, (int)(p.S < BN ? p.S : BN));
@@ -731,7 +752,10 @@ attn_wg(const coil_attn_params &p)
   for (int i = 0; i < HD / 2; i++)
     oacc[i] = 0;
   const uint32_t qw = sq + wg * 64 * 128; /* this warpgroup's 64 rows in each slab of Q */
-  for (int j = 0; j < ntiles; j++) {
+  /* one step: tile j of keys; LAST: the last tile, of fewer than BN keys (whole tiles need no
+   * check of their columns: a loop of them, then this one) */
+  auto step = [&](const int j, auto last) {
+    constexpr bool LAST = decltype(last)::value;
     attn_cp_wait<0>();
     attn_fence_async();
     attn_bar(); /* tile j is there for all; every warpgroup is done with tile j - 1 */
@@ -762,16 +786,16 @@ attn_wg(const coil_attn_params &p)
      * other columns the 3 other threads of the quad hold. Keys past S and the mask first;
      * without a mask the scores stay unscaled until the exp (scale > 0). */
     const int64_t j0 = (int64_t)j * BN;
-    const int lim = p.S - j0 < BN ? (int)(p.S - j0) : BN; /* keys of this tile */
+    const int lim = LAST ? (int)(p.S - j0) : BN; /* keys of this tile */
     if (MASK) {
       const uint16_t *mrow[2] = {mrows[0][tid], mrows[1][tid]};
 #pragma unroll
       for (int i = 0; i < BN / 2; i++) {
         const int h = (i >> 1) & 1, c = 8 * (i >> 2) + 2 * t + (i & 1);
         const float mv = mrow[h] && c < lim ? D::load(mrow[h] + (j0 + c) * p.m_s) : 0.f;
-        s[i] = c < lim ? fmaf(s[i], sl2, mv * log2e) : -inf;
+        s[i] = c < lim ? fmaf(s[i], p.scale_log2, mv * log2e) : -inf;
       }
-    } else if (lim < BN) {
+    } else if (LAST) {
 #pragma unroll
       for (int i = 0; i < BN / 2; i++)
         if (8 * (i >> 2) + 2 * t + (i & 1) >= lim)
@@ -785,15 +809,18 @@ attn_wg(const coil_attn_params &p)
     for (int h = 0; h < 2; h++) {
       mx[h] = fmaxf(mx[h], attn_shfl_xor(mx[h], 1));
       mx[h] = fmaxf(mx[h], attn_shfl_xor(mx[h], 2));
-      const float mn = fmaxf(m[h], MASK ? mx[h] : mx[h] * sl2);
-      corr[h] = mn == -inf ? 1.f : attn_ex2(m[h] - mn); /* a row with no finite score yet keeps -inf */
-      base[h] = mn == -inf ? 0.f : mn;
+      const float mn = fmaxf(m[h], MASK ? mx[h] : mx[h] * p.scale_log2);
+      /* with a mask a row may have no finite score yet (m stays -inf); without one every tile
+       * has a key for every row, and a score of -inf comes from an infinite input: NaN then, as
+       * the softmax of the reference gives */
+      corr[h] = MASK && mn == -inf ? 1.f : attn_ex2(m[h] - mn);
+      base[h] = MASK && mn == -inf ? 0.f : mn;
       m[h] = mn;
     }
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) {
       const int h = (i >> 1) & 1;
-      s[i] = attn_ex2(MASK ? s[i] - base[h] : fmaf(s[i], sl2, -base[h]));
+      s[i] = attn_ex2(MASK ? s[i] - base[h] : fmaf(s[i], p.scale_log2, -base[h]));
       sum[h] += s[i];
     }
 #pragma unroll
@@ -816,7 +843,12 @@ attn_wg(const coil_attn_params &p)
       attn_wg_rs(oacc, a[jj], attn_wg_desc(sv + 2048 * jj, BN * 128, 1024), ON());
     attn_wg_commit();
     attn_wg_wait();
-  }
+  };
+  const int nfull = (int)(p.S / BN);
+  for (int j = 0; j < nfull; j++)
+    step(j, attn_bool<false>());
+  if (nfull < ntiles)
+    step(nfull, attn_bool<true>());
 
   /* O / l, rounded once, stored two columns a thread */
   uint16_t *out = (uint16_t *)p.out + attn_batch(p, attn_bidx() / p.q_tiles).o; /* again: fewer registers held */
