@@ -14,10 +14,14 @@
  * the kernels' parameters (cuda_attention_prepare: broadcast batch dims become stride 0, batch
  * dims merged where every operand allows) and launches, capture-safe (no allocation, no sync).
  *
- * Options ([plugin.cuda]): attention_kernel = auto|simt (simt: never the tensor-core kernel);
- * attention_tile = BRxBCxWMxST[xMINB]: the tensor-core kernel's tile for every head dim (query
- * rows a block, keys a step, m16 tiles a warp, shared-memory stages, blocks an SM for the
- * register budget), for measuring; by default a tile per head dim (tc_tiles below). */
+ * On sm_90 the tensor-core kernel of head dims 64 and 128 is attn_wg (wgmma, compiled for sm_90a:
+ * its instructions are in no later arch), elsewhere attn_tc (mma.sync).
+ *
+ * Options ([plugin.cuda]): attention_kernel = auto|mma|simt (mma: never attn_wg; simt: never a
+ * tensor-core kernel); attention_tile = BRxBCxWMxST[xMINB]: attn_tc's tile for every head dim
+ * (query rows a block, keys a step, m16 tiles a warp, shared-memory stages, blocks an SM for the
+ * register budget), for measuring, attn_tc then on sm_90 too; by default a tile per head dim
+ * (tc_tiles below). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
