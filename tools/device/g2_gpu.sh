@@ -5,6 +5,7 @@
 #   g2_gpu.sh test    the pytest suite (tools/python/tests) on cpu and cuda
 #   g2_gpu.sh bench   tools/python/bench_models.py: eager, torch.compile and coil side by side
 #   g2_gpu.sh profile kernels per model under Inductor and coil (g2_profile.py), host overhead
+#   g2_gpu.sh attention  bench of the four transformers with [coil] attention = auto, then library
 #   g2_gpu.sh install the package only
 #   g2_gpu.sh         test and bench
 # Logs and JSON under $OUT.
@@ -42,6 +43,15 @@ if [ "$part" = profile ]; then # where forward time goes (tools/device/g2_profil
   python3 tools/python/bench_models.py --device cuda --models none --json "$out/overhead.json" >"$out/overhead.log" 2>&1
   tail -n 3 "$out/overhead.log"
   grep -E "launches|us/call" "$out/g2_profile.log" | head -120
+  exit 0
+fi
+if [ "$part" = attention ]; then # the transformers with coil.attention where the plugin takes it, and forced
+  ms=gpt2,bert,encoder_layer,vit
+  python3 tools/python/bench_models.py --device cuda --iters 200 --models $ms --json "$out/attn_auto.json" \
+    >"$out/attn_auto.log" 2>&1
+  COIL_ATTENTION=library python3 tools/python/bench_models.py --device cuda --iters 200 --models $ms \
+    --json "$out/attn_library.json" >"$out/attn_library.log" 2>&1
+  for f in auto library; do echo "== COIL_ATTENTION=$f"; grep -v "^{" "$out/attn_$f.log" | tail -12; done
   exit 0
 fi
 if [ "$part" != bench ]; then
