@@ -23,7 +23,9 @@
  *              through cuDNN where it loads) is a library call; --convolution generated|library
  *              overrides that as [coil] convolution does.
  *
- * Inputs are uniform random values (a fixed seed) uploaded to the GPU once; outputs are
+ * Inputs are standard normal values (a fixed seed), as the anchor's torch.randn, so that both
+ * sides compute on data of one distribution (a GEMM's power, and so its clock, depends on its
+ * data), uploaded to the GPU once; outputs are
  * preallocated on the GPU, poisoned with NaN before the first run and checked finite after it
  * (every graph here yields finite values), which catches an output left unwritten.
  *
@@ -330,9 +332,12 @@ alloc_buffer(dev_tensors *d, const coil_buffer *b, bool random, uint64_t *seed, 
   unsigned char *host = malloc(bytes ? bytes : 1);
   for (int64_t e = 0; e < numel; e++) {
     float v = NAN;
-    if (random) {
+    if (random) { /* standard normal (Box-Muller), as the anchor's torch.randn */
       *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
-      v = (float)((double)(*seed >> 40) / 16777216.0 * 2.0 - 1.0);
+      double u1 = ((double)(*seed >> 40) + 1.0) / 16777217.0;
+      *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+      double u2 = (double)(*seed >> 40) / 16777216.0;
+      v = (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
     }
     if (b->dtype == COIL_I64)
       ((int64_t *)host)[e] = random ? (int64_t)(*seed >> 33) % (index_range > 0 ? index_range : 10) : -1;

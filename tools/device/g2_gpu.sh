@@ -7,6 +7,7 @@
 #   g2_gpu.sh profile kernels per model under Inductor and coil (g2_profile.py), host overhead
 #   g2_gpu.sh attention  bench of the four transformers with [coil] attention = auto, then library
 #   g2_gpu.sh install the package only
+#   g2_gpu.sh run SCRIPT [ARGS]  python3 SCRIPT with the package installed
 #   g2_gpu.sh         test and bench
 # Logs and JSON under $OUT.
 cd "$(dirname "$0")/../.." || exit 1
@@ -37,6 +38,11 @@ python3 -c 'import coil, torch; print("coil", coil.__file__); from torch._dynamo
 
 part=${1:-all}
 [ "$part" = install ] && exit 0 # the package only (tools/device/g4_gpu.sh bench)
+if [ "$part" = run ]; then # a script of ours with the package installed: g2_gpu.sh run SCRIPT [ARGS]
+  shift
+  python3 "$@"
+  exit $?
+fi
 if [ "$part" = profile ]; then # where forward time goes (tools/device/g2_profile.py), and the host overhead again
   { python3 tools/device/g2_profile.py small_cnn squeezenet
     python3 tools/device/g2_profile.py mobilenet bert --mode reduce-overhead; } >"$out/g2_profile.log" 2>&1
