@@ -5,7 +5,7 @@
  * E = Ev in {32, 64, 128}, unit last strides, sm_80 or later, attention_kernel = auto; on sm_90 the
  * wgmma kernel for head dims 64 and 128, unless attention_kernel = mma or a tile is set) and not
  * where it does not; and lines with a bad parameter are refused with a message naming it (by the
- * Wrapper IR verifier or the plugin), never a crash.
+ * Wrapper IR verifier or the plugin), never a crash, as is a bad attention_kernel option.
  * tests/attention_sass.sh then checks the cubins' machine code. No GPU needed (NVRTC alone).
  *   usage: cuda-attention-compile PLUGIN ARCH OUT   (exit 77: no NVRTC) */
 #include <dlfcn.h>
@@ -165,6 +165,15 @@ static const prog progs[] = {
      NULL,
      {NULL},
      "is_causal"},
+    {"bad_kernel_option", /* refused when the plugin is created */
+     "wir 1.4\nprogram bad_kernel_option\n"
+     "input arg0 'q': f16[2, 64, 64] stride [4096, 64, 1]\n"
+     "alloc buf0: f16[2, 64, 64] stride [4096, 64, 1]\n"
+     "extern_call coil.attention(arg0, arg0, arg0) -> (buf0) [scale=0.125, masked_rows='nan']\n"
+     "output buf0\n",
+     "attention_kernel=wgmma",
+     {NULL},
+     "expected auto, mma or simt, got 'wgmma'"},
 };
 
 static char *
@@ -214,9 +223,13 @@ main(int argc, char **argv)
     coil_plugin *self = NULL;
     coil_error *e = api->create(&ca, &self);
     if (e) {
-      printf("FAIL %s: create: %s\n", pg->name, api->error_message(e));
+      if (pg->refuse && strstr(api->error_message(e), pg->refuse))
+        printf("ok   %-22s refused at create: %s\n", pg->name, api->error_message(e));
+      else {
+        printf("FAIL %s: create: %s\n", pg->name, api->error_message(e));
+        fails++;
+      }
       api->error_free(e);
-      fails++;
       continue;
     }
     if (api->supports(self, "coil.attention", COIL_F16) != COIL_SUPPORTED) {
