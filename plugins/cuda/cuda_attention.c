@@ -602,6 +602,9 @@ cuda_attention_prepare(const coil_gpu_buf *const ops[4], const coil_gpu_buf *out
    * bytes at a 16-byte boundary; a positive scale (its softmax takes the max before scaling);
    * L and S below 2^31 (int row numbers) */
   size_t es = coil_dtype_size(out->dtype);
+  /* attn_wg: row strides below 2^24 (its tile loader's offsets are 32-bit) */
+  if (tc && tc->wg)
+    tc_ok = tc_ok && P->q_l < (1 << 24) && P->k_s < (1 << 24) && P->v_s < (1 << 24);
   if (tc && tc_ok && tc->dtype == out->dtype && tc->mask == (m != NULL) && E == tc->hd && Ev == tc->hd && S > 0 &&
       S <= 2147483647 && Lq <= 2147483647 && scale > 0 && isfinite(scale) && P->q_e == 1 && P->k_e == 1 && P->v_e == 1 && P->o_e == 1 &&
       aligned16(q, es) && aligned16(k, es) && aligned16(v, es) && aligned16(out, es)) {

@@ -10,12 +10,14 @@
  * Cases: f16, bf16, f32, f64; rank 3 and 4 (and 5, merged batch dims); odd L and S, S = 0 and
  * L = 0; E and Ev over the SIMT kernel's chunks; head dims 32, 64, 128 on the tensor-core
  * kernel (default tiles and others: 64 to 128 rows, 32 to 128 keys, 1 and 2 m tiles a warp, 2
- * to 4 stages); additive masks full, causal [1, 1, L, S], padding [B, 1, 1, S], per row
+ * to 4 stages), and the wgmma kernel (its default tiles and one-warpgroup ones, wgmma emulated
+ * from its descriptors); additive masks full, causal [1, 1, L, S], padding [B, 1, 1, S], per row
  * [B, H, L, 1], with fully masked rows under masked_rows 'zero' and 'nan'; q as a permuted view
  * of [B, L, H, E], k and v broadcast over heads (size 1 and stride 0), transposed k, unaligned
- * and odd-strided operands (the tensor-core kernel refused, the SIMT kernel run), a negative
- * scale. The tensor-core cases run again with the fibers scheduled backward and shuffled:
- * a missing barrier or cp.async wait changes the result.
+ * and odd-strided operands, rows 2^24 elements apart for the wgmma kernel (the tensor-core
+ * kernel refused, the SIMT kernel run), a negative scale. The tensor-core cases run again with
+ * the fibers scheduled backward and shuffled: a missing barrier or cp.async wait changes the
+ * result.
  * Usage: cuda-attention-host [CASE-SUBSTRING] (exit 77: no C++ compiler) */
 #include <dlfcn.h>
 #include <errno.h>
@@ -125,7 +127,7 @@ uniform(double lo, double hi)
 /* ---- the cases ---- */
 
 enum { M_NONE, M_FULL, M_CAUSAL, M_PAD, M_ROW };                       /* mask kinds */
-enum { L_DENSE, L_PERMUTED, L_KVBCAST, L_KT, L_UNALIGNED, L_ODDROW, L_R5 }; /* layouts */
+enum { L_DENSE, L_PERMUTED, L_KVBCAST, L_KT, L_UNALIGNED, L_ODDROW, L_HUGEROW, L_R5 }; /* layouts */
 
 typedef struct {
   const char *name;
@@ -135,7 +137,8 @@ typedef struct {
   int mask, layout;
   bool nan_rows;         /* masked_rows = 'nan' */
   double scale;          /* 0: 1 / sqrt(E) */
-  int tc;                /* the tensor-core kernel expected: index into tc_kernels + 1; 0: SIMT */
+  int tc;                /* the tensor-core kernel expected: index into tc_kernels + 1; 0: SIMT;
+                            -(index + 1): that kernel refuses the operands (SIMT runs) */
 } acase;
 
 /* the tensor-core kernels under test: the plugin's default tiles and others */
@@ -223,6 +226,7 @@ static const acase cases[] = {
     {"wg bf16 d128 full mask nan", COIL_BF16, 1, 1, 40, 150, 128, 128, M_FULL, L_DENSE, true, 0, 17},
     {"wg f16 d64 64x64 row mask zero", COIL_F16, 1, 2, 70, 100, 64, 64, M_ROW, L_DENSE, false, 0, 18},
     {"wg bf16 d128 64x128", COIL_BF16, 2, 1, 65, 200, 128, 128, M_NONE, L_DENSE, false, 0, 19},
+    {"wg->simt huge row stride", COIL_F16, 1, 1, 3, 2, 64, 64, M_NONE, L_HUGEROW, false, 0, -14},
     {"tc->simt unaligned", COIL_F16, 1, 2, 20, 30, 64, 64, M_NONE, L_UNALIGNED, false, 0, -1},
     {"tc->simt odd row stride", COIL_F16, 1, 2, 20, 30, 64, 64, M_NONE, L_ODDROW, false, 0, -1},
     {"tc->simt k transposed", COIL_F16, 1, 2, 20, 30, 64, 64, M_NONE, L_KT, false, 0, -1},
@@ -422,6 +426,11 @@ run_case(const acase *c, unsigned order)
   }
   if (c->layout == L_UNALIGNED)
     qoff = 1, koff = 3, voff = 5;
+  if (c->layout == L_HUGEROW) { /* k's rows 2^24 elements apart (attn_wg's offsets are 32-bit) */
+    kst[nb] = (int64_t)1 << 24;
+    for (int d = nb - 1; d >= 0; d--)
+      kst[d] = kst[d + 1] * ks[d + 1];
+  }
   if (c->layout == L_ODDROW) { /* k's rows E + 2 elements apart */
     kst[nb] = c->E + 2;
     for (int d = nb - 1; d >= 0; d--)
@@ -448,8 +457,8 @@ run_case(const acase *c, unsigned order)
   const cuda_attn_kernel *tc = NULL;
   if (c->tc > 0)
     tcd = tc_desc(&tc_kernels[c->tc - 1]), tc = &tcd;
-  else if (c->tc < 0) /* a tensor-core kernel that must refuse: hd 64 of the dtype, no mask */
-    tcd = tc_desc(&tc_kernels[0]), tc = &tcd;
+  else if (c->tc < 0) /* a tensor-core kernel that must refuse: tc_kernels[-tc - 1] */
+    tcd = tc_desc(&tc_kernels[-c->tc - 1]), tc = &tcd;
   cuda_attn_launch L;
   char why[400];
   int fails = 0;
