@@ -223,8 +223,8 @@ cuda_attention_build_free(cuda_attn_build *b)
 static bool
 same_kernel(const cuda_attn_kernel *a, const cuda_attn_kernel *b)
 {
-  return a->dtype == b->dtype && a->tc == b->tc && a->wg == b->wg && a->mask == b->mask && a->hd == b->hd && a->br == b->br &&
-         a->bc == b->bc && a->wm == b->wm && a->stages == b->stages && a->minb == b->minb;
+  return a->dtype == b->dtype && a->tc == b->tc && a->wg == b->wg && a->mask == b->mask && a->hd == b->hd &&
+         a->br == b->br && a->bc == b->bc && a->wm == b->wm && a->stages == b->stages && a->minb == b->minb;
 }
 
 static int
@@ -360,8 +360,8 @@ plan_text(const cuda_attn_build *b, coil_strbuf *t)
                       "program its SIMT kernel and its tensor-core kernel (-1: none)\n");
   for (int i = 0; i < b->nkernels; i++) {
     const cuda_attn_kernel *k = &b->kernels[i];
-    coil_strbuf_printf(t, "kernel %d %s %s %d %d %d %d %d %d %d\n", i, k->wg ? "wg" : k->tc ? "tc" : "simt", dtype_tag(k->dtype), k->mask,
-                       k->hd, k->br, k->bc, k->wm, k->stages, k->minb);
+    coil_strbuf_printf(t, "kernel %d %s %s %d %d %d %d %d %d %d\n", i, k->wg ? "wg" : k->tc ? "tc" : "simt",
+                       dtype_tag(k->dtype), k->mask, k->hd, k->br, k->bc, k->wm, k->stages, k->minb);
   }
   for (int l = 0; l < b->nlines; l++)
     if (b->simt[l] >= 0)
@@ -440,7 +440,8 @@ plan_read(const char *text, const coil_wir_program *p, cuda_attn_loaded *L)
     cuda_attn_kernel k = {0};
     if (sscanf(s, "kernel %d %7s %7s %d %d %d %d %d %d %d", &i, kind, dt, &mask, &k.hd, &k.br, &k.bc, &k.wm, &k.stages,
                &k.minb) == 10) {
-      if (i != L->nkernels || i >= n || (strcmp(kind, "tc") != 0 && strcmp(kind, "wg") != 0 && strcmp(kind, "simt") != 0))
+      if (i != L->nkernels || i >= n ||
+          (strcmp(kind, "tc") != 0 && strcmp(kind, "wg") != 0 && strcmp(kind, "simt") != 0))
         return false;
       k.tc = strcmp(kind, "simt") != 0, k.wg = strcmp(kind, "wg") == 0, k.mask = mask != 0, k.dtype = dtype_of(dt);
       L->kernels[L->nkernels++] = k;

@@ -5,12 +5,12 @@
  * f32, f64 in f64; a row whose scores are all -inf gives 0 (masked_nan = 0) or NaN.
  *
  * cuda_attention.c embeds this file (CMake makes it a string), appends one instantiation line per
- * kernel a program needs (COIL_ATTN_SIMT, COIL_ATTN_TC, COIL_ATTN_WG at the end of this file) and compiles each
- * with NVRTC. tests/attention_host.c compiles the same text with the system's C++ compiler under
- * COIL_ATTN_HOST, after tests/attention_host.hpp, whose prelude runs a block's threads as fibers
- * and emulates the warp-level instructions (shuffles, ldmatrix, mma, wgmma, cp.async) as PTX defines
- * them: the kernels below reach the hardware only through the attn_* functions of the device
- * prelude, so that the host test runs this code and not a copy.
+ * kernel a program needs (COIL_ATTN_SIMT, COIL_ATTN_TC, COIL_ATTN_WG at the end of this file) and
+ * compiles each with NVRTC. tests/attention_host.c compiles the same text with the system's C++
+ * compiler under COIL_ATTN_HOST, after tests/attention_host.hpp, whose prelude runs a block's
+ * threads as fibers and emulates the warp-level instructions (shuffles, ldmatrix, mma, wgmma,
+ * cp.async) as PTX defines them: the kernels below reach the hardware only through the attn_*
+ * functions of the device prelude, so that the host test runs this code and not a copy.
  *
  * attn_simt: every dtype, any E and Ev, any strides (0 included). A block of 128 threads takes
  *   16 query rows of one batch index and 64 columns of v (gridDim.y covers Ev); key tiles of 32
@@ -741,7 +741,8 @@ attn_wg(const coil_attn_params &p)
   if (MASK)
 #pragma unroll
     for (int h = 0; h < 2; h++)
-      mrows[h][tid] = i0 + r0 + 8 * h < p.L ? (const uint16_t *)p.mask + o.m + (int64_t)(i0 + r0 + 8 * h) * p.m_l : nullptr;
+      mrows[h][tid] =
+          i0 + r0 + 8 * h < p.L ? (const uint16_t *)p.mask + o.m + (int64_t)(i0 + r0 + 8 * h) * p.m_l : nullptr;
   float oacc[HD / 2], m[2] = {-inf, -inf}, l[2] = {0, 0};
 #pragma unroll
   for (int i = 0; i < HD / 2; i++)
@@ -858,7 +859,8 @@ attn_wg(const coil_attn_params &p)
 #pragma unroll
       for (int c = 0; c < HD / 8; c++) {
         const float x0 = oacc[4 * c + 2 * h], x1 = oacc[4 * c + 2 * h + 1];
-        *(uint32_t *)(out + (int64_t)i * p.o_l + 8 * c + 2 * t) = attn_pack(none ? fill : x0 * inv, none ? fill : x1 * inv, D());
+        *(uint32_t *)(out + (int64_t)i * p.o_l + 8 * c + 2 * t) =
+            attn_pack(none ? fill : x0 * inv, none ? fill : x1 * inv, D());
       }
   }
 }

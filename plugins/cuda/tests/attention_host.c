@@ -515,7 +515,8 @@ run_case(const acase *c, unsigned order)
     fails++;
   } else
     printf("ok   %-32s %-5s %s grid %ux%u, worst error %.3g\n", c->name, order ? (order == 1 ? "back" : "shuf") : "",
-           L.path == CUDA_ATTN_TC ? (tc->wg ? "wg  " : "tc  ") : L.path == CUDA_ATTN_SIMT ? "simt" : "none", L.grid_x, L.grid_y, worst);
+           L.path == CUDA_ATTN_TC ? (tc->wg ? "wg  " : "tc  ") : L.path == CUDA_ATTN_SIMT ? "simt" : "none", L.grid_x,
+           L.grid_y, worst);
 done:
   free(q.store), free(k.store), free(v.store), free(o.store), free(m.store);
   return fails;

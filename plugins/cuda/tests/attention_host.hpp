@@ -323,15 +323,20 @@ attn_wg_elem(uint64_t desc, bool mn_major, int rn, int k, bool bf)
             (unsigned long long)desc);
     abort();
   }
-  uint32_t a = mn_major ? start + (uint32_t)(rn >> 6) * lbo + (uint32_t)(k >> 3) * sbo + (uint32_t)(k & 7) * 128 + 2u * (rn & 63)
-                        : start + (uint32_t)(rn >> 3) * sbo + (uint32_t)(rn & 7) * 128 + 2u * (uint32_t)k;
+  uint32_t a = mn_major
+                   ? start + (uint32_t)(rn >> 6) * lbo + (uint32_t)(k >> 3) * sbo + (uint32_t)(k & 7) * 128 + 2u * (rn & 63)
+                   : start + (uint32_t)(rn >> 3) * sbo + (uint32_t)(rn & 7) * 128 + 2u * (uint32_t)k;
   a ^= ((a >> 7) & 7) << 4;
   uint16_t u;
   memcpy(&u, attn_host::smem + a, 2);
   return bf ? attn_host::b2f(u) : attn_host::h2f(u);
 }
 /* this thread's rows and columns of D: d[i] at (16 w + g + 8 ((i >> 1) & 1), 8 (i >> 2) + 2 t + (i & 1)) */
-static inline int attn_wg_row(int i) { return (int)((attn_host::cur >> 5) & 3) * 16 + (int)((attn_host::cur & 31) >> 2) + 8 * ((i >> 1) & 1); }
+static inline int
+attn_wg_row(int i)
+{
+  return (int)((attn_host::cur >> 5) & 3) * 16 + (int)((attn_host::cur & 31) >> 2) + 8 * ((i >> 1) & 1);
+}
 static inline int attn_wg_col(int i) { return 8 * (i >> 2) + 2 * (int)(attn_host::cur & 3) + (i & 1); }
 
 template <typename Tag>
