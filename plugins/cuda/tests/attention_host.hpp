@@ -60,6 +60,7 @@ static unsigned long long ggen[8];
 static unsigned garrive[8];
 static uint64_t gxch[8][2][128][5]; /* per warpgroup, parity, thread: a wgmma's inputs */
 static unsigned char *smem;
+static size_t smem_size;             /* its bytes (a cp.async, ldmatrix or wgmma outside them aborts) */
 static unsigned long long idle;    /* switches since a barrier last opened (a deadlock check) */
 
 static void
@@ -230,6 +231,10 @@ attn_any(bool v)
 ATTN_DEV void
 attn_cp16(uint32_t dst, const void *src, bool full)
 {
+  if ((size_t)dst + 16 > attn_host::smem_size) {
+    fprintf(stderr, "attn_host: cp.async to shared byte %u, past the block's %zu\n", dst, attn_host::smem_size);
+    abort();
+  }
   attn_host::th[attn_host::cur].open.push_back({attn_host::smem + dst, full ? (const unsigned char *)src : NULL});
 }
 ATTN_DEV void
@@ -267,7 +272,13 @@ attn_ldsm(uint32_t *r, uint32_t addr, bool trans)
     uint16_t e[2];
     for (int k = 0; k < 2; k++) {
       const unsigned row = trans ? 2 * q + k : g, col = trans ? g : 2 * q + k;
-      memcpy(&e[k], attn_host::smem + x[8 * m + row][0] + 2 * col, 2);
+      const uint64_t at = x[8 * m + row][0] + 2 * col;
+      if (at + 2 > attn_host::smem_size) {
+        fprintf(stderr, "attn_host: ldmatrix at shared byte %llu, past the block's %zu\n", (unsigned long long)at,
+                attn_host::smem_size);
+        abort();
+      }
+      memcpy(&e[k], attn_host::smem + at, 2);
     }
     r[m] = (uint32_t)e[0] | (uint32_t)e[1] << 16;
   }
@@ -327,6 +338,10 @@ attn_wg_elem(uint64_t desc, bool mn_major, int rn, int k, bool bf)
                    ? start + (uint32_t)(rn >> 6) * lbo + (uint32_t)(k >> 3) * sbo + (uint32_t)(k & 7) * 128 + 2u * (rn & 63)
                    : start + (uint32_t)(rn >> 3) * sbo + (uint32_t)(rn & 7) * 128 + 2u * (uint32_t)k;
   a ^= ((a >> 7) & 7) << 4;
+  if ((size_t)a + 2 > attn_host::smem_size) {
+    fprintf(stderr, "attn_host: a wgmma operand at shared byte %u, past the block's %zu\n", a, attn_host::smem_size);
+    abort();
+  }
   uint16_t u;
   memcpy(&u, attn_host::smem + a, 2);
   return bf ? attn_host::b2f(u) : attn_host::h2f(u);
@@ -435,7 +450,7 @@ attn_host_launch(void (*fn)(const void *), unsigned gx, unsigned gy, unsigned th
   std::vector<unsigned char> shared(smem_bytes + 16);
   std::vector<unsigned> perm(threads);
   unsigned long long rng = order * 0x9e3779b97f4a7c15ull + 1;
-  th = fibers.data(), nthreads = threads, smem = shared.data(), entry = fn, entry_params = params;
+  th = fibers.data(), nthreads = threads, smem = shared.data(), smem_size = smem_bytes, entry = fn, entry_params = params;
   for (unsigned by = 0; by < gy; by++)
     for (unsigned bx = 0; bx < gx; bx++) {
       bid_x = bx, bid_y = by;
