@@ -42,6 +42,7 @@ typedef struct conf_ctx {
   bool has_filter;
   regex_t filter;              /* cases whose "tier/name/dtype/shape" does not match are left out */
   int jobs;                    /* cases at a time */
+  int sample;                  /* > 1: the op tier runs one case in this many of each overload */
   int timeout_s;               /* per case */
   bool verbose;                /* a line per case as it finishes */
   bool list_only;              /* print the ids of the cases instead of running them */

@@ -35,6 +35,9 @@ static const char usage[] =
     "                      default 1): fewer compiles for a plugin whose compile is slow\n"
     "  --filter RE         only cases whose id TIER/NAME/DTYPE/SHAPE matches the POSIX extended\n"
     "                      regular expression RE, e.g. 'op/aten\\.add\\..*/f32/'\n"
+    "  --sample N          op tier: run one case in N of each op overload (its first selected\n"
+    "                      case, then every Nth), so that every overload still runs once; for a\n"
+    "                      slow build such as a sanitizer's (default 1: every case)\n"
     "  --junit FILE        write a JUnit XML report\n"
     "  --csv FILE          write a CSV report (tools/support-matrix.sh reads it)\n"
     "  -j N                run N cases at a time (default: the number of CPUs)\n"
@@ -98,7 +101,15 @@ main(int argc, char **argv)
       tiers = argv[++i];
     else if (strcmp(a, "--filter") == 0 && more)
       filter = argv[++i];
-    else if (strcmp(a, "--junit") == 0 && more)
+    else if (strcmp(a, "--sample") == 0 && more) {
+      char *end;
+      long v = strtol(argv[++i], &end, 10);
+      if (*end || v < 1 || v > 1000000) {
+        fprintf(stderr, "coil-conformance: --sample '%s': expected a whole number from 1 to 1000000\n", argv[i]);
+        return 2;
+      }
+      c.sample = (int)v;
+    } else if (strcmp(a, "--junit") == 0 && more)
       junit = argv[++i];
     else if (strcmp(a, "--csv") == 0 && more)
       csv = argv[++i];
@@ -260,8 +271,11 @@ main(int argc, char **argv)
       conf_record(&c, &r);
     }
   } else {
-    fprintf(stderr, "coil-conformance: plugin %s %s (%s), tiers %s, %d at a time\n", lp->api.name, lp->api.version,
-            lp->path, tiers, c.jobs);
+    char sampled[48] = "";
+    if (c.sample > 1)
+      snprintf(sampled, sizeof sampled, ", one op case in %d", c.sample);
+    fprintf(stderr, "coil-conformance: plugin %s %s (%s), tiers %s, %d at a time%s\n", lp->api.name, lp->api.version,
+            lp->path, tiers, c.jobs, sampled);
     conf_close(lp, inst);
     c.list_only = list;
     for (const char *t = tiers; *t;) {

@@ -416,7 +416,8 @@ done:
 }
 
 /* The selected op cases, in the suite's order, with their results' identity fields set; *n of
- * them. */
+ * them. With --sample N, the first selected case of each template and every Nth after it: the
+ * count runs on across dtypes, so that the kept cases rotate through the shape classes. */
 static op_case *
 select_cases(const conf_ctx *c, conf_result **results, int *count)
 {
@@ -427,6 +428,7 @@ select_cases(const conf_ctx *c, conf_result **results, int *count)
     const op_template *tp = &op_templates[t];
     input_spec in[8];
     int nin = parse_inputs(tp->inputs, in, 8);
+    long seen = 0;
     for (unsigned bit = 1; bit <= DT_BOOL; bit <<= 1) {
       if (!(tp->dtypes & bit))
         continue;
@@ -437,6 +439,8 @@ select_cases(const conf_ctx *c, conf_result **results, int *count)
         char shape[24];
         snprintf(shape, sizeof shape, "%s%s%s", tp->variant, tp->variant[0] ? ":" : "", class_names[cl]);
         if (!conf_selected(c, "op", tp->op, coil_dtype_name(dt), shape))
+          continue;
+        if (c->sample > 1 && seen++ % c->sample != 0)
           continue;
         if (n == cap) {
           cap = cap ? 2 * cap : 512;
