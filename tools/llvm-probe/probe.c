@@ -8,8 +8,14 @@
  *
  *   cc -O2 -I/usr/lib/llvm-19/include tools/llvm-probe/probe.c -L/usr/lib/llvm-19/lib -lLLVM-19 -lm
  *   ./a.out [repeats [noexp]]
+ *   ./a.out math FILE.bc M [repeats]: M kernels out_j[i] = coil_bc_expf(in[i] * (j + 1)) in one
+ *     module, calling coil_expf of plugins/cpu/coil_cpu_math.h from bitcode that clang made at
+ *     build time (clang -O2 -fno-math-errno -emit-llvm -c of a file defining
+ *     float coil_bc_expf(float x) { return coil_expf(x); }), linked into each module
  */
 #include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Linker.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
@@ -42,6 +48,7 @@ fail(const char *what, LLVMErrorRef e)
 }
 
 enum { GOOD, BAD_IR, BF16, UNRESOLVED };
+static const char *pipeline = "default<O2>";
 static int no_exp; /* argv[2] "noexp": the kernel without its expf call (does the loop vectorise?) */
 
 /* the module of one case, in context cx */
@@ -122,7 +129,7 @@ compile(LLVMOrcLLJITRef j, LLVMTargetMachineRef tm, LLVMPassBuilderOptionsRef po
   }
   LLVMDisposeMessage(msg);
   double t2 = now();
-  LLVMErrorRef e = LLVMRunPasses(m, "default<O2>", tm, po);
+  LLVMErrorRef e = LLVMRunPasses(m, pipeline, tm, po);
   if (e)
     fail("passes", e);
   double t3 = now();
@@ -165,10 +172,139 @@ cmpd(const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
+/* math probe: the bitcode linked into a module of m kernels k0..k{m-1} */
+static LLVMModuleRef
+build_math(LLVMContextRef cx, const char *bc, size_t bclen, int m)
+{
+  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("kernels", cx), lib;
+  LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(bc, bclen, "math.bc");
+  if (LLVMParseBitcodeInContext2(cx, mb, &lib))
+    fprintf(stderr, "probe: bitcode refused\n"), exit(1);
+  LLVMDisposeMemoryBuffer(mb);
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(cx), i64 = LLVMInt64TypeInContext(cx);
+  LLVMTypeRef ptr = LLVMPointerTypeInContext(cx, 0), vt = LLVMVoidTypeInContext(cx);
+  LLVMTypeRef params[] = {ptr, ptr, i64}, unf[] = {f32};
+  LLVMTypeRef ft = LLVMFunctionType(f32, unf, 1, 0);
+  LLVMValueRef ex = LLVMAddFunction(mod, "coil_bc_expf", ft);
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(cx);
+  for (int j = 0; j < m; j++) {
+    char name[16];
+    snprintf(name, sizeof name, "k%d", j);
+    LLVMValueRef fn = LLVMAddFunction(mod, name, LLVMFunctionType(vt, params, 3, 0));
+    unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+    LLVMAddAttributeAtIndex(fn, 1, LLVMCreateEnumAttribute(cx, noalias, 0));
+    LLVMAddAttributeAtIndex(fn, 2, LLVMCreateEnumAttribute(cx, noalias, 0));
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cx, fn, "entry");
+    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(cx, fn, "loop");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cx, fn, "done");
+    LLVMPositionBuilderAtEnd(b, entry);
+    LLVMValueRef zero = LLVMConstInt(i64, 0, 0), n = LLVMGetParam(fn, 2);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, n, zero, ""), loop, done);
+    LLVMPositionBuilderAtEnd(b, loop);
+    LLVMValueRef i = LLVMBuildPhi(b, i64, "i");
+    LLVMValueRef x = LLVMBuildLoad2(b, f32, LLVMBuildGEP2(b, f32, LLVMGetParam(fn, 1), &i, 1, ""), "x");
+    x = LLVMBuildFMul(b, x, LLVMConstReal(f32, j + 1), "");
+    LLVMValueRef y = LLVMBuildCall2(b, ft, ex, &x, 1, "");
+    LLVMBuildStore(b, y, LLVMBuildGEP2(b, f32, LLVMGetParam(fn, 0), &i, 1, ""));
+    LLVMValueRef next = LLVMBuildAdd(b, i, LLVMConstInt(i64, 1, 0), "");
+    LLVMValueRef inc[] = {zero, next};
+    LLVMBasicBlockRef from[] = {entry, loop};
+    LLVMAddIncoming(i, inc, from, 2);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, n, ""), loop, done);
+    LLVMPositionBuilderAtEnd(b, done);
+    LLVMBuildRetVoid(b);
+  }
+  LLVMDisposeBuilder(b);
+  if (LLVMLinkModules2(mod, lib)) /* takes lib */
+    fprintf(stderr, "probe: link failed\n"), exit(1);
+  /* the library's functions are the module's own now: internal, so that they inline and go */
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+    if (!LLVMIsDeclaration(f) && strncmp(LLVMGetValueName(f), "coil_bc_", 8) == 0)
+      LLVMSetLinkage(f, LLVMInternalLinkage);
+  return mod;
+}
+
+static int
+math_probe(LLVMOrcLLJITRef j, LLVMTargetMachineRef tm, LLVMPassBuilderOptionsRef po, const char *file, int m, int reps)
+{
+  FILE *f = fopen(file, "rb");
+  if (!f)
+    return fprintf(stderr, "probe: %s: cannot open\n", file), 1;
+  static char bc[1 << 20];
+  size_t bclen = fread(bc, 1, sizeof bc, f);
+  fclose(f);
+  double *tot = calloc((size_t)reps, sizeof *tot), ph[4] = {0};
+  enum { N = 1003 };
+  float in[N], out[N];
+  for (int i = 0; i < N; i++)
+    in[i] = (float)(i - 500) / 50.0f;
+  for (int r = 0; r < reps; r++) {
+    double t0 = now();
+    LLVMContextRef cx = LLVMContextCreate();
+    LLVMModuleRef mod = build_math(cx, bc, bclen, m);
+    LLVMSetTarget(mod, LLVMOrcLLJITGetTripleString(j));
+    LLVMSetDataLayout(mod, LLVMOrcLLJITGetDataLayoutStr(j));
+    char *msg = NULL;
+    if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg))
+      return fprintf(stderr, "probe: verifier: %s", msg), 1;
+    LLVMDisposeMessage(msg);
+    double t1 = now();
+    LLVMErrorRef e = LLVMRunPasses(mod, pipeline, tm, po);
+    if (e)
+      fail("passes", e);
+    double t2 = now();
+    if (r == 0) {
+      char *ir = LLVMPrintModuleToString(mod);
+      FILE *o = fopen("probe-math.ll", "w");
+      if (o)
+        fputs(ir, o), fclose(o);
+      LLVMDisposeMessage(ir);
+    }
+    LLVMMemoryBufferRef obj;
+    char *err = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, &obj))
+      return fprintf(stderr, "probe: emit: %s\n", err), 1;
+    LLVMDisposeModule(mod);
+    LLVMContextDispose(cx);
+    double t3 = now();
+    LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(j));
+    if ((e = LLVMOrcLLJITAddObjectFileWithRT(j, rt, obj)))
+      fail("add object", e);
+    for (int k = 0; k < m; k++) {
+      char name[16];
+      snprintf(name, sizeof name, "k%d", k);
+      LLVMOrcExecutorAddress a;
+      if ((e = LLVMOrcLLJITLookup(j, &a, name)))
+        fail("lookup", e);
+      if (k == m - 1 || k == 0) {
+        ((void (*)(float *, const float *, int64_t))(uintptr_t)a)(out, in, N);
+        for (int i = 0; i < N; i++) {
+          float want = expf(in[i] * (float)(k + 1));
+          if (fabsf(out[i] - want) > 4e-7f * fabsf(want) && !(isinf(want) && out[i] == want))
+            return fprintf(stderr, "probe: k%d[%d] = %.9g, want %.9g\n", k, i, out[i], want), 1;
+        }
+      }
+    }
+    double t4 = now();
+    if ((e = LLVMOrcResourceTrackerRemove(rt)))
+      fail("remove", e);
+    LLVMOrcReleaseResourceTracker(rt);
+    tot[r] = t4 - t0;
+    ph[0] += t1 - t0, ph[1] += t2 - t1, ph[2] += t3 - t2, ph[3] += t4 - t3;
+  }
+  qsort(tot, (size_t)reps, sizeof *tot, cmpd);
+  printf("math: %d kernels calling coil_expf (bitcode, %zu bytes) x%d: median %.3f ms (min %.3f); mean "
+         "parse+link+build+verify %.3f, O2 %.3f, emit %.3f, jit+run %.3f ms; numbers within 4e-7 of expf\n",
+         m, bclen, reps, 1e3 * tot[reps / 2], 1e3 * tot[0], 1e3 * ph[0] / reps, 1e3 * ph[1] / reps, 1e3 * ph[2] / reps,
+         1e3 * ph[3] / reps);
+  free(tot);
+  return 0;
+}
+
 int
 main(int argc, char **argv)
 {
-  int reps = argc > 1 ? atoi(argv[1]) : 20;
+  int reps = argc > 1 && strcmp(argv[1], "math") ? atoi(argv[1]) : 20;
   no_exp = argc > 2 && strcmp(argv[2], "noexp") == 0;
   double s0 = now();
   LLVMInitializeNativeTarget();
@@ -182,12 +318,24 @@ main(int argc, char **argv)
   char *err = NULL;
   if (LLVMGetTargetFromTriple(LLVMOrcLLJITGetTripleString(j), &target, &err))
     return fprintf(stderr, "probe: target: %s\n", err), 1;
+  /* PROBE_CG=0..3 the code generator's level (default 2), PROBE_PASSES the pipeline (default
+   * "default<O2>"), PROBE_INTERLEAVE=0 / PROBE_UNROLL=0 turn those off */
+  const char *cg = getenv("PROBE_CG"), *il = getenv("PROBE_INTERLEAVE"), *ur = getenv("PROBE_UNROLL");
+  if (getenv("PROBE_PASSES"))
+    pipeline = getenv("PROBE_PASSES");
   LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, LLVMOrcLLJITGetTripleString(j), cpu, feat,
-                                                    LLVMCodeGenLevelDefault, LLVMRelocPIC, LLVMCodeModelSmall);
+                                                    cg ? (LLVMCodeGenOptLevel)atoi(cg) : LLVMCodeGenLevelDefault,
+                                                    LLVMRelocPIC, LLVMCodeModelSmall);
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
   LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
   LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
+  LLVMPassBuilderOptionsSetLoopInterleaving(po, !il || atoi(il) != 0);
+  LLVMPassBuilderOptionsSetLoopUnrolling(po, !ur || atoi(ur) != 0);
+  printf("code generator level %s, passes %s, interleaving %s, unrolling %s\n", cg ? cg : "2", pipeline,
+         il && !atoi(il) ? "off" : "on", ur && !atoi(ur) ? "off" : "on");
   printf("host %s, triple %s; set-up %.2f ms\n", cpu, LLVMOrcLLJITGetTripleString(j), 1e3 * (now() - s0));
+  if (argc > 3 && strcmp(argv[1], "math") == 0)
+    return math_probe(j, tm, po, argv[2], atoi(argv[3]), argc > 4 ? atoi(argv[4]) : 10);
 
   double *tot = calloc((size_t)reps, sizeof *tot), sum[5] = {0};
   enum { N = 1003 };
