@@ -319,8 +319,8 @@ copy_gbps(size_t bytes, int threads)
 /* Compiles g (with options copts, or the defaults) for the cpu plugin with `threads`, warms it
  * up, runs it 9 times, returns the median time. */
 static int
-time_graph(const bench_graph *bg, const char *plugin_dir, int threads, const coil_compile_options *copts,
-           double *seconds, coil_diag *d)
+time_graph(const bench_graph *bg, const char *plugin_dir, int threads, const char *codegen,
+           const coil_compile_options *copts, double *seconds, coil_diag *d)
 {
   coil_graph *g = coil_graph_parse(bg->name, bg->text, strlen(bg->text), d);
   if (!g)
@@ -333,8 +333,8 @@ time_graph(const bench_graph *bg, const char *plugin_dir, int threads, const coi
   coil_artifact *art = NULL;
   char threads_s[16];
   snprintf(threads_s, sizeof threads_s, "%d", threads);
-  const char *keys[] = {"threads"}, *vals[] = {threads_s};
-  coil_plugin_options o = {.struct_size = sizeof o, .count = 1, .keys = keys, .values = vals};
+  const char *keys[] = {"threads", "codegen"}, *vals[] = {threads_s, codegen};
+  coil_plugin_options o = {.struct_size = sizeof o, .count = 2, .keys = keys, .values = vals};
   char dir[] = "/tmp/coil-bench-XXXXXX";
   int rc = -1;
   coil_tensor in[8], out[8];
@@ -403,7 +403,7 @@ done:
   snprintf(cmd, sizeof cmd, "%s", dir); /* remove the artifact directory */
   {
     static const char *const files[] = {"kernels.c", "coil_cpu_math.h", "program.wir", "libkernels.so", "cc.log",
-                                        "manifest.json"};
+                                        "kernels.o", "kernels.ll", "manifest.json"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
       char f[256];
       snprintf(f, sizeof f, "%s/%s", cmd, files[i]);
@@ -420,8 +420,8 @@ done:
  * an empty cache (the plugin's code generation and the C compiler), and a warm cache hit (key,
  * lookup, hash check of the entry). */
 static int
-compile_times(const bench_graph *bg, const char *plugin_dir, const char *cache_dir, double *core, double *cold,
-              double *hit, coil_diag *d)
+compile_times(const bench_graph *bg, const char *plugin_dir, const char *cache_dir, const char *codegen, double *core,
+              double *cold, double *hit, coil_diag *d)
 {
   coil_graph *g = coil_graph_parse(bg->name, bg->text, strlen(bg->text), d);
   if (!g)
@@ -434,16 +434,19 @@ compile_times(const bench_graph *bg, const char *plugin_dir, const char *cache_d
   int rc = -1;
   char *entry = NULL;
   coil_cache_outcome oc;
-  if (!p || coil_plugin_open("cpu", &plugin_dir, 1, &lp, d) || coil_plugin_create(lp, NULL, &inst, d))
+  const char *keys[] = {"codegen"}, *vals[] = {codegen};
+  coil_plugin_options o = {.struct_size = sizeof o, .count = 1, .keys = keys, .values = vals};
+  if (!p || coil_plugin_open("cpu", &plugin_dir, 1, &lp, d) || coil_plugin_create(lp, &o, &inst, d))
     goto done;
   t0 = now();
-  if (coil_cache_get(cache_dir, "", lp, inst, p, NULL, &entry, NULL, &oc, d))
+  const char *id = lp->api.identity ? lp->api.identity(inst) : ""; /* as coil run keys it */
+  if (coil_cache_get(cache_dir, id ? id : "", lp, inst, p, NULL, &entry, NULL, &oc, d))
     goto done;
   *cold = now() - t0;
   free(entry);
   entry = NULL;
   t0 = now();
-  if (coil_cache_get(cache_dir, "", lp, inst, p, NULL, &entry, NULL, &oc, d))
+  if (coil_cache_get(cache_dir, id ? id : "", lp, inst, p, NULL, &entry, NULL, &oc, d))
     goto done;
   *hit = now() - t0;
   rc = oc == COIL_CACHE_HIT ? 0 : coil_diag_set(d, "%s: the second lookup missed the cache", bg->name);
@@ -471,34 +474,55 @@ coil_bench_cpu(int argc, char **argv, const char *plugin_dir)
     fprintf(stderr, "coil: cannot create a temporary cache\n");
     return 1;
   }
-  printf("compile times (a fresh cache in %s):\n", cache);
-  printf("%-24s %10s %12s %10s %12s\n", "graph", "core_ms", "cold_ms", "hit_ms", "core_share");
-  for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++) {
-    double core = 0, cold = 0, hit = 0;
+  /* both code paths side by side, graph by graph, when LLVM's is built: cc (the C compiler)
+   * and llvm (in process); the first llvm compile of the process also loads libLLVM and starts
+   * its JIT, timed apart on its own line */
+  bool llvm = true;
+  {
+    double core, cold, hit, t0 = now();
     coil_diag d = {0};
-    if (compile_times(&graphs[i], plugin_dir, cache, &core, &cold, &hit, &d)) {
-      fprintf(stderr, "%s\n", d.msg);
-      nftw(cache, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-      return 1;
+    char warm[] = "/tmp/coil-bench-cache-XXXXXX";
+    if (!mkdtemp(warm) || compile_times(&graphs[0], plugin_dir, warm, "llvm", &core, &cold, &hit, &d)) {
+      printf("codegen = llvm: not available (%s); cc only\n", d.msg);
+      llvm = false;
+    } else {
+      printf("codegen = llvm: the process's first compile (loads libLLVM, starts the JIT): %.1f ms\n", 1e3 * (now() - t0));
     }
-    printf("%-24s %10.3f %12.1f %10.3f %11.2f%%\n", graphs[i].name, 1e3 * core, 1e3 * cold, 1e3 * hit,
-           100 * core / (core + cold));
+    nftw(warm, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  }
+  printf("compile times (a fresh cache in %s); cold = the plugin's compile, hit = a cache hit:\n", cache);
+  printf("%-24s %10s %10s %10s %8s %10s %10s\n", "graph", "core_ms", "cc_cold", "llvm_cold", "cc/llvm", "cc_hit",
+         "llvm_hit");
+  for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++) {
+    double core = 0, cold[2] = {0, 0}, hit[2] = {0, 0};
+    coil_diag d = {0};
+    for (int c = 0; c < (llvm ? 2 : 1); c++)
+      if (compile_times(&graphs[i], plugin_dir, cache, c ? "llvm" : "cc", &core, &cold[c], &hit[c], &d)) {
+        fprintf(stderr, "%s\n", d.msg);
+        nftw(cache, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        return 1;
+      }
+    printf("%-24s %10.3f %10.1f %10.1f %8.1f %10.3f %10.3f\n", graphs[i].name, 1e3 * core, 1e3 * cold[0],
+           1e3 * cold[1], llvm ? cold[0] / cold[1] : 0, 1e3 * hit[0], 1e3 * hit[1]);
   }
   printf("\n");
   double copy[3] = {0, copy_gbps((size_t)2 * 4096 * 4096 * 4, 1), copy_gbps((size_t)2 * 4096 * 4096 * 4, 2)};
   printf("coil bench: cpu plugin, 4096x4096 f32, median of 9 runs; memcpy %.1f GB/s on 1 thread, %.1f on 2\n",
          copy[1], copy[2]);
-  printf("%-24s %8s %10s %8s %10s\n", "graph", "threads", "ms", "GB/s", "% memcpy");
+  printf("%-24s %8s %10s %8s %10s %10s %8s %10s\n", "graph", "threads", "cc_ms", "GB/s", "% memcpy", "llvm_ms",
+         "GB/s", "llvm/cc");
   for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++)
     for (int threads = 1; threads <= 2; threads++) {
-      double s;
+      double s[2] = {0, 0};
       coil_diag d = {0};
-      if (time_graph(&graphs[i], plugin_dir, threads, NULL, &s, &d)) {
-        fprintf(stderr, "%s: %s\n", graphs[i].name, d.msg);
-        return 1;
-      }
-      double gbps = graphs[i].min_bytes / s / 1e9;
-      printf("%-24s %8d %10.2f %8.1f %9.0f%%\n", graphs[i].name, threads, 1e3 * s, gbps, 100 * gbps / copy[threads]);
+      for (int c = 0; c < (llvm ? 2 : 1); c++)
+        if (time_graph(&graphs[i], plugin_dir, threads, c ? "llvm" : "cc", NULL, &s[c], &d)) {
+          fprintf(stderr, "%s: %s\n", graphs[i].name, d.msg);
+          return 1;
+        }
+      double gbps = graphs[i].min_bytes / s[0] / 1e9, lg = llvm ? graphs[i].min_bytes / s[1] / 1e9 : 0;
+      printf("%-24s %8d %10.2f %8.1f %9.0f%% %10.2f %8.1f %10.2f\n", graphs[i].name, threads, 1e3 * s[0], gbps,
+             100 * gbps / copy[threads], 1e3 * s[1], lg, llvm ? s[1] / s[0] : 0);
       fflush(stdout);
     }
   nftw(cache, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -561,7 +585,7 @@ coil_bench_conv(int argc, char **argv, const char *plugin_dir)
     for (int r = 0; r < rounds; r++) {
       double tl, tg;
       coil_diag d = {0};
-      if (time_graph(&bg, plugin_dir, threads, &lib, &tl, &d) || time_graph(&bg, plugin_dir, threads, &gen, &tg, &d)) {
+      if (time_graph(&bg, plugin_dir, threads, "cc", &lib, &tl, &d) || time_graph(&bg, plugin_dir, threads, "cc", &gen, &tg, &d)) {
         fprintf(stderr, "%s: %s\n", cl->name, d.msg);
         return 1;
       }

@@ -26,6 +26,12 @@ command -v python3 >/dev/null 2>&1 || missing+=(python3)
 # the device libraries and comgr at run time; hipcc compiles a dumped kernels-*.hip by hand. The
 # plugin dlopens libamdhip64.so.5 and links against none of them: without them it builds and
 # loads, and its compile test is skipped.
+# LLVM 19 and clang: the cpu plugin's in-process code generation ([plugin.cpu] codegen = llvm):
+# cpu-llvm.so links libLLVM-19, and clang compiles its run-time helpers to bitcode at build time.
+# Without them the build leaves codegen = llvm out and the C path still works.
+for pkg in llvm-19-dev clang; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")
+done
 for pkg in libamdhip64-dev hipcc rocm-device-libs libamd-comgr-dev; do # no pkg-config files: ask dpkg
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")
 done

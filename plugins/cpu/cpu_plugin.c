@@ -12,9 +12,13 @@
  * Options ([plugin.cpu] in the ini file): cc (the compiler; default $CC, else cc), cflags
  * (extra flags, space separated), threads (OpenMP threads; default: all), portable (true: no
  * -march=native, for artifacts that move between machines), cc_timeout (seconds a compile may
- * take before the compiler is killed; default 600, 0: no limit). */
-#define _XOPEN_SOURCE 700 /* realpath */
+ * take before the compiler is killed; default 600, 0: no limit), codegen (cc: the above; llvm:
+ * kernels built in process through LLVM by cpu-llvm.so, beside this plugin, which the plugin
+ * dlopens on first use; no C compiler runs. compile then writes kernels.o and kernels.ll,
+ * and run walks the program's lines (cpu_walk.c) instead of calling a generated wrapper). */
+#define _GNU_SOURCE /* realpath, dladdr */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -30,6 +34,8 @@
 #include "coil/coil_plugin.h"
 #include "cpu.h"
 #include "cpu_extern.h"
+#include "cpu_llvm.h"
+#include "cpu_walk.h"
 
 #define CPU_VERSION "0.1.0"
 
@@ -43,6 +49,7 @@ typedef struct {
   int threads;
   bool portable;
   int cc_timeout; /* seconds; 0: no limit */
+  bool llvm;      /* codegen = llvm */
 } cpu_options;
 
 static coil_error *
@@ -54,6 +61,7 @@ read_options(const coil_plugin_options *o, cpu_options *out)
   out->threads = 0;
   out->portable = false;
   out->cc_timeout = 600;
+  out->llvm = false;
   size_t n = o && COIL_STRUCT_HAS(o, coil_plugin_options, values) ? o->count : 0;
   for (size_t i = 0; i < n; i++) {
     const char *k = o->keys[i], *v = o->values[i];
@@ -83,11 +91,50 @@ read_options(const coil_plugin_options *o, cpu_options *out)
       if (!*v || *end || t < 0 || t > 86400)
         return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: option cc_timeout: expected 0 (no limit) to 86400 seconds, got '%s'", v);
       out->cc_timeout = (int)t;
+    } else if (strcmp(k, "codegen") == 0) {
+      if (strcmp(v, "cc") != 0 && strcmp(v, "llvm") != 0)
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: option codegen: expected cc or llvm, got '%s'", v);
+      out->llvm = strcmp(v, "llvm") == 0;
     } else {
-      return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: unknown option '%s' (cpu accepts cc, cflags, threads, portable, cc_timeout)", k);
+      return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: unknown option '%s' (cpu accepts cc, cflags, threads, portable, cc_timeout, codegen)", k);
     }
   }
   return NULL;
+}
+
+/* ---- the LLVM code path ---- */
+
+static pthread_mutex_t llvm_lock = PTHREAD_MUTEX_INITIALIZER;
+static const cpu_llvm_api *llvm_api;
+static char llvm_why[4400];
+
+/* cpu-llvm.so from this plugin's directory, loaded once; NULL with *why when it cannot be. */
+static const cpu_llvm_api *
+llvm_module(const char **why)
+{
+  pthread_mutex_lock(&llvm_lock);
+  if (!llvm_api && !llvm_why[0]) {
+    Dl_info info;
+    char path[4200] = "cpu-llvm.so";
+    if (dladdr((void *)llvm_module, &info) && info.dli_fname && strchr(info.dli_fname, '/')) {
+      snprintf(path, sizeof path, "%s", info.dli_fname);
+      snprintf(strrchr(path, '/') + 1, sizeof path - (size_t)(strrchr(path, '/') + 1 - path), "cpu-llvm.so");
+    }
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    cpu_llvm_api_fn get = lib ? (cpu_llvm_api_fn)(uintptr_t)dlsym(lib, "coil_cpu_llvm_api") : NULL;
+    const cpu_llvm_api *api = get ? get() : NULL;
+    if (!lib)
+      snprintf(llvm_why, sizeof llvm_why, "cannot load %s: %s (coil was built without LLVM 19, or libLLVM is missing: "
+               "set [plugin.cpu] codegen = cc)", path, dlerror());
+    else if (!api || api->version != CPU_LLVM_API_VERSION)
+      snprintf(llvm_why, sizeof llvm_why, "%s is not this plugin's LLVM code path (version mismatch): reinstall coil", path);
+    else
+      llvm_api = api;
+  }
+  const cpu_llvm_api *api = llvm_api;
+  *why = llvm_why;
+  pthread_mutex_unlock(&llvm_lock);
+  return api;
 }
 
 /* ---- instances ---- */
@@ -117,6 +164,9 @@ struct coil_artifact {
   size_t idle_bytes;
   struct block_header *live; /* blocks handed out and not yet released */
   coil_cpu_entry_fn entry;
+  void *llvm;                /* codegen = llvm: the loaded object (cpu_llvm_api.load) */
+  cpu_llvm_kernel_fn *fns;   /* its kernels */
+  cpu_walk *walk;            /* and the walk that calls them */
   coil_wir_program *program; /* for library calls and messages */
   int threads;
   char error[2100];          /* the last run's failure */
@@ -157,6 +207,15 @@ create(const coil_plugin_create_args *args, coil_plugin **out)
   snprintf(p->identity, sizeof p->identity, "cpu " CPU_VERSION "; cc %.2000s size %lld mtime %lld; flags %s%.1000s",
            path[0] ? path : cc, (long long)st.st_size, (long long)st.st_mtime, p->opts.portable ? "portable " : "-march=native ",
            p->opts.cflags);
+  if (p->opts.llvm) { /* the code depends on LLVM's version and the target, not on cc */
+    const char *why;
+    const cpu_llvm_api *api = llvm_module(&why);
+    char target[2048] = "unavailable";
+    if (api)
+      api->target(p->opts.portable, target, sizeof target);
+    snprintf(p->identity, sizeof p->identity, "cpu " CPU_VERSION "; codegen llvm %s; target %s",
+             api ? api->llvm_version : "-", target);
+  }
   *out = p;
   return NULL;
 }
@@ -306,6 +365,84 @@ open_library(const char *dir, coil_cpu_entry_fn *entry, char *why, size_t size)
   return lib;
 }
 
+/* FNV-1a, 64 bits, of the strings in s (NULL-terminated): an artifact's tag. */
+static void
+make_tag(const char *const *s, char out[17])
+{
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (; *s; s++)
+    for (const unsigned char *c = (const unsigned char *)*s;; c++) {
+      h = (h ^ *c) * 0x100000001b3ull;
+      if (!*c)
+        break;
+    }
+  snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+static coil_error *
+write_binary(const char *dir, const char *name, const void *data, size_t size)
+{
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  bool ok = f && fwrite(data, 1, size, f) == size;
+  if (f && fclose(f) != 0)
+    ok = false;
+  if (!ok)
+    return coil_sdk_error(COIL_ERR_IO, "cpu: cannot write %s: %s", path, strerror(errno));
+  return NULL;
+}
+
+/* codegen = llvm: kernels.o from cpu-llvm.so, the IR beside it (kernels.ll), program.wir for
+ * the walk, and the manifest last, with what the object was built for. */
+static coil_error *
+compile_llvm(const cpu_options *o, coil_wir_program *p, const char *wir, const char *dir)
+{
+  const char *why;
+  const cpu_llvm_api *api = llvm_module(&why);
+  if (!api)
+    return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cpu: codegen = llvm: %s", why);
+  char target[2048], tag[17];
+  api->target(o->portable, target, sizeof target);
+  const char *parts[] = {CPU_VERSION, api->llvm_version, target, wir, NULL};
+  make_tag(parts, tag);
+  void *obj = NULL;
+  size_t size = 0;
+  char *ir = NULL;
+  coil_diag d = {0};
+  if (api->compile(p, o->portable, tag, &obj, &size, &ir, &d)) {
+    char kept[4200] = "";
+    if (ir) { /* the host removes the failed artifact: keep the IR where a person can read it */
+      const char *tmp = getenv("TMPDIR");
+      snprintf(kept, sizeof kept, "%s/coil-cpu-failed-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+      coil_error *e = mkdtemp(kept) ? coil_sdk_write_file(kept, "kernels.ll", ir) : NULL;
+      if (e || !kept[0] || strstr(kept, "XXXXXX")) {
+        coil_sdk_error_free(e);
+        kept[0] = 0;
+      }
+    }
+    free(ir);
+    return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "%s%s%s%s", d.msg, kept[0] ? "\nthe IR is kept in " : "", kept,
+                          kept[0] ? "/kernels.ll" : "");
+  }
+  coil_error *e = coil_sdk_write_file(dir, "program.wir", wir);
+  if (!e && ir)
+    e = coil_sdk_write_file(dir, "kernels.ll", ir);
+  if (!e)
+    e = write_binary(dir, "kernels.o", obj, size);
+  free(ir);
+  free(obj);
+  if (e)
+    return e;
+  char manifest[4096];
+  snprintf(manifest, sizeof manifest,
+           "{\"plugin\": \"cpu\", \"plugin_version\": \"" CPU_VERSION "\", \"wir_version\": \"%d.%d\", "
+           "\"program\": \"%s\", \"codegen\": \"llvm\", \"llvm\": \"%s\", \"tag\": \"%s\", \"target\": \"%.2000s\", "
+           "\"portable\": %s, \"files\": [\"program.wir\", \"kernels.ll\", \"kernels.o\"]}\n",
+           p->version_major, p->version_minor, p->name, api->llvm_version, tag, target, o->portable ? "true" : "false");
+  return coil_sdk_write_file(dir, COIL_ARTIFACT_MANIFEST, manifest);
+}
+
 /* Compiles p, the plugin's own parse of the program's text (compile below). */
 static coil_error *
 compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const coil_wir_program *p,
@@ -318,6 +455,8 @@ compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const c
   if (!args->options || !COIL_STRUCT_HAS(args->options, coil_plugin_options, values) || !args->options->count)
     o = self->opts; /* the instance's options when the compile brings none */
   const char *dir = args->artifact_dir;
+  if (o.llvm)
+    return compile_llvm(&o, (coil_wir_program *)p, wir, dir);
   coil_strbuf src = {0};
   coil_diag d = {0};
   if (cpu_codegen(p, coil_cpu_math_source[0] != 0, &src, &d)) {
@@ -437,18 +576,137 @@ compile(coil_plugin *self, const coil_plugin_compile_args *args)
 
 /* ---- load ---- */
 
+/* The string value of "key" in the manifest (our own writing: no escapes), into out. */
+static bool
+manifest_str(const char *manifest, const char *key, char *out, size_t size)
+{
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\": \"", key);
+  const char *at = strstr(manifest, pat), *end = at ? strchr(at + strlen(pat), '"') : NULL;
+  if (!end || (size_t)(end - at - strlen(pat)) >= size)
+    return false;
+  at += strlen(pat);
+  memcpy(out, at, (size_t)(end - at));
+  out[end - at] = 0;
+  return true;
+}
+
+/* kernels.o of an artifact: a regular file of this user's (or root's) that nobody else may
+ * write, opened without following a symlink (the rules of libkernels.so). */
+static void *
+read_object(const char *dir, size_t *size, char *why, size_t wsize)
+{
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = dfd < 0 ? -1 : openat(dfd, "kernels.o", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int err = errno;
+  if (dfd >= 0)
+    close(dfd);
+  struct stat st;
+  if (fd < 0) {
+    snprintf(why, wsize, "cannot open %s/kernels.o: %s", dir, err == ELOOP ? "it is a symlink (not followed)" : strerror(err));
+    return NULL;
+  }
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & 022) ||
+      st.st_size <= 0 || st.st_size > (1 << 30)) {
+    snprintf(why, wsize, "%s/kernels.o is not an object coil may load: it must be a regular file of this user's "
+             "(or root's) that nobody else may write to", dir);
+    close(fd);
+    return NULL;
+  }
+  char *buf = malloc((size_t)st.st_size);
+  size_t got = 0;
+  while (buf && got < (size_t)st.st_size) {
+    ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+    if (n <= 0)
+      break;
+    got += (size_t)n;
+  }
+  close(fd);
+  if (!buf || got != (size_t)st.st_size) {
+    free(buf);
+    snprintf(why, wsize, "cannot read %s/kernels.o", dir);
+    return NULL;
+  }
+  *size = got;
+  return buf;
+}
+
+static void artifact_free(coil_artifact *a);
+
+static coil_error *
+load_llvm(coil_plugin *self, const char *dir, const char *manifest, coil_artifact **out)
+{
+  const char *why;
+  const cpu_llvm_api *api = llvm_module(&why);
+  if (!api)
+    return coil_sdk_error(COIL_ERR_VERSION, "cpu: %s holds LLVM-built kernels: %s", dir, why);
+  char tag[64], version[64], target[2048], here[2048];
+  if (!manifest_str(manifest, "tag", tag, sizeof tag) || strlen(tag) != 16 || strspn(tag, "0123456789abcdef") != 16 ||
+      !manifest_str(manifest, "llvm", version, sizeof version) || !manifest_str(manifest, "target", target, sizeof target))
+    return coil_sdk_error(COIL_ERR_VERSION, "cpu: %s/manifest.json lacks the tag, llvm or target of its kernels: recompile", dir);
+  api->target(strstr(manifest, "\"portable\": true") != NULL, here, sizeof here);
+  if (strcmp(version, api->llvm_version) != 0 || strcmp(target, here) != 0)
+    return coil_sdk_error(COIL_ERR_VERSION, "cpu: %s was built by LLVM %s for %s; this is LLVM %s on %s: recompile "
+                          "(portable = true makes artifacts that move between CPUs)", dir, version, target,
+                          api->llvm_version, here);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/program.wir", dir);
+  char *text = coil_sdk_read_file(path, 64u << 20, NULL);
+  if (!text)
+    return coil_sdk_error(COIL_ERR_IO, "cpu: cannot read %s", path);
+  coil_diag d = {0};
+  coil_wir_program *p = coil_wir_parse(path, text, strlen(text), &d);
+  free(text);
+  if (!p)
+    return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: %s", d.msg);
+  coil_artifact *a = calloc(1, sizeof *a);
+  if (!a) {
+    coil_wir_free(p);
+    return coil_sdk_out_of_memory();
+  }
+  a->program = p;
+  a->threads = self->opts.threads;
+  char whyo[4400];
+  size_t size = 0;
+  void *obj = read_object(dir, &size, whyo, sizeof whyo);
+  if (!obj) {
+    artifact_free(a);
+    return coil_sdk_error(COIL_ERR_IO, "cpu: %s", whyo);
+  }
+  a->fns = calloc((size_t)p->nkernels + 1, sizeof *a->fns);
+  a->llvm = a->fns ? api->load(obj, size, tag, p, a->fns, &d) : NULL;
+  free(obj);
+  if (!a->llvm) {
+    artifact_free(a);
+    return coil_sdk_error(COIL_ERR_IO, "%s", d.msg[0] ? d.msg : "cpu: out of memory");
+  }
+  if (!(a->walk = cpu_walk_new(p, a->fns))) {
+    artifact_free(a);
+    return coil_sdk_out_of_memory();
+  }
+  *out = a;
+  return NULL;
+}
+
 static coil_error *
 load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
 {
   char path[4200];
   snprintf(path, sizeof path, "%s/%s", args->artifact_dir, COIL_ARTIFACT_MANIFEST);
-  char *manifest = coil_sdk_read_file(path, 4096, NULL);
+  char *manifest = coil_sdk_read_file(path, 8192, NULL);
   if (!manifest)
     return coil_sdk_error(COIL_ERR_IO, "cpu: no artifact in %s (manifest.json is missing)", args->artifact_dir);
   bool ours = strstr(manifest, "\"plugin\": \"cpu\"") && strstr(manifest, "\"plugin_version\": \"" CPU_VERSION "\"");
-  free(manifest);
-  if (!ours)
+  if (!ours) {
+    free(manifest);
     return coil_sdk_error(COIL_ERR_VERSION, "cpu: %s was not written by cpu " CPU_VERSION ": recompile", path);
+  }
+  if (strstr(manifest, "\"codegen\": \"llvm\"")) {
+    coil_error *e = load_llvm(self, args->artifact_dir, manifest, out);
+    free(manifest);
+    return e;
+  }
+  free(manifest);
   snprintf(path, sizeof path, "%s/program.wir", args->artifact_dir);
   char *text = coil_sdk_read_file(path, 64u << 20, NULL);
   if (!text)
@@ -635,7 +893,7 @@ run(coil_artifact *a, const coil_plugin_run_args *args)
   }
   coil_cpu_rt rt = {a, a->threads, rt_alloc, rt_release, rt_extern, rt_fail};
   a->error[0] = 0;
-  int rc = a->entry(&rt, in, sizes, strides, out);
+  int rc = a->walk ? cpu_walk_run(a->walk, &rt, in, sizes, strides, out) : a->entry(&rt, in, sizes, strides, out);
   while (a->live) /* what a failed program left allocated */
     rt_release(a, (char *)a->live + 64);
   if (rc != 0)
@@ -659,6 +917,10 @@ artifact_free(coil_artifact *a)
   }
   if (a->lib)
     dlclose(a->lib);
+  cpu_walk_free(a->walk);
+  if (a->llvm && llvm_api)
+    llvm_api->unload(a->llvm);
+  free(a->fns);
   coil_wir_free(a->program);
   free(a);
 }

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The cpu plugin's LLVM code path ([plugin.cpu] codegen = llvm) from the command line: the main
+# job with no C compiler on PATH, artifacts that carry object code, what load refuses, and an
+# IR the verifier refuses reported as an internal error naming the kernel with the IR kept.
+# usage: llvm.sh COIL_BINARY SOURCE_DIR PLUGIN_DIR; exit 77 (skipped) where cpu-llvm.so is not built
+set -u
+coil=$1
+src=$2
+plugins=$3
+[ -f "$plugins/cpu-llvm.so" ] || { echo "cpu-llvm.so not built (no LLVM 19): skipped"; exit 77; }
+tmp=$(mktemp -d)
+trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' EXIT
+export COIL_CACHE_DIR="$tmp/cache"
+pass=0
+failed=0
+
+check() { # check NAME CONDITION-COMMAND...
+  local name=$1
+  shift
+  if "$@"; then
+    pass=$((pass + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $name"
+    sed 's/^/  err: /' "$tmp/err" | head -5
+  fi
+}
+run() { "$@" >"$tmp/out" 2>"$tmp/err"; echo $? >"$tmp/rc"; }
+rc_is() { [ "$(cat "$tmp/rc")" = "$1" ]; }
+out_has() { grep -qF -- "$1" "$tmp/out"; }
+err_has() { grep -qF -- "$1" "$tmp/err"; }
+
+printf '[plugin.cpu]\ncodegen = llvm\n' >"$tmp/llvm.ini"
+mlp=("$src/examples/mlp.coil" --weights "$src/examples/mlp.weights.safetensors" --inputs "$src/examples/mlp.inputs.safetensors")
+
+# the README's main job on a machine without a C compiler: nothing on PATH at all
+run env PATH=/nonexistent "$coil" run "${mlp[@]}" --config "$tmp/llvm.ini"
+check "main job without cc: exit 0" rc_is 0
+tail -n +2 "$tmp/out" >"$tmp/llvm.txt"
+run "$coil" run "${mlp[@]}" --backend ref
+tail -n +2 "$tmp/out" >"$tmp/ref.txt"
+check "main job without cc: the reference interpreter's outputs" cmp -s "$tmp/llvm.txt" "$tmp/ref.txt"
+
+# an artifact: object code, its IR, the manifest naming LLVM and the target; runs without cc
+run env PATH=/nonexistent COIL_CONFIG="$tmp/llvm.ini" "$coil" compile "$src/examples/mlp.coil" --backend cpu -o "$tmp/art"
+check "compile -o with codegen = llvm: exit 0" rc_is 0
+check "the artifact holds kernels.o" test -s "$tmp/art/kernels.o"
+check "the artifact holds kernels.ll" grep -q "^define" "$tmp/art/kernels.ll"
+check "the artifact holds no C" test ! -e "$tmp/art/kernels.c"
+check "the manifest names the code path" grep -q '"codegen": "llvm"' "$tmp/art/manifest.json"
+check "the manifest names the target" grep -q '"target": "' "$tmp/art/manifest.json"
+run env PATH=/nonexistent "$coil" run "$tmp/art" --weights "$src/examples/mlp.weights.safetensors" \
+  --inputs "$src/examples/mlp.inputs.safetensors" --config "$tmp/llvm.ini"
+check "the artifact runs without cc" rc_is 0
+tail -n +2 "$tmp/out" >"$tmp/art.txt"
+check "the artifact's outputs are the reference's" cmp -s "$tmp/art.txt" "$tmp/ref.txt"
+
+# load refuses an object built for another CPU (the manifest says which), and a symlinked object
+cp -r "$tmp/art" "$tmp/other"
+sed -i 's/"target": "[^"]*"/"target": "x86_64-unknown-linux-gnu someothercpu +nothing"/' "$tmp/other/manifest.json"
+run "$coil" run "$tmp/other" --weights "$src/examples/mlp.weights.safetensors" --inputs "$src/examples/mlp.inputs.safetensors" \
+  --config "$tmp/llvm.ini"
+check "another CPU's object: refused" rc_is 1
+check "another CPU's object: says recompile" err_has "recompile"
+mkdir "$tmp/link" && cp "$tmp/art"/* "$tmp/link/" && mv "$tmp/link/kernels.o" "$tmp/kernels.o" &&
+  ln -s "$tmp/kernels.o" "$tmp/link/kernels.o"
+run "$coil" run "$tmp/link" --weights "$src/examples/mlp.weights.safetensors" --inputs "$src/examples/mlp.inputs.safetensors" \
+  --config "$tmp/llvm.ini"
+check "a symlinked kernels.o: refused" rc_is 1
+
+# IR the verifier refuses (a test hook leaves a block without a terminator in the first kernel)
+rm -rf "$COIL_CACHE_DIR"
+run env COIL_CPU_LLVM_TEST_BREAK_IR=1 TMPDIR="$tmp" "$coil" run "${mlp[@]}" --config "$tmp/llvm.ini"
+check "broken IR: the run fails" rc_is 1
+check "broken IR: an internal error" err_has "internal error: the IR of kernel coil_"
+check "broken IR: the verifier's reason" err_has "does not have terminator"
+kept=$(grep -o "the IR is kept in [^ ]*kernels.ll" "$tmp/err" | sed 's/the IR is kept in //')
+check "broken IR: the IR is kept" test -n "$kept" -a -f "${kept:-/nonexistent}"
+check "broken IR: no cache entry" test -z "$(ls "$COIL_CACHE_DIR" 2>/dev/null | grep -v '^\.')"
+
+# the option's values
+printf '[plugin.cpu]\ncodegen = gcc\n' >"$tmp/bad.ini"
+run "$coil" run "${mlp[@]}" --config "$tmp/bad.ini"
+check "codegen = gcc: refused" rc_is 1
+check "codegen = gcc: says what it takes" err_has "expected cc or llvm"
+
+echo "llvm.sh: $pass passed, $failed failed"
+[ "$failed" -eq 0 ]
