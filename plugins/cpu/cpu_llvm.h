@@ -28,10 +28,10 @@ typedef struct cpu_llvm_api {
   void (*target)(bool portable, char *out, size_t size);
   /* Compiles p's kernels into an ELF object (*obj, malloc'd, *size bytes), their symbols named
    * "<kernel>_<tag>". ir: when not NULL, receives the module's IR before optimisation (malloc'd).
-   * On failure returns -1 with a message in d; when the failure is LLVM refusing the IR, *ir
-   * holds it even then. */
+   * times: where the time went, one line. On failure returns -1 with a message in d; when the
+   * failure is LLVM refusing the IR, *ir holds it even then. */
   int (*compile)(coil_wir_program *p, bool portable, const char *tag, void **obj, size_t *size, char **ir,
-                 coil_diag *d);
+                 char *times, size_t times_size, coil_diag *d);
   /* Links an object from compile into the process (shared with every other load of the same
    * tag) and fills fns[k] for each kernel k of p. Returns a handle for unload, or NULL with d. */
   void *(*load)(const void *obj, size_t size, const char *tag, const coil_wir_program *p, cpu_llvm_kernel_fn *fns,

@@ -49,8 +49,10 @@ typedef struct {
   int threads;
   bool portable;
   int cc_timeout; /* seconds; 0: no limit */
-  bool llvm;      /* codegen = llvm */
+  int codegen;    /* CODEGEN_* */
 } cpu_options;
+
+enum { CODEGEN_AUTO, CODEGEN_CC, CODEGEN_LLVM };
 
 static coil_error *
 read_options(const coil_plugin_options *o, cpu_options *out)
@@ -61,7 +63,7 @@ read_options(const coil_plugin_options *o, cpu_options *out)
   out->threads = 0;
   out->portable = false;
   out->cc_timeout = 600;
-  out->llvm = false;
+  out->codegen = CODEGEN_AUTO;
   size_t n = o && COIL_STRUCT_HAS(o, coil_plugin_options, values) ? o->count : 0;
   for (size_t i = 0; i < n; i++) {
     const char *k = o->keys[i], *v = o->values[i];
@@ -92,9 +94,9 @@ read_options(const coil_plugin_options *o, cpu_options *out)
         return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: option cc_timeout: expected 0 (no limit) to 86400 seconds, got '%s'", v);
       out->cc_timeout = (int)t;
     } else if (strcmp(k, "codegen") == 0) {
-      if (strcmp(v, "cc") != 0 && strcmp(v, "llvm") != 0)
-        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: option codegen: expected cc or llvm, got '%s'", v);
-      out->llvm = strcmp(v, "llvm") == 0;
+      if (strcmp(v, "cc") != 0 && strcmp(v, "llvm") != 0 && strcmp(v, "auto") != 0)
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: option codegen: expected auto, cc or llvm, got '%s'", v);
+      out->codegen = v[0] == 'a' ? CODEGEN_AUTO : v[0] == 'c' ? CODEGEN_CC : CODEGEN_LLVM;
     } else {
       return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: unknown option '%s' (cpu accepts cc, cflags, threads, portable, cc_timeout, codegen)", k);
     }
@@ -107,6 +109,7 @@ read_options(const coil_plugin_options *o, cpu_options *out)
 static pthread_mutex_t llvm_lock = PTHREAD_MUTEX_INITIALIZER;
 static const cpu_llvm_api *llvm_api;
 static char llvm_why[4400];
+static char llvm_file[4400]; /* cpu-llvm.so's path, size and mtime: in the cache key, as cc's are */
 
 /* cpu-llvm.so from this plugin's directory, loaded once; NULL with *why when it cannot be. */
 static const cpu_llvm_api *
@@ -124,12 +127,16 @@ llvm_module(const char **why)
     cpu_llvm_api_fn get = lib ? (cpu_llvm_api_fn)(uintptr_t)dlsym(lib, "coil_cpu_llvm_api") : NULL;
     const cpu_llvm_api *api = get ? get() : NULL;
     if (!lib)
-      snprintf(llvm_why, sizeof llvm_why, "cannot load %s: %s (coil was built without LLVM 19, or libLLVM is missing: "
-               "set [plugin.cpu] codegen = cc)", path, dlerror());
+      snprintf(llvm_why, sizeof llvm_why, "cannot load %s: %s (coil was built without LLVM 19, or libLLVM-19 is missing)",
+               path, dlerror());
     else if (!api || api->version != CPU_LLVM_API_VERSION)
       snprintf(llvm_why, sizeof llvm_why, "%s is not this plugin's LLVM code path (version mismatch): reinstall coil", path);
     else
       llvm_api = api;
+    struct stat st;
+    if (llvm_api && stat(path, &st) == 0)
+      snprintf(llvm_file, sizeof llvm_file, "%.4000s size %lld mtime %lld", path, (long long)st.st_size,
+               (long long)st.st_mtime);
   }
   const cpu_llvm_api *api = llvm_api;
   *why = llvm_why;
@@ -137,11 +144,45 @@ llvm_module(const char **why)
   return api;
 }
 
+/* The C compiler's file: cc itself when it names a path, else the first match on $PATH; "" when
+ * there is none. */
+static void
+find_cc(const char *cc, char *path, size_t size)
+{
+  path[0] = 0;
+  if (strchr(cc, '/')) {
+    snprintf(path, size, "%s", cc);
+    return;
+  }
+  const char *env = getenv("PATH");
+  char dirs[8192];
+  snprintf(dirs, sizeof dirs, "%s", env ? env : "/usr/bin:/bin");
+  char *save = NULL;
+  for (char *dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+    snprintf(path, size, "%s/%s", dir, cc);
+    if (access(path, X_OK) == 0)
+      return;
+    path[0] = 0;
+  }
+}
+
+/* codegen = auto: the C compiler where there is one, else LLVM (a machine without cc) */
+static bool
+use_llvm(const cpu_options *o)
+{
+  if (o->codegen != CODEGEN_AUTO)
+    return o->codegen == CODEGEN_LLVM;
+  char path[4096];
+  find_cc(o->cc, path, sizeof path);
+  return !path[0];
+}
+
 /* ---- instances ---- */
 
 struct coil_plugin {
   const coil_host_api *host;
   cpu_options opts;
+  bool llvm;                 /* compiles through LLVM (codegen = llvm, or auto without cc) */
   char identity[4096];       /* the compiler (resolved path, size, mtime) and fixed flags */
 };
 
@@ -188,33 +229,22 @@ create(const coil_plugin_create_args *args, coil_plugin **out)
   char path[4096] = "";
   struct stat st = {0};
   const char *cc = p->opts.cc;
-  if (strchr(cc, '/')) {
-    snprintf(path, sizeof path, "%s", cc);
-  } else {
-    const char *env = getenv("PATH");
-    char dirs[8192];
-    snprintf(dirs, sizeof dirs, "%s", env ? env : "/usr/bin:/bin");
-    for (char *dir = strtok(dirs, ":"); dir; dir = strtok(NULL, ":")) {
-      snprintf(path, sizeof path, "%s/%s", dir, cc);
-      if (access(path, X_OK) == 0)
-        break;
-      path[0] = 0;
-    }
-  }
+  find_cc(cc, path, sizeof path);
   char real[4096];
   if (path[0] && realpath(path, real) && stat(real, &st) == 0)
     snprintf(path, sizeof path, "%s", real);
   snprintf(p->identity, sizeof p->identity, "cpu " CPU_VERSION "; cc %.2000s size %lld mtime %lld; flags %s%.1000s",
            path[0] ? path : cc, (long long)st.st_size, (long long)st.st_mtime, p->opts.portable ? "portable " : "-march=native ",
            p->opts.cflags);
-  if (p->opts.llvm) { /* the code depends on LLVM's version and the target, not on cc */
+  p->llvm = p->opts.codegen == CODEGEN_LLVM || (p->opts.codegen == CODEGEN_AUTO && !path[0]);
+  if (p->llvm) { /* the code depends on LLVM's version and the target, not on cc */
     const char *why;
     const cpu_llvm_api *api = llvm_module(&why);
     char target[2048] = "unavailable";
     if (api)
       api->target(p->opts.portable, target, sizeof target);
-    snprintf(p->identity, sizeof p->identity, "cpu " CPU_VERSION "; codegen llvm %s; target %s",
-             api ? api->llvm_version : "-", target);
+    snprintf(p->identity, sizeof p->identity, "cpu " CPU_VERSION "; codegen llvm %s (%.1500s); target %.2000s",
+             api ? api->llvm_version : "-", api ? llvm_file : "", target);
   }
   *out = p;
   return NULL;
@@ -400,17 +430,20 @@ compile_llvm(const cpu_options *o, coil_wir_program *p, const char *wir, const c
 {
   const char *why;
   const cpu_llvm_api *api = llvm_module(&why);
+  if (!api && o->codegen == CODEGEN_AUTO)
+    return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cpu: no C compiler ('%s' is not on PATH; set [plugin.cpu] cc) "
+                          "and no LLVM code path: %s", o->cc, why);
   if (!api)
-    return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cpu: codegen = llvm: %s", why);
+    return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cpu: codegen = llvm: %s (or set [plugin.cpu] codegen = cc)", why);
   char target[2048], tag[17];
   api->target(o->portable, target, sizeof target);
   const char *parts[] = {CPU_VERSION, api->llvm_version, target, wir, NULL};
   make_tag(parts, tag);
   void *obj = NULL;
   size_t size = 0;
-  char *ir = NULL;
+  char *ir = NULL, times[256] = "";
   coil_diag d = {0};
-  if (api->compile(p, o->portable, tag, &obj, &size, &ir, &d)) {
+  if (api->compile(p, o->portable, tag, &obj, &size, &ir, times, sizeof times, &d)) {
     char kept[4200] = "";
     if (ir) { /* the host removes the failed artifact: keep the IR where a person can read it */
       const char *tmp = getenv("TMPDIR");
@@ -438,8 +471,9 @@ compile_llvm(const cpu_options *o, coil_wir_program *p, const char *wir, const c
   snprintf(manifest, sizeof manifest,
            "{\"plugin\": \"cpu\", \"plugin_version\": \"" CPU_VERSION "\", \"wir_version\": \"%d.%d\", "
            "\"program\": \"%s\", \"codegen\": \"llvm\", \"llvm\": \"%s\", \"tag\": \"%s\", \"target\": \"%.2000s\", "
-           "\"portable\": %s, \"files\": [\"program.wir\", \"kernels.ll\", \"kernels.o\"]}\n",
-           p->version_major, p->version_minor, p->name, api->llvm_version, tag, target, o->portable ? "true" : "false");
+           "\"portable\": %s, \"times\": \"%s\", \"files\": [\"program.wir\", \"kernels.ll\", \"kernels.o\"]}\n",
+           p->version_major, p->version_minor, p->name, api->llvm_version, tag, target, o->portable ? "true" : "false",
+           times);
   return coil_sdk_write_file(dir, COIL_ARTIFACT_MANIFEST, manifest);
 }
 
@@ -455,7 +489,8 @@ compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const c
   if (!args->options || !COIL_STRUCT_HAS(args->options, coil_plugin_options, values) || !args->options->count)
     o = self->opts; /* the instance's options when the compile brings none */
   const char *dir = args->artifact_dir;
-  if (o.llvm)
+  bool brought = args->options && COIL_STRUCT_HAS(args->options, coil_plugin_options, values) && args->options->count;
+  if (brought ? use_llvm(&o) : self->llvm)
     return compile_llvm(&o, (coil_wir_program *)p, wir, dir);
   coil_strbuf src = {0};
   coil_diag d = {0};

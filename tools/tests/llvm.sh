@@ -41,6 +41,14 @@ run "$coil" run "${mlp[@]}" --backend ref
 tail -n +2 "$tmp/out" >"$tmp/ref.txt"
 check "main job without cc: the reference interpreter's outputs" cmp -s "$tmp/llvm.txt" "$tmp/ref.txt"
 
+# the default, codegen = auto, takes LLVM where there is no C compiler: the README's main job as it is
+printf '[coil]\n' >"$tmp/empty.ini"
+run env PATH=/nonexistent COIL_CACHE_DIR="$tmp/autocache" "$coil" run "${mlp[@]}" --config "$tmp/empty.ini"
+check "main job without cc, default options: exit 0" rc_is 0
+tail -n +2 "$tmp/out" >"$tmp/auto.txt"
+check "main job without cc, default options: the reference's outputs" cmp -s "$tmp/auto.txt" "$tmp/ref.txt"
+check "main job without cc, default options: through LLVM" test -n "$(find "$tmp/autocache" -name kernels.o)"
+
 # an artifact: object code, its IR, the manifest naming LLVM and the target; runs without cc
 run env PATH=/nonexistent COIL_CONFIG="$tmp/llvm.ini" "$coil" compile "$src/examples/mlp.coil" --backend cpu -o "$tmp/art"
 check "compile -o with codegen = llvm: exit 0" rc_is 0
@@ -82,7 +90,7 @@ check "broken IR: no cache entry" test -z "$(ls "$COIL_CACHE_DIR" 2>/dev/null | 
 printf '[plugin.cpu]\ncodegen = gcc\n' >"$tmp/bad.ini"
 run "$coil" run "${mlp[@]}" --config "$tmp/bad.ini"
 check "codegen = gcc: refused" rc_is 1
-check "codegen = gcc: says what it takes" err_has "expected cc or llvm"
+check "codegen = gcc: says what it takes" err_has "expected auto, cc or llvm"
 
 echo "llvm.sh: $pass passed, $failed failed"
 [ "$failed" -eq 0 ]

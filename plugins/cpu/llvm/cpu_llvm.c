@@ -23,13 +23,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/DebugInfo.h> /* LLVMTemporaryMDNode: self-referencing loop metadata */
 #include <llvm-c/Error.h>
+#include <llvm-c/IRReader.h>
 #include <llvm-c/LLJIT.h>
+#include <llvm-c/Linker.h>
 #include <llvm-c/Orc.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
@@ -41,8 +44,17 @@
 #define ROW_BYTES_MAX (256 * 1024)
 #define WELFORD_LANES 16
 
-extern const unsigned char coil_cpu_llvm_rt_bc[];
-extern const size_t coil_cpu_llvm_rt_bc_size;
+/* The passes: what the kernels need of default<O2> (inline the helpers, promote the allocas,
+ * simplify, hoist, vectorise the loops), a third of its time. instcombine parsed from text
+ * checks by default that it reached a fixpoint and ends the process when not: never here. default<O2> gave the same kernel
+ * times on coil bench and took 40-50 ms a graph where this takes 20-30 (docs/llvm-codegen-notes.md). */
+#define PIPELINE                                                                                         \
+  "function(sroa),cgscc(inline),function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,"    \
+  "loop-mssa(licm),loop(loop-rotate),loop(indvars),loop-vectorize,instcombine<no-verify-fixpoint>,"  \
+  "simplifycfg),globaldce"
+
+extern const unsigned char coil_cpu_llvm_rt_bc[], coil_cpu_llvm_rt_fma_bc[];
+extern const size_t coil_cpu_llvm_rt_bc_size, coil_cpu_llvm_rt_fma_bc_size;
 
 /* ---- one kernel ---- */
 
@@ -63,6 +75,7 @@ typedef struct {
   LLVMValueRef *row;         /* per instruction: its kept row (alloca), or NULL */
   int64_t nrow, row_bytes;
   LLVMTypeRef i1, i8, i16, i32, i64, f32, f64, ptr, vd;
+  LLVMMetadataRef group;     /* the access group of loads and stores in `omp simd` loops */
   coil_diag *d;
   bool failed;
 } kg;
@@ -287,6 +300,15 @@ math_name(coil_kop op, bool f32)
   }
 }
 
+/* a*b+c may fuse into one fma, as gcc's -ffp-contract=fast lets the C path's kernels */
+static LLVMValueRef
+contract(LLVMValueRef v)
+{
+  if (LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
+    LLVMSetFastMathFlags(v, LLVMFastMathAllowContract);
+  return v;
+}
+
 static LLVMValueRef
 as_bool(kg *g, LLVMValueRef v, coil_dtype t)
 {
@@ -383,9 +405,9 @@ expr(kg *g, int i)
     if (fl) {
       LLVMValueRef r;
       switch (in->op) {
-      case COIL_KOP_ADD: r = LLVMBuildFAdd(g->b, a, c, ""); break;
-      case COIL_KOP_SUB: r = LLVMBuildFSub(g->b, a, c, ""); break;
-      case COIL_KOP_MUL: r = LLVMBuildFMul(g->b, a, c, ""); break;
+      case COIL_KOP_ADD: r = contract(LLVMBuildFAdd(g->b, a, c, "")); break;
+      case COIL_KOP_SUB: r = contract(LLVMBuildFSub(g->b, a, c, "")); break;
+      case COIL_KOP_MUL: r = contract(LLVMBuildFMul(g->b, a, c, "")); break;
       case COIL_KOP_DIV: r = LLVMBuildFDiv(g->b, a, c, ""); break;
       case COIL_KOP_TRUNCDIV: r = intrinsic1(g, "llvm.trunc", LLVMBuildFDiv(g->b, a, c, "")); break;
       default: {
@@ -523,6 +545,16 @@ typedef struct {
   LLVMBasicBlockRef head, body, exit;
 } loop;
 
+/* Tags each load and store of block b with the access group. */
+static void
+tag_block(kg *g, LLVMBasicBlockRef b)
+{
+  unsigned kind = LLVMGetMDKindIDInContext(g->cx, "llvm.access.group", 17);
+  for (LLVMValueRef in = LLVMGetFirstInstruction(b); in; in = LLVMGetNextInstruction(in))
+    if (LLVMIsALoadInst(in) || LLVMIsAStoreInst(in))
+      LLVMSetMetadata(in, kind, LLVMMetadataAsValue(g->cx, g->group));
+}
+
 /* for (v = from; v < to; v++): leaves the builder in the body; *var receives v's value there */
 static loop
 loop_open(kg *g, LLVMValueRef from, LLVMValueRef to, const char *name, LLVMValueRef *var)
@@ -551,11 +583,21 @@ loop_close_vec(kg *g, loop *l, int64_t step, bool vectorise)
   LLVMBuildStore(g->b, LLVMBuildAdd(g->b, v, ci64(g, step), ""), l->slot);
   LLVMValueRef br = LLVMBuildBr(g->b, l->head);
   if (vectorise) {
+    /* `omp simd` says the iterations carry no dependence through memory: the loop's loads and
+     * stores join an access group the loop declares parallel, so the vectoriser needs no
+     * run-time overlap checks (and no second, scalar copy of the loop for when they fail) */
+    tag_block(g, l->head);
+    tag_block(g, l->body);
+    for (LLVMBasicBlockRef b = LLVMGetNextBasicBlock(l->exit); b; b = LLVMGetNextBasicBlock(b))
+      tag_block(g, b);
     LLVMMetadataRef self = LLVMTemporaryMDNode(g->cx, NULL, 0);
     LLVMMetadataRef hint[2] = {LLVMMDStringInContext2(g->cx, "llvm.loop.vectorize.enable", 26),
                                LLVMValueAsMetadata(LLVMConstInt(g->i1, 1, 0))};
-    LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(g->cx, hint, 2)};
-    LLVMMetadataRef node = LLVMMDNodeInContext2(g->cx, ops, 2);
+    LLVMMetadataRef par[2] = {LLVMMDStringInContext2(g->cx, "llvm.loop.parallel_accesses", 27), g->group};
+    /* (no llvm.loop.vectorize.predicate.enable: a masked loop instead of a remainder compiles in
+     * two thirds of the time but ran gelu 1.5x slower on AVX2) */
+    LLVMMetadataRef ops[3] = {self, LLVMMDNodeInContext2(g->cx, hint, 2), LLVMMDNodeInContext2(g->cx, par, 2)};
+    LLVMMetadataRef node = LLVMMDNodeInContext2(g->cx, ops, g->group ? 3 : 2);
     LLVMMetadataReplaceAllUsesWith(self, node);
     LLVMSetMetadata(br, LLVMGetMDKindIDInContext(g->cx, "llvm.loop", 9), LLVMMetadataAsValue(g->cx, node));
   }
@@ -818,10 +860,20 @@ emit_reduce(kg *g, int i)
     break;
   case COIL_REDUCE_MAX: case COIL_REDUCE_MIN: {
     bool mx = red == COIL_REDUCE_MAX;
-    LLVMValueRef better = fl ? LLVMBuildFCmp(g->b, mx ? LLVMRealOGT : LLVMRealOLT, v, a, "")
-                             : LLVMBuildICmp(g->b, mx ? (is_unsigned(st) ? LLVMIntUGT : LLVMIntSGT)
-                                                      : (is_unsigned(st) ? LLVMIntULT : LLVMIntSLT), v, a, "");
-    LLVMBuildStore(g->b, LLVMBuildSelect(g->b, better, v, a, ""), acc);
+    if (fl) {
+      /* nnan nsz on the compare and select: what LLVM's vectoriser asks of a float max/min
+       * reduction. A NaN makes the accumulator poison, never read: the flag, computed
+       * without them, selects NaN over it after the loop */
+      LLVMValueRef better = LLVMBuildFCmp(g->b, mx ? LLVMRealOGT : LLVMRealOLT, v, a, "");
+      LLVMValueRef r = LLVMBuildSelect(g->b, better, v, a, "");
+      LLVMSetFastMathFlags(better, LLVMFastMathNoNaNs | LLVMFastMathNoSignedZeros);
+      LLVMSetFastMathFlags(r, LLVMFastMathNoNaNs | LLVMFastMathNoSignedZeros);
+      LLVMBuildStore(g->b, r, acc);
+    } else {
+      LLVMValueRef better = LLVMBuildICmp(g->b, mx ? (is_unsigned(st) ? LLVMIntUGT : LLVMIntSGT)
+                                                   : (is_unsigned(st) ? LLVMIntULT : LLVMIntSLT), v, a, "");
+      LLVMBuildStore(g->b, LLVMBuildSelect(g->b, better, v, a, ""), acc);
+    }
     if (fl)
       LLVMBuildStore(g->b, LLVMBuildOr(g->b, ld(g, g->i1, sawnan), LLVMBuildFCmp(g->b, LLVMRealUNO, v, v, ""), ""), sawnan);
     break;
@@ -1087,9 +1139,72 @@ machine(bool portable, char *why, size_t size)
   return tm;
 }
 
-static int
-compile(coil_wir_program *p, bool portable, const char *tag, void **obj, size_t *size, char **ir, coil_diag *d)
+static char *
+print_ir(LLVMModuleRef m)
 {
+  char *t = LLVMPrintModuleToString(m), *copy = t ? strdup(t) : NULL;
+  LLVMDisposeMessage(t);
+  return copy;
+}
+
+/* Links into m the run-time helpers its kernels call, from the embedded bitcode parsed lazily:
+ * the helpers become linkonce_odr there, so the linker reads and moves only the ones m
+ * references (and what they call); linked, they are internal to m, for the inliner. */
+static int
+link_helpers(LLVMModuleRef m, bool portable, coil_diag *d)
+{
+  char *features = portable ? NULL : LLVMGetHostCPUFeatures();
+  bool fma = features && strstr(features, "+fma,") != NULL; /* the helpers with fused multiply-adds */
+  LLVMDisposeMessage(features);
+  LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange(
+      (const char *)(fma ? coil_cpu_llvm_rt_fma_bc : coil_cpu_llvm_rt_bc),
+      fma ? coil_cpu_llvm_rt_fma_bc_size : coil_cpu_llvm_rt_bc_size, "coil_cpu_llvm_rt.bc", 0);
+  LLVMModuleRef rt = NULL;
+  if (LLVMGetBitcodeModuleInContext2(LLVMGetModuleContext(m), mb, &rt)) { /* rt owns mb from here */
+    LLVMDisposeMemoryBuffer(mb);
+    return coil_diag_set(d, "cpu (llvm): the run-time bitcode does not load into LLVM %s", COIL_LLVM_VERSION);
+  }
+  LLVMValueRef keep = LLVMGetNamedGlobal(rt, "coil_rt_keep");
+  if (keep)
+    LLVMDeleteGlobal(keep);
+  for (LLVMValueRef f = LLVMGetFirstFunction(rt); f; f = LLVMGetNextFunction(f))
+    if (!LLVMIsDeclaration(f))
+      LLVMSetLinkage(f, LLVMLinkOnceODRLinkage);
+  LLVMSetTarget(rt, LLVMGetTarget(m));
+  LLVMSetDataLayout(rt, LLVMGetDataLayoutStr(m));
+  if (LLVMLinkModules2(m, rt)) /* destroys rt */
+    return coil_diag_set(d, "cpu (llvm): linking the run-time helpers failed");
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+    if (!LLVMIsDeclaration(f) && LLVMGetLinkage(f) == LLVMLinkOnceODRLinkage)
+      LLVMSetLinkage(f, LLVMInternalLinkage);
+  for (bool again = true; again;) { /* what nothing calls (a helper's unused callees) */
+    again = false;
+    for (LLVMValueRef f = LLVMGetFirstFunction(m), next; f; f = next) {
+      next = LLVMGetNextFunction(f);
+      if ((LLVMGetLinkage(f) == LLVMInternalLinkage || LLVMIsDeclaration(f)) && !LLVMGetFirstUse(f)) {
+        LLVMDeleteFunction(f);
+        again = true;
+      }
+    }
+  }
+  return 0;
+}
+
+static double
+ms_now(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static int
+compile(coil_wir_program *p, bool portable, const char *tag, void **obj, size_t *size, char **ir, char *times,
+        size_t times_size, coil_diag *d)
+{
+  double t0 = ms_now(), t_emit = 0, t_link = 0, t_opt = 0;
+  if (times_size)
+    times[0] = 0;
   *obj = NULL;
   *size = 0;
   if (ir)
@@ -1102,22 +1217,8 @@ compile(coil_wir_program *p, bool portable, const char *tag, void **obj, size_t 
   coil_strbuf log = {0};
   LLVMContextRef cx = LLVMContextCreate();
   LLVMContextSetDiagnosticHandler(cx, diagnostic, &log);
-  LLVMModuleRef m = NULL;
-  LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange((const char *)coil_cpu_llvm_rt_bc,
-                                                                 coil_cpu_llvm_rt_bc_size, "coil_cpu_llvm_rt.bc", 0);
+  LLVMModuleRef m = LLVMModuleCreateWithNameInContext("kernels", cx);
   int rc = -1;
-  if (LLVMParseBitcodeInContext2(cx, mb, &m)) {
-    coil_diag_set(d, "cpu (llvm): the run-time bitcode does not parse with this LLVM: %s", log.s ? log.s : "");
-    LLVMDisposeMemoryBuffer(mb);
-    goto out;
-  }
-  LLVMDisposeMemoryBuffer(mb);
-  LLVMValueRef keep = LLVMGetNamedGlobal(m, "coil_rt_keep");
-  if (keep)
-    LLVMDeleteGlobal(keep);
-  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
-    if (!LLVMIsDeclaration(f))
-      LLVMSetLinkage(f, LLVMInternalLinkage);
   char *triple = LLVMGetTargetMachineTriple(tm);
   LLVMSetTarget(m, triple);
   LLVMDisposeMessage(triple);
@@ -1127,6 +1228,20 @@ compile(coil_wir_program *p, bool portable, const char *tag, void **obj, size_t 
 
   kg g = {0};
   g.cx = cx;
+  { /* an access group is a distinct empty node, which the C API cannot make: parse one */
+    static const char text[] = "!coil.group = !{!0}\n!0 = distinct !{}\n";
+    LLVMMemoryBufferRef gb = LLVMCreateMemoryBufferWithMemoryRangeCopy(text, sizeof text - 1, "group.ll");
+    LLVMModuleRef gm = NULL;
+    char *msg = NULL;
+    if (LLVMParseIRInContext(cx, gb, &gm, &msg) == 0) { /* takes gb */
+      LLVMValueRef op = NULL;
+      if (LLVMGetNamedMetadataNumOperands(gm, "coil.group") == 1)
+        LLVMGetNamedMetadataOperands(gm, "coil.group", &op);
+      g.group = op ? LLVMValueAsMetadata(op) : NULL; /* the named node's operand: !0 itself */
+      LLVMDisposeModule(gm);
+    }
+    LLVMDisposeMessage(msg);
+  }
   g.m = m;
   g.b = LLVMCreateBuilderInContext(cx);
   g.p = p;
@@ -1190,13 +1305,8 @@ compile(coil_wir_program *p, bool portable, const char *tag, void **obj, size_t 
     free(g.param);
   }
   LLVMDisposeBuilder(g.b);
-  if (ir && (bad || !g.failed))
-    *ir = LLVMPrintModuleToString(m); /* LLVM's allocation: copied below */
-  if (ir && *ir) {
-    char *copy = strdup(*ir);
-    LLVMDisposeMessage(*ir);
-    *ir = copy;
-  }
+  if (bad && ir)
+    *ir = print_ir(m);
   if (bad) {
     char *msg = NULL;
     LLVMVerifyModule(m, LLVMReturnStatusAction, &msg);
@@ -1206,22 +1316,18 @@ compile(coil_wir_program *p, bool portable, const char *tag, void **obj, size_t 
   }
   if (g.failed)
     goto out;
-  /* the helpers no kernel calls: gone before the passes, which would otherwise optimise them all */
-  for (bool again = true; again;) {
-    again = false;
-    for (LLVMValueRef f = LLVMGetFirstFunction(m), next; f; f = next) {
-      next = LLVMGetNextFunction(f);
-      if (LLVMGetLinkage(f) == LLVMInternalLinkage && !LLVMGetFirstUse(f)) {
-        LLVMDeleteFunction(f);
-        again = true;
-      }
-    }
-  }
+  t_emit = ms_now();
+  if (link_helpers(m, portable, d))
+    goto out;
+  if (ir)
+    *ir = print_ir(m);
+  t_link = ms_now();
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
   LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
   LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
-  LLVMErrorRef e = LLVMRunPasses(m, "default<O2>", tm, po);
+  LLVMErrorRef e = LLVMRunPasses(m, PIPELINE, tm, po);
   LLVMDisposePassBuilderOptions(po);
+  t_opt = ms_now();
   if (e) {
     take_error(e, why, sizeof why);
     coil_diag_set(d, "cpu (llvm): the optimiser failed: %s", why);
@@ -1247,6 +1353,8 @@ compile(coil_wir_program *p, bool portable, const char *tag, void **obj, size_t 
   memcpy(*obj, LLVMGetBufferStart(out), *size);
   LLVMDisposeMemoryBuffer(out);
   rc = 0;
+  snprintf(times, times_size, "emit %.1f ms, link and print %.1f, optimise %.1f, code generation %.1f", t_emit - t0,
+           t_link - t_emit, t_opt - t_link, ms_now() - t_opt);
 out:
   if (rc && log.len && strlen(d->msg) < 200) {
     char more[1200];
