@@ -112,9 +112,12 @@ run_kernel(cpu_llvm_kernel_fn fn, char *const *bufs, const int64_t *symv, int64_
   }
   if (threads > n)
     threads = (int)n;
-#pragma omp parallel num_threads(threads)
-  {
-    int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+  /* one share of [0, n) a thread, as a loop the runtime splits: not omp_get_thread_num(), which
+   * in a plugin built by clang (libomp) but also linked to gcc's libgomp can answer from the
+   * other runtime (0 in every thread: each would run the whole range) */
+  int64_t nt = threads;
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+  for (int64_t t = 0; t < nt; t++) {
     int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
     if (lo < hi)
       fn(bufs, symv, oob, lo, hi);
@@ -260,7 +263,7 @@ cpu_walk_run(const cpu_walk *w, const coil_cpu_rt *rt, void *const *in, const in
       int64_t n;
       if (bytes_of(w, rt, li, &p->buffers[l->source], symv, &n))
         rc = -1;
-      else
+      else if (n > 0) /* an empty tensor may have no storage at all */
         memcpy(ptr[l->buffer], ptr[l->source], (size_t)n);
       break;
     }
@@ -273,7 +276,7 @@ cpu_walk_run(const cpu_walk *w, const coil_cpu_rt *rt, void *const *in, const in
         int64_t n;
         if (bytes_of(w, rt, li, ob, symv, &n))
           rc = -1;
-        else
+        else if (n > 0)
           memcpy(out[k], ptr[l->args[k]], (size_t)n);
       }
       for (int k = 0; k < l->nargs && rc == 0; k++) /* outputs in reused storage: copied out, now released */
