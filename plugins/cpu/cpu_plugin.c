@@ -15,7 +15,9 @@
  * take before the compiler is killed; default 600, 0: no limit), codegen (cc: the above; llvm:
  * kernels built in process through LLVM by cpu-llvm.so, beside this plugin, which the plugin
  * dlopens on first use; no C compiler runs. compile then writes kernels.o and kernels.ll,
- * and run walks the program's lines (cpu_walk.c) instead of calling a generated wrapper). */
+ * load maps kernels.o itself where it can (cpu_elf.c: x86-64 Linux, built for this CPU; else
+ * LLVM's JIT), and run walks the program's lines (cpu_walk.c) instead of calling a generated
+ * wrapper; auto: cc where the C compiler is found, else llvm). */
 #define _GNU_SOURCE /* realpath, dladdr */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -33,6 +35,7 @@
 
 #include "coil/coil_plugin.h"
 #include "cpu.h"
+#include "cpu_elf.h"
 #include "cpu_extern.h"
 #include "cpu_llvm.h"
 #include "cpu_walk.h"
@@ -109,7 +112,31 @@ read_options(const coil_plugin_options *o, cpu_options *out)
 static pthread_mutex_t llvm_lock = PTHREAD_MUTEX_INITIALIZER;
 static const cpu_llvm_api *llvm_api;
 static char llvm_why[4400];
-static char llvm_file[4400]; /* cpu-llvm.so's path, size and mtime: in the cache key, as cc's are */
+
+/* cpu-llvm.so's path: beside this plugin */
+static void
+llvm_module_path(char *path, size_t size)
+{
+  Dl_info info;
+  snprintf(path, size, "cpu-llvm.so");
+  if (dladdr((void *)llvm_module_path, &info) && info.dli_fname && strchr(info.dli_fname, '/')) {
+    snprintf(path, size, "%s", info.dli_fname);
+    snprintf(strrchr(path, '/') + 1, size - (size_t)(strrchr(path, '/') + 1 - path), "cpu-llvm.so");
+  }
+}
+
+static void host_cpu(char out[17]);
+
+/* "PATH size N mtime T" of a file, for the cache key; "PATH (missing)" */
+static void
+file_stamp(const char *path, char *out, size_t size)
+{
+  struct stat st;
+  if (stat(path, &st) == 0)
+    snprintf(out, size, "%.2000s size %lld mtime %lld", path, (long long)st.st_size, (long long)st.st_mtime);
+  else
+    snprintf(out, size, "%.2000s (missing)", path);
+}
 
 /* cpu-llvm.so from this plugin's directory, loaded once; NULL with *why when it cannot be. */
 static const cpu_llvm_api *
@@ -117,12 +144,8 @@ llvm_module(const char **why)
 {
   pthread_mutex_lock(&llvm_lock);
   if (!llvm_api && !llvm_why[0]) {
-    Dl_info info;
-    char path[4200] = "cpu-llvm.so";
-    if (dladdr((void *)llvm_module, &info) && info.dli_fname && strchr(info.dli_fname, '/')) {
-      snprintf(path, sizeof path, "%s", info.dli_fname);
-      snprintf(strrchr(path, '/') + 1, sizeof path - (size_t)(strrchr(path, '/') + 1 - path), "cpu-llvm.so");
-    }
+    char path[4200];
+    llvm_module_path(path, sizeof path);
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     cpu_llvm_api_fn get = lib ? (cpu_llvm_api_fn)(uintptr_t)dlsym(lib, "coil_cpu_llvm_api") : NULL;
     const cpu_llvm_api *api = get ? get() : NULL;
@@ -133,10 +156,6 @@ llvm_module(const char **why)
       snprintf(llvm_why, sizeof llvm_why, "%s is not this plugin's LLVM code path (version mismatch): reinstall coil", path);
     else
       llvm_api = api;
-    struct stat st;
-    if (llvm_api && stat(path, &st) == 0)
-      snprintf(llvm_file, sizeof llvm_file, "%.4000s size %lld mtime %lld", path, (long long)st.st_size,
-               (long long)st.st_mtime);
   }
   const cpu_llvm_api *api = llvm_api;
   *why = llvm_why;
@@ -205,7 +224,8 @@ struct coil_artifact {
   size_t idle_bytes;
   struct block_header *live; /* blocks handed out and not yet released */
   coil_cpu_entry_fn entry;
-  void *llvm;                /* codegen = llvm: the loaded object (cpu_llvm_api.load) */
+  void *llvm;                /* codegen = llvm: the object as LLVM's JIT loaded it (cpu_llvm_api.load) */
+  cpu_elf *elf;              /* or as coil loaded it, without LLVM (cpu_elf.c) */
   cpu_llvm_kernel_fn *fns;   /* its kernels */
   cpu_walk *walk;            /* and the walk that calls them */
   coil_wir_program *program; /* for library calls and messages */
@@ -237,14 +257,20 @@ create(const coil_plugin_create_args *args, coil_plugin **out)
            path[0] ? path : cc, (long long)st.st_size, (long long)st.st_mtime, p->opts.portable ? "portable " : "-march=native ",
            p->opts.cflags);
   p->llvm = p->opts.codegen == CODEGEN_LLVM || (p->opts.codegen == CODEGEN_AUTO && !path[0]);
-  if (p->llvm) { /* the code depends on LLVM's version and the target, not on cc */
-    const char *why;
-    const cpu_llvm_api *api = llvm_module(&why);
-    char target[2048] = "unavailable";
-    if (api)
-      api->target(p->opts.portable, target, sizeof target);
-    snprintf(p->identity, sizeof p->identity, "cpu " CPU_VERSION "; codegen llvm %s (%.1500s); target %.2000s",
-             api ? api->llvm_version : "-", api ? llvm_file : "", target);
+  if (p->llvm) {
+    /* the code depends on cpu-llvm.so, the libLLVM it links and the CPU, not on cc: all three
+     * known without loading LLVM, which a run that hits the cache never does (cpu_elf.c) */
+    char module[4200], mstamp[2100], lstamp[2100], host[17] = "";
+    llvm_module_path(module, sizeof module);
+    file_stamp(module, mstamp, sizeof mstamp);
+#ifdef COIL_CPU_LIBLLVM
+    file_stamp(COIL_CPU_LIBLLVM, lstamp, sizeof lstamp);
+#else
+    snprintf(lstamp, sizeof lstamp, "none");
+#endif
+    host_cpu(host);
+    snprintf(p->identity, sizeof p->identity, "cpu " CPU_VERSION "; codegen llvm; %.1900s; libLLVM %.1900s; cpu %s", mstamp,
+             lstamp, p->opts.portable ? "portable" : host);
   }
   *out = p;
   return NULL;
@@ -395,6 +421,33 @@ open_library(const char *dir, coil_cpu_entry_fn *entry, char *why, size_t size)
   return lib;
 }
 
+/* This machine's CPU as the kernel describes it, without LLVM: a hash of the first processor's
+ * "model name" and "flags" in /proc/cpuinfo ("" when unreadable). An LLVM-built artifact for the
+ * host CPU records it, and a load on a machine with the same one needs no LLVM to check the
+ * target. */
+static void make_tag(const char *const *s, char out[17]);
+
+static void
+host_cpu(char out[17])
+{
+  out[0] = 0;
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f)
+    return;
+  char line[8192], model[8192] = "", flags[8192] = "";
+  while (fgets(line, sizeof line, f) && !(model[0] && flags[0])) {
+    if (!model[0] && strncmp(line, "model name", 10) == 0)
+      memcpy(model, line, sizeof model);
+    else if (!flags[0] && strncmp(line, "flags", 5) == 0)
+      memcpy(flags, line, sizeof flags);
+  }
+  fclose(f);
+  if (!flags[0])
+    return;
+  const char *parts[] = {model, flags, NULL};
+  make_tag(parts, out);
+}
+
 /* FNV-1a, 64 bits, of the strings in s (NULL-terminated): an artifact's tag. */
 static void
 make_tag(const char *const *s, char out[17])
@@ -467,13 +520,15 @@ compile_llvm(const cpu_options *o, coil_wir_program *p, const char *wir, const c
   free(obj);
   if (e)
     return e;
-  char manifest[4096];
+  char manifest[4096], host[17];
+  host_cpu(host);
   snprintf(manifest, sizeof manifest,
            "{\"plugin\": \"cpu\", \"plugin_version\": \"" CPU_VERSION "\", \"wir_version\": \"%d.%d\", "
-           "\"program\": \"%s\", \"codegen\": \"llvm\", \"llvm\": \"%s\", \"tag\": \"%s\", \"target\": \"%.2000s\", "
+           "\"program\": \"%s\", \"codegen\": \"llvm\", \"llvm\": \"%s\", \"tag\": \"%s\", \"host\": \"%s\", "
+           "\"target\": \"%.2000s\", "
            "\"portable\": %s, \"times\": \"%s\", \"files\": [\"program.wir\", \"kernels.ll\", \"kernels.o\"]}\n",
-           p->version_major, p->version_minor, p->name, api->llvm_version, tag, target, o->portable ? "true" : "false",
-           times);
+           p->version_major, p->version_minor, p->name, api->llvm_version, tag, o->portable ? "" : host, target,
+           o->portable ? "true" : "false", times);
   return coil_sdk_write_file(dir, COIL_ARTIFACT_MANIFEST, manifest);
 }
 
@@ -668,9 +723,62 @@ read_object(const char *dir, size_t *size, char *why, size_t wsize)
 
 static void artifact_free(coil_artifact *a);
 
+/* The object loaded by coil itself (cpu_elf.c), without libLLVM, when the manifest says it was
+ * built for this very CPU (or portably): 0, or -1 when the JIT must do it. */
+static int
+load_elf(coil_artifact *a, const char *dir, const char *manifest, const char *tag)
+{
+  char host[17], built[64];
+  host_cpu(host);
+  bool portable = strstr(manifest, "\"portable\": true") != NULL;
+  if (!portable && (!host[0] || !manifest_str(manifest, "host", built, sizeof built) || strcmp(built, host) != 0))
+    return -1;
+  char why[4400];
+  size_t size = 0;
+  void *obj = read_object(dir, &size, why, sizeof why);
+  cpu_elf *e = obj ? cpu_elf_load(obj, size, why, sizeof why) : NULL;
+  free(obj);
+  if (!e)
+    return -1;
+  const coil_wir_program *p = a->program;
+  for (int k = 0; k < p->nkernels; k++) {
+    char name[512];
+    snprintf(name, sizeof name, "%s_%s", p->kernels[k].name, tag);
+    if (!(a->fns[k] = (cpu_llvm_kernel_fn)(uintptr_t)cpu_elf_symbol(e, name))) {
+      cpu_elf_free(e);
+      return -1;
+    }
+  }
+  a->elf = e;
+  return 0;
+}
+
 static coil_error *
 load_llvm(coil_plugin *self, const char *dir, const char *manifest, coil_artifact **out)
 {
+  char early_tag[64];
+  if (manifest_str(manifest, "tag", early_tag, sizeof early_tag) && strlen(early_tag) == 16 &&
+      strspn(early_tag, "0123456789abcdef") == 16) { /* without LLVM, where coil can */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/program.wir", dir);
+    char *text = coil_sdk_read_file(path, 64u << 20, NULL);
+    coil_diag d = {0};
+    coil_wir_program *p = text ? coil_wir_parse(path, text, strlen(text), &d) : NULL;
+    free(text);
+    coil_artifact *a = p ? calloc(1, sizeof *a) : NULL;
+    if (a) {
+      a->program = p;
+      a->threads = self->opts.threads;
+      a->fns = calloc((size_t)p->nkernels + 1, sizeof *a->fns);
+      if (a->fns && load_elf(a, dir, manifest, early_tag) == 0 && (a->walk = cpu_walk_new(p, a->fns))) {
+        *out = a;
+        return NULL;
+      }
+      artifact_free(a);
+    } else {
+      coil_wir_free(p);
+    }
+  }
   const char *why;
   const cpu_llvm_api *api = llvm_module(&why);
   if (!api)
@@ -955,6 +1063,7 @@ artifact_free(coil_artifact *a)
   cpu_walk_free(a->walk);
   if (a->llvm && llvm_api)
     llvm_api->unload(a->llvm);
+  cpu_elf_free(a->elf);
   free(a->fns);
   coil_wir_free(a->program);
   free(a);

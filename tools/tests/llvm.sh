@@ -65,7 +65,8 @@ check "the artifact's outputs are the reference's" cmp -s "$tmp/art.txt" "$tmp/r
 
 # load refuses an object built for another CPU (the manifest says which), and a symlinked object
 cp -r "$tmp/art" "$tmp/other"
-sed -i 's/"target": "[^"]*"/"target": "x86_64-unknown-linux-gnu someothercpu +nothing"/' "$tmp/other/manifest.json"
+sed -i 's/"target": "[^"]*"/"target": "x86_64-unknown-linux-gnu someothercpu +nothing"/; s/"host": "[^"]*"/"host": "0000000000000000"/' \
+  "$tmp/other/manifest.json"
 run "$coil" run "$tmp/other" --weights "$src/examples/mlp.weights.safetensors" --inputs "$src/examples/mlp.inputs.safetensors" \
   --config "$tmp/llvm.ini"
 check "another CPU's object: refused" rc_is 1
@@ -75,6 +76,19 @@ mkdir "$tmp/link" && cp "$tmp/art"/* "$tmp/link/" && mv "$tmp/link/kernels.o" "$
 run "$coil" run "$tmp/link" --weights "$src/examples/mlp.weights.safetensors" --inputs "$src/examples/mlp.inputs.safetensors" \
   --config "$tmp/llvm.ini"
 check "a symlinked kernels.o: refused" rc_is 1
+
+# a run that finds its artifact loads kernels.o itself: libLLVM never enters the process
+run env LD_DEBUG=files "$coil" run "$tmp/art" --weights "$src/examples/mlp.weights.safetensors" \
+  --inputs "$src/examples/mlp.inputs.safetensors" --config "$tmp/llvm.ini"
+check "an artifact runs without loading libLLVM" rc_is 0
+check "an artifact runs without loading libLLVM: none in the loader's log" bash -c "! grep -q 'libLLVM' '$tmp/err'"
+# a damaged object: refused by both loaders with a message, no crash
+cp -r "$tmp/art" "$tmp/cut"
+head -c 300 "$tmp/art/kernels.o" >"$tmp/cut/kernels.o"
+run "$coil" run "$tmp/cut" --weights "$src/examples/mlp.weights.safetensors" --inputs "$src/examples/mlp.inputs.safetensors" \
+  --config "$tmp/llvm.ini"
+check "a cut kernels.o: refused" rc_is 1
+check "a cut kernels.o: says so" err_has "kernels.o"
 
 # IR the verifier refuses (a test hook leaves a block without a terminator in the first kernel)
 rm -rf "$COIL_CACHE_DIR"
