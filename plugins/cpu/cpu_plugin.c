@@ -427,10 +427,13 @@ open_library(const char *dir, coil_cpu_entry_fn *entry, char *why, size_t size)
  * target. */
 static void make_tag(const char *const *s, char out[17]);
 
+static char host_cpu_id[17];
+static pthread_once_t host_cpu_once = PTHREAD_ONCE_INIT;
+
 static void
-host_cpu(char out[17])
+read_host_cpu(void)
 {
-  out[0] = 0;
+  char *out = host_cpu_id;
   FILE *f = fopen("/proc/cpuinfo", "r");
   if (!f)
     return;
@@ -446,6 +449,14 @@ host_cpu(char out[17])
     return;
   const char *parts[] = {model, flags, NULL};
   make_tag(parts, out);
+}
+
+/* read once a process: /proc/cpuinfo is large on a many-core machine, and every load asks */
+static void
+host_cpu(char out[17])
+{
+  pthread_once(&host_cpu_once, read_host_cpu);
+  memcpy(out, host_cpu_id, 17);
 }
 
 /* FNV-1a, 64 bits, of the strings in s (NULL-terminated): an artifact's tag. */
