@@ -102,23 +102,27 @@ bytes_of(const cpu_walk *w, const coil_cpu_rt *rt, int line, const coil_buffer *
   return 0;
 }
 
+/* Runs a kernel over its n x points, split over threads in shares of whole rows (`row` points
+ * each: the kernels with two x ranges or more count on it, cpu_llvm.c), as the C path's
+ * `omp parallel for` over the outer loops does. */
 static void
-run_kernel(cpu_llvm_kernel_fn fn, char *const *bufs, const int64_t *symv, int64_t *oob, int64_t n, int64_t work,
-           int threads)
+run_kernel(cpu_llvm_kernel_fn fn, char *const *bufs, const int64_t *symv, int64_t *oob, int64_t n, int64_t row,
+           int64_t work, int threads)
 {
-  if (work < PARALLEL_MIN_WORK || threads <= 1 || n <= 1) {
+  int64_t rows = n / row;
+  if (work < PARALLEL_MIN_WORK || threads <= 1 || rows <= 1) {
     fn(bufs, symv, oob, 0, n);
     return;
   }
-  if (threads > n)
-    threads = (int)n;
-  /* one share of [0, n) a thread, as a loop the runtime splits: not omp_get_thread_num(), which
+  if (threads > rows)
+    threads = (int)rows;
+  /* one share of the rows a thread, as a loop the runtime splits: not omp_get_thread_num(), which
    * in a plugin built by clang (libomp) but also linked to gcc's libgomp can answer from the
    * other runtime (0 in every thread: each would run the whole range) */
   int64_t nt = threads;
 #pragma omp parallel for num_threads(threads) schedule(static, 1)
   for (int64_t t = 0; t < nt; t++) {
-    int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
+    int64_t lo = row * (rows * t / nt), hi = row * (rows * (t + 1) / nt);
     if (lo < hi)
       fn(bufs, symv, oob, lo, hi);
   }
@@ -218,12 +222,14 @@ cpu_walk_run(const cpu_walk *w, const coil_cpu_rt *rt, void *const *in, const in
       }
       for (int a = 0; a < l->nargs; a++)
         bufs[a] = ptr[l->args[a]];
-      int64_t n = 1, work, s;
+      int64_t n = 1, row = 1, work, s;
       for (int i = 0; i < k->nx && rc == 0; i++)
-        if (eval(w, rt, li, k->xsize[i], symv, &s) == 0)
+        if (eval(w, rt, li, k->xsize[i], symv, &s) == 0) {
           n *= s;
-        else
+          row = k->nx >= 2 && i == k->nx - 1 ? s : row;
+        } else {
           rc = -1;
+        }
       work = n;
       for (int i = 0; i < k->nr && rc == 0; i++)
         if (eval(w, rt, li, k->rsize[i], symv, &s) == 0)
@@ -232,7 +238,7 @@ cpu_walk_run(const cpu_walk *w, const coil_cpu_rt *rt, void *const *in, const in
           rc = -1;
       int64_t oob = INT64_MIN; /* an index found out of range */
       if (rc == 0 && n > 0)
-        run_kernel(w->fns[l->kernel], bufs, symv, &oob, n, work, threads);
+        run_kernel(w->fns[l->kernel], bufs, symv, &oob, n, row, work, threads);
       if (bufs != bufs_local)
         free(bufs);
       if (rc == 0 && oob != INT64_MIN) {

@@ -45,13 +45,15 @@
 #define WELFORD_LANES 16
 
 /* The passes: what the kernels need of default<O2> (inline the helpers, promote the allocas,
- * simplify, hoist, vectorise the loops), a third of its time. instcombine parsed from text
- * checks by default that it reached a fixpoint and ends the process when not: never here. default<O2> gave the same kernel
- * times on coil bench and took 40-50 ms a graph where this takes 20-30 (docs/llvm-codegen-notes.md). */
+ * simplify, hoist, vectorise the loops, unroll the short constant loops vectorising leaves, such
+ * as Welford's lanes, and promote what that exposes), a third of its time. instcombine parsed
+ * from text checks by default that it reached a fixpoint and ends the process when not: never
+ * here. default<O2> gave the same kernel times on coil bench and took 40-50 ms a graph where this
+ * takes 20-30 (docs/llvm-codegen-notes.md). */
 #define PIPELINE                                                                                         \
   "function(sroa),cgscc(inline),function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,"    \
   "loop-mssa(licm),loop(loop-rotate),loop(indvars),loop-vectorize,instcombine<no-verify-fixpoint>,"  \
-  "simplifycfg),globaldce"
+  "simplifycfg,loop(loop-unroll-full),sroa,instcombine<no-verify-fixpoint>,simplifycfg),globaldce"
 
 extern const unsigned char coil_cpu_llvm_rt_bc[], coil_cpu_llvm_rt_fma_bc[];
 extern const size_t coil_cpu_llvm_rt_bc_size, coil_cpu_llvm_rt_fma_bc_size;
@@ -545,14 +547,21 @@ typedef struct {
   LLVMBasicBlockRef head, body, exit;
 } loop;
 
-/* Tags each load and store of block b with the access group. */
-static void
+/* Tags each load and store of block b with the access group; says whether b calls a run-time
+ * helper (exp, erf, a conversion: a body the inliner brings in). */
+static bool
 tag_block(kg *g, LLVMBasicBlockRef b)
 {
   unsigned kind = LLVMGetMDKindIDInContext(g->cx, "llvm.access.group", 17);
+  bool calls = false;
   for (LLVMValueRef in = LLVMGetFirstInstruction(b); in; in = LLVMGetNextInstruction(in))
-    if (LLVMIsALoadInst(in) || LLVMIsAStoreInst(in))
+    if (LLVMIsALoadInst(in) || LLVMIsAStoreInst(in)) {
       LLVMSetMetadata(in, kind, LLVMMetadataAsValue(g->cx, g->group));
+    } else if (LLVMIsACallInst(in)) {
+      LLVMValueRef f = LLVMGetCalledValue(in);
+      calls = calls || !LLVMIsAFunction(f) || LLVMGetIntrinsicID(f) == 0;
+    }
+  return calls;
 }
 
 /* for (v = from; v < to; v++): leaves the builder in the body; *var receives v's value there */
@@ -586,18 +595,29 @@ loop_close_vec(kg *g, loop *l, int64_t step, bool vectorise)
     /* `omp simd` says the iterations carry no dependence through memory: the loop's loads and
      * stores join an access group the loop declares parallel, so the vectoriser needs no
      * run-time overlap checks (and no second, scalar copy of the loop for when they fail) */
-    tag_block(g, l->head);
-    tag_block(g, l->body);
+    bool math = tag_block(g, l->head);
+    math = tag_block(g, l->body) || math;
     for (LLVMBasicBlockRef b = LLVMGetNextBasicBlock(l->exit); b; b = LLVMGetNextBasicBlock(b))
-      tag_block(g, b);
+      math = tag_block(g, b) || math;
     LLVMMetadataRef self = LLVMTemporaryMDNode(g->cx, NULL, 0);
     LLVMMetadataRef hint[2] = {LLVMMDStringInContext2(g->cx, "llvm.loop.vectorize.enable", 26),
                                LLVMValueAsMetadata(LLVMConstInt(g->i1, 1, 0))};
     LLVMMetadataRef par[2] = {LLVMMDStringInContext2(g->cx, "llvm.loop.parallel_accesses", 27), g->group};
+    /* a loop that calls exp, erf, ... is not interleaved: its body has the instruction-level
+     * parallelism already, and each interleaved copy of the inlined math is code that the
+     * instruction selector and the register allocator pay for (softmax: 19 ms of code
+     * generation interleaved 4 ways, 13 not interleaved) */
+    LLVMMetadataRef once[2] = {LLVMMDStringInContext2(g->cx, "llvm.loop.interleave.count", 26),
+                               LLVMValueAsMetadata(LLVMConstInt(g->i32, 1, 0))};
     /* (no llvm.loop.vectorize.predicate.enable: a masked loop instead of a remainder compiles in
      * two thirds of the time but ran gelu 1.5x slower on AVX2) */
-    LLVMMetadataRef ops[3] = {self, LLVMMDNodeInContext2(g->cx, hint, 2), LLVMMDNodeInContext2(g->cx, par, 2)};
-    LLVMMetadataRef node = LLVMMDNodeInContext2(g->cx, ops, g->group ? 3 : 2);
+    LLVMMetadataRef ops[4] = {self, LLVMMDNodeInContext2(g->cx, hint, 2), NULL, NULL};
+    int nops = 2;
+    if (g->group)
+      ops[nops++] = LLVMMDNodeInContext2(g->cx, par, 2);
+    if (math)
+      ops[nops++] = LLVMMDNodeInContext2(g->cx, once, 2);
+    LLVMMetadataRef node = LLVMMDNodeInContext2(g->cx, ops, (size_t)nops);
     LLVMMetadataReplaceAllUsesWith(self, node);
     LLVMSetMetadata(br, LLVMGetMDKindIDInContext(g->cx, "llvm.loop", 9), LLVMMetadataAsValue(g->cx, node));
   }
@@ -733,11 +753,12 @@ emit_welford(kg *g, int i)
   LLVMBuildStore(g->b, zero, tq);
   LLVMBuildStore(g->b, ci64(g, 0), cnt);
   LLVMBuildStore(g->b, ci64(g, 0), tn);
-  LLVMValueRef l;
-  loop zl = loop_open(g, ci64(g, 0), ci64(g, WELFORD_LANES), "l", &l);
-  LLVMBuildStore(g->b, zero, lane(g, T, m, l));
-  LLVMBuildStore(g->b, zero, lane(g, T, q, l));
-  loop_close(g, &zl, 1);
+  /* the lanes are registers through the chunk loop: stored whole here, read at constant places
+   * once the vectoriser's 2 or 4 lane vectors are unrolled (PIPELINE), copied whole for the
+   * combine's loop below, so SROA promotes them (a lane array in memory cost layer_norm a
+   * store-to-load round trip each chunk: 1.15-1.25x gcc's time) */
+  LLVMBuildStore(g->b, LLVMConstNull(lanes), m);
+  LLVMBuildStore(g->b, LLVMConstNull(lanes), q);
   loop outer[COIL_MAX_LOOP_DIMS];
   for (int r = 0; r < nr - 1; r++)
     outer[r] = loop_open(g, ci64(g, 0), sym(g, k->rsize[r]), "r", &g->var[k->rvars[r]->var]);
@@ -774,9 +795,14 @@ emit_welford(kg *g, int i)
   loop_close(g, &tail, 1);
   for (int r = nr - 2; r >= 0; r--)
     loop_close(g, &outer[r], 1);
+  LLVMValueRef m_out = alloca_entry(g, lanes, "wm.out"), q_out = alloca_entry(g, lanes, "wq.out");
+  LLVMBuildStore(g->b, LLVMBuildLoad2(g->b, lanes, m, ""), m_out);
+  LLVMBuildStore(g->b, LLVMBuildLoad2(g->b, lanes, q, ""), q_out);
   const char *combine = dbl ? "coil_welford_d" : "coil_welford_f";
+  LLVMValueRef l;
   loop cl = loop_open(g, ci64(g, 0), ci64(g, WELFORD_LANES), "l", &l);
-  call(g, combine, g->vd, (LLVMValueRef[]){M, Q, N, ld(g, T, lane(g, T, m, l)), ld(g, T, lane(g, T, q, l)), ld(g, g->i64, cnt)}, 6);
+  call(g, combine, g->vd,
+       (LLVMValueRef[]){M, Q, N, ld(g, T, lane(g, T, m_out, l)), ld(g, T, lane(g, T, q_out, l)), ld(g, g->i64, cnt)}, 6);
   loop_close(g, &cl, 1);
   call(g, combine, g->vd, (LLVMValueRef[]){M, Q, N, ld(g, T, tm), ld(g, T, tq), ld(g, g->i64, tn)}, 6);
   rows_filled(g, keep);
@@ -1039,8 +1065,18 @@ emit_kernel(kg *g, const char *tag)
     else
       g->var[k->xvars[i]->var] = digit;
   }
-  LLVMValueRef left = LLVMBuildSub(g->b, size[last], first, ""), avail = LLVMBuildSub(g->b, hi, f, "");
-  LLVMValueRef n = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, left, avail, ""), left, avail, "");
+  /* with two x ranges or more, [lo, hi) is whole rows (cpu_walk.c splits so): the innermost loop
+   * runs over all of its range, and where that is a constant multiple of the vector width the
+   * vectoriser leaves no scalar remainder (half the code of a math-heavy kernel, and so half its
+   * code generation) */
+  LLVMValueRef n;
+  if (last > 0) {
+    first = ci64(g, 0);
+    n = size[last];
+  } else {
+    LLVMValueRef left = LLVMBuildSub(g->b, size[last], first, ""), avail = LLVMBuildSub(g->b, hi, f, "");
+    n = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, left, avail, ""), left, avail, "");
+  }
   loop inner = loop_open(g, first, LLVMBuildAdd(g->b, first, n, ""), "x", &g->var[k->xvars[last]->var]);
   emit_point(g);
   /* pointwise: the innermost x loop is the C path's `omp simd` (not with combining stores:
@@ -1111,6 +1147,40 @@ target(bool portable, char *out, size_t size)
     LLVMDisposeMessage(cpu);
   if (feat)
     LLVMDisposeMessage(feat);
+}
+
+/* Target machines kept for the next compile, host and portable apart: building one costs a
+ * millisecond (its subtarget's tables), a tenth of a small kernel's code generation. A compile
+ * takes one (or builds one) and puts it back; compiles on other threads get their own. */
+enum { POOL_MAX = 8 };
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static LLVMTargetMachineRef pool[2][POOL_MAX];
+static int npool[2];
+
+static LLVMTargetMachineRef machine(bool portable, char *why, size_t size);
+
+static LLVMTargetMachineRef
+take_machine(bool portable, char *why, size_t size)
+{
+  LLVMTargetMachineRef tm = NULL;
+  pthread_mutex_lock(&pool_lock);
+  if (npool[portable] > 0)
+    tm = pool[portable][--npool[portable]];
+  pthread_mutex_unlock(&pool_lock);
+  return tm ? tm : machine(portable, why, size);
+}
+
+static void
+give_machine(bool portable, LLVMTargetMachineRef tm)
+{
+  pthread_mutex_lock(&pool_lock);
+  if (npool[portable] < POOL_MAX) {
+    pool[portable][npool[portable]++] = tm;
+    tm = NULL;
+  }
+  pthread_mutex_unlock(&pool_lock);
+  if (tm)
+    LLVMDisposeTargetMachine(tm);
 }
 
 static LLVMTargetMachineRef
@@ -1211,7 +1281,7 @@ compile(coil_wir_program *p, bool portable, const char *tag, void **obj, size_t 
     *ir = NULL;
   pthread_once(&init_once, init);
   char why[600];
-  LLVMTargetMachineRef tm = machine(portable, why, sizeof why);
+  LLVMTargetMachineRef tm = take_machine(portable, why, sizeof why);
   if (!tm)
     return coil_diag_set(d, "cpu (llvm): %s", why);
   coil_strbuf log = {0};
@@ -1364,7 +1434,7 @@ out:
   if (m)
     LLVMDisposeModule(m);
   LLVMContextDispose(cx);
-  LLVMDisposeTargetMachine(tm);
+  give_machine(portable, tm);
   coil_strbuf_free(&log);
   return rc;
 }
