@@ -419,9 +419,6 @@ done:
   return rc;
 }
 
-/* Compile times of one graph: the core (graph to verified Wrapper IR), a cold compile through
- * an empty cache (the plugin's code generation and the C compiler), and a warm cache hit (key,
- * lookup, hash check of the entry). */
 /* The "times" the plugin recorded in an entry's manifest (the llvm path's phases), or "". */
 static void
 manifest_times(const char *entry, char *out, size_t size)
@@ -445,6 +442,9 @@ manifest_times(const char *entry, char *out, size_t size)
   snprintf(out, size, "%.*s", (int)len, t);
 }
 
+/* Compile times of one graph: the core (graph to verified Wrapper IR), a cold compile through
+ * an empty cache (the plugin's code generation and the C compiler), and a warm cache hit (key,
+ * lookup, hash check of the entry). */
 static int
 compile_times(const bench_graph *bg, const char *plugin_dir, const char *cache_dir, const char *codegen, double *core,
               double *cold, double *hit, char *times, size_t times_size, coil_diag *d)
@@ -524,7 +524,7 @@ coil_bench_cpu(int argc, char **argv, const char *plugin_dir)
          "llvm_hit");
   char split[sizeof graphs / sizeof *graphs][200] = {{0}};
   for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++) {
-    double core = 0, cold[2] = {0, 0}, hit[2] = {0, 0}, runs[2][COLD_RUNS];
+    double core = 0, cold[2] = {0, 0}, hit[2] = {0, 0}, runs[2][COLD_RUNS] = {{0}};
     char times[COLD_RUNS][200];
     coil_diag d = {0};
     for (int r = 0; r < COLD_RUNS; r++) /* each into an empty cache, cc and llvm alternating */
@@ -543,7 +543,7 @@ coil_bench_cpu(int argc, char **argv, const char *plugin_dir)
       }
     double llvm_runs[COLD_RUNS];
     memcpy(llvm_runs, runs[1], sizeof llvm_runs);
-    for (int c = 0; c < 2; c++)
+    for (int c = 0; c < (llvm ? 2 : 1); c++)
       cold[c] = median(runs[c], COLD_RUNS);
     printf("%-24s %10.3f %10.1f %10.1f %8.1f %10.3f %10.3f\n", graphs[i].name, 1e3 * core, 1e3 * cold[0],
            1e3 * cold[1], llvm ? cold[0] / cold[1] : 0, 1e3 * hit[0], 1e3 * hit[1]);
