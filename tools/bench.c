@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
 #include <ftw.h>
 #include <math.h>
 #include <pthread.h>
@@ -434,12 +435,11 @@ manifest_times(const char *entry, char *out, size_t size)
   size_t n = fread(text, 1, sizeof text - 1, f);
   fclose(f);
   text[n] = 0;
-  const char *t = strstr(text, "\"times\": \"");
-  if (!t)
-    return;
-  t += 10;
-  size_t len = strcspn(t, "\"");
-  snprintf(out, size, "%.*s", (int)len, t);
+  cJSON *m = cJSON_Parse(text);
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(m, "times");
+  if (cJSON_IsString(t))
+    snprintf(out, size, "%s", t->valuestring);
+  cJSON_Delete(m);
 }
 
 /* Compile times of one graph: the core (graph to verified Wrapper IR), a cold compile through
