@@ -67,6 +67,9 @@ typedef struct coil_artifact_write_opts {
   bool private_dir;                  /* mode 0700 and every file 0600/0700 whatever the umask
                                         (the cache); else 0777 less the umask */
   const unsigned char *mac_key;      /* COIL_ARTIFACT_MAC_KEY_BYTES: write coil.mac (cache) */
+  bool no_fsync;                     /* skip the durability step (the cache: every open rehashes
+                                        each file, so an entry a crash left torn fails its check
+                                        and is compiled again; 11 fsyncs cost 3-5 ms a compile) */
 } coil_artifact_write_opts;
 
 /* Compiles p with the plugin instance into a temporary sibling of dir, adds coil.wir, the

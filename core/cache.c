@@ -272,7 +272,7 @@ coil_cache_get(const char *cache_dir, const char *toolchain, const coil_loaded_p
   snprintf(dir, n, "%s/%s", cache_dir, key.hex);
 
   coil_artifact_write_opts wo = {.cache_key = key.hex, .replace = false, .private_dir = true,
-                                 .mac_key = mac_key};
+                                 .mac_key = mac_key, .no_fsync = true};
   int rc = -1, fd = -1;
   bool swept = false;
   /* An entry is only ever used after it is opened and checked here: one that fails is

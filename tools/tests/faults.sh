@@ -205,6 +205,13 @@ run_cpu_ok() { cmp -s "$tmp/out" "$tmp/ref-cpu.stdout" && cache_ok; }
 run_cpu_failed() { cache_ok; }
 sweep run_cpu compiles
 unset COIL_CACHE_DIR
+# durability: an artifact the user names is fsynced; a cache entry is not (every open rehashes
+# its files, so one a crash left torn is compiled again: docs/reliability.md)
+if [ -z "${FAULTS_ONLY:-}" ]; then
+  check "compile -o fsyncs the artifact's files" grep -qE "^call [0-9]+: fsync $tmp/compile-cpu/\.art\.tmp-[^/]*/coil\.json" "$tmp/compile_cpu.calls"
+  check "a cache entry is written without fsync" bash -c "! grep -E '^call [0-9]+: fsync $tmp/run-cpu/cache/\.[0-9a-f]{32}\.tmp-' '$tmp/run_cpu.calls'"
+  check "... which the trace would show" grep -qE "^call [0-9]+: [a-z]+ $tmp/run-cpu/cache/[^/]*\.tmp-[^/]*/coil\.json" "$tmp/run_cpu.calls"
+fi
 
 # ---- the C compiler killed, hanging, or killing coil during a cpu compile ----
 [ -z "${FAULTS_ONLY:-}" ] || [ "$FAULTS_ONLY" = cc ] && {
