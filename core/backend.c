@@ -82,8 +82,8 @@ coil_backend_decompose_k(const char *setting)
 
 /* A plugin's warnings and errors (a refused graph capture, say) go to stderr; its info and
  * debug lines are dropped. */
-static void
-log_to_stderr(void *user, const char *plugin, coil_log_level level, const char *message)
+void
+coil_backend_log_stderr(void *user, const char *plugin, coil_log_level level, const char *message)
 {
   (void)user;
   if (level >= COIL_LOG_WARN)
@@ -167,7 +167,7 @@ coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_en
   const char *const *dirs = env ? (const char *const *)env->dirs.dirs : NULL;
   if (coil_plugin_open(backend, dirs, env ? env->dirs.n : 0, &lp, d))
     goto done;
-  coil_plugin_set_log(lp, log_to_stderr, NULL);
+  coil_plugin_set_log(lp, coil_backend_log_stderr, NULL);
   if (coil_plugin_create(lp, &opts, &inst, d))
     goto done;
   /* compiled for this plugin: what it claims as library calls decides what is generated */
@@ -332,7 +332,7 @@ coil_backend_run_split(const coil_graph *g, const char *backends, const coil_bac
       }
     if (coil_plugin_open(b[k].name, dirs, env ? env->dirs.n : 0, &b[k].lp, d))
       goto done;
-    coil_plugin_set_log(b[k].lp, log_to_stderr, NULL);
+    coil_plugin_set_log(b[k].lp, coil_backend_log_stderr, NULL);
     if (coil_plugin_create(b[k].lp, &b[k].opts, &b[k].inst, d))
       goto done;
     /* a library op any backend claims stays a library call (that backend will run it) */

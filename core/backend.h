@@ -53,6 +53,10 @@ void coil_backend_compile_options(const coil_loaded_plugin *lp, const coil_plugi
 /* [coil] decompose_k as coil_compile_options.decompose_k: "auto" or NULL 0, "off" -1, "N" N. */
 int coil_backend_decompose_k(const char *setting);
 
+/* A plugin log (coil_plugin_set_log) that prints warnings and errors to stderr, "coil: plugin
+ * 'NAME': warning: ..."; the lower levels are dropped. */
+void coil_backend_log_stderr(void *user, const char *plugin, coil_log_level level, const char *message);
+
 /* Runs g on `backend` ("ref", a plugin name or path, or a comma-separated list of plugin names:
  * coil_backend_run_split) with inputs by graph input name; the outputs are out0, out1, ... */
 int coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_env *env,

@@ -896,7 +896,7 @@ open_backend(const backend_setup *bs, coil_loaded_plugin **lp, coil_plugin **ins
 {
   coil_plugin_options opts = backend_options(bs);
   return coil_plugin_open(bs->name, (const char *const *)bs->env.dirs.dirs, bs->env.dirs.n, lp, d) ||
-                 coil_plugin_create(*lp, &opts, inst, d)
+                 (coil_plugin_set_log(*lp, coil_backend_log_stderr, NULL), coil_plugin_create(*lp, &opts, inst, d))
              ? -1
              : 0;
 }

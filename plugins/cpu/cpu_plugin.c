@@ -1,4 +1,4 @@
-/* cpu_plugin.c — the `cpu` plugin: C + OpenMP through the system C compiler.
+/* cpu_plugin.c — the `cpu` plugin: C + OpenMP through the system C compiler, or LLVM in process.
  *
  * compile writes the generated source (kernels.c, with coil_cpu_math.h beside it), compiles it
  * into libkernels.so with the C compiler (an argument vector through posix_spawnp, never a shell
@@ -17,7 +17,8 @@
  * dlopens on first use; no C compiler runs. compile then writes kernels.o and kernels.ll,
  * load maps kernels.o itself where it can (cpu_elf.c: x86-64 Linux, built for this CPU; else
  * LLVM's JIT), and run walks the program's lines (cpu_walk.c) instead of calling a generated
- * wrapper; auto: cc where the C compiler is found, else llvm). */
+ * wrapper; auto, the default: llvm where cpu-llvm.so is installed and no key of the C path is
+ * set, else cc where the C compiler is found, else llvm: use_llvm). */
 #define _GNU_SOURCE /* realpath, dladdr */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -25,6 +26,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +55,7 @@ typedef struct {
   bool portable;
   int cc_timeout; /* seconds; 0: no limit */
   int codegen;    /* CODEGEN_* */
+  bool c_keys;    /* cc, cflags or cc_timeout given: the user asks for the C path */
 } cpu_options;
 
 enum { CODEGEN_AUTO, CODEGEN_CC, CODEGEN_LLVM };
@@ -67,11 +70,14 @@ read_options(const coil_plugin_options *o, cpu_options *out)
   out->portable = false;
   out->cc_timeout = 600;
   out->codegen = CODEGEN_AUTO;
+  out->c_keys = false;
   size_t n = o && COIL_STRUCT_HAS(o, coil_plugin_options, values) ? o->count : 0;
   for (size_t i = 0; i < n; i++) {
     const char *k = o->keys[i], *v = o->values[i];
     if (strncmp(k, "coil.", 5) == 0)
       continue;
+    if (strcmp(k, "cc") == 0 || strcmp(k, "cflags") == 0 || strcmp(k, "cc_timeout") == 0)
+      out->c_keys = true;
     if (strcmp(k, "cc") == 0) {
       if (!*v || strlen(v) >= sizeof out->cc)
         return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cpu: option cc: '%s' is not a compiler command", v);
@@ -185,13 +191,22 @@ find_cc(const char *cc, char *path, size_t size)
   }
 }
 
-/* codegen = auto: the C compiler where there is one, else LLVM (a machine without cc) */
+/* codegen = auto: LLVM where cpu-llvm.so is installed beside the plugin and no key of the C
+ * path (cc, cflags, cc_timeout) is set; else the C compiler where one is found; else LLVM (which
+ * then says what is missing). Decided from files alone: a run that hits the cache must not load
+ * libLLVM to learn its cache key. compile_program falls back to cc when cpu-llvm.so is there but
+ * does not load (libLLVM missing, or unmappable under ulimit -v). */
 static bool
 use_llvm(const cpu_options *o)
 {
   if (o->codegen != CODEGEN_AUTO)
     return o->codegen == CODEGEN_LLVM;
-  char path[4096];
+  char path[4200];
+  if (!o->c_keys) {
+    llvm_module_path(path, sizeof path);
+    if (access(path, R_OK) == 0)
+      return true;
+  }
   find_cc(o->cc, path, sizeof path);
   return !path[0];
 }
@@ -201,7 +216,7 @@ use_llvm(const cpu_options *o)
 struct coil_plugin {
   const coil_host_api *host;
   cpu_options opts;
-  bool llvm;                 /* compiles through LLVM (codegen = llvm, or auto without cc) */
+  bool llvm;                 /* compiles through LLVM (codegen = llvm, or auto: use_llvm) */
   char identity[4096];       /* the compiler (resolved path, size, mtime) and fixed flags */
 };
 
@@ -256,7 +271,7 @@ create(const coil_plugin_create_args *args, coil_plugin **out)
   snprintf(p->identity, sizeof p->identity, "cpu " CPU_VERSION "; cc %.2000s size %lld mtime %lld; flags %s%.1000s",
            path[0] ? path : cc, (long long)st.st_size, (long long)st.st_mtime, p->opts.portable ? "portable " : "-march=native ",
            p->opts.cflags);
-  p->llvm = p->opts.codegen == CODEGEN_LLVM || (p->opts.codegen == CODEGEN_AUTO && !path[0]);
+  p->llvm = use_llvm(&p->opts);
   if (p->llvm) {
     /* the code depends on cpu-llvm.so, the libLLVM it links and the CPU, not on cc: all three
      * known without loading LLVM, which a run that hits the cache never does (cpu_elf.c) */
@@ -543,6 +558,18 @@ compile_llvm(const cpu_options *o, coil_wir_program *p, const char *wir, const c
   return coil_sdk_write_file(dir, COIL_ARTIFACT_MANIFEST, manifest);
 }
 
+/* The host's log, once a process: why codegen = auto compiles with the C compiler after all */
+static void
+fallback_note(const coil_host_api *host, const char *why)
+{
+  static atomic_flag said = ATOMIC_FLAG_INIT;
+  if (!host || !COIL_STRUCT_HAS(host, coil_host_api, log) || !host->log || atomic_flag_test_and_set(&said))
+    return;
+  char line[4600];
+  snprintf(line, sizeof line, "codegen = auto: compiling with the C compiler: %s", why);
+  host->log(host, COIL_LOG_WARN, line);
+}
+
 /* Compiles p, the plugin's own parse of the program's text (compile below). */
 static coil_error *
 compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const coil_wir_program *p,
@@ -556,8 +583,15 @@ compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const c
     o = self->opts; /* the instance's options when the compile brings none */
   const char *dir = args->artifact_dir;
   bool brought = args->options && COIL_STRUCT_HAS(args->options, coil_plugin_options, values) && args->options->count;
-  if (brought ? use_llvm(&o) : self->llvm)
-    return compile_llvm(&o, (coil_wir_program *)p, wir, dir);
+  if (brought ? use_llvm(&o) : self->llvm) {
+    const char *why;
+    char cc[4096];
+    if (o.codegen == CODEGEN_CC || o.codegen == CODEGEN_LLVM || llvm_module(&why) || (find_cc(o.cc, cc, sizeof cc), !cc[0]))
+      return compile_llvm(&o, (coil_wir_program *)p, wir, dir);
+    /* auto chose LLVM by its file, and it does not load: the C compiler instead. The artifact
+     * says which path built it (its manifest), which is all a load reads. */
+    fallback_note(self->host, why);
+  }
   coil_strbuf src = {0};
   coil_diag d = {0};
   if (cpu_codegen(p, coil_cpu_math_source[0] != 0, &src, &d)) {

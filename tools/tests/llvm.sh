@@ -2,11 +2,12 @@
 # The cpu plugin's LLVM code path ([plugin.cpu] codegen = llvm) from the command line: the main
 # job with no C compiler on PATH, artifacts that carry object code, what load refuses, and an
 # IR the verifier refuses reported as an internal error naming the kernel with the IR kept.
-# usage: llvm.sh COIL_BINARY SOURCE_DIR PLUGIN_DIR; exit 77 (skipped) where cpu-llvm.so is not built
+# usage: llvm.sh COIL_BINARY SOURCE_DIR PLUGIN_DIR [SANITIZED]; exit 77 (skipped) where cpu-llvm.so is not built
 set -u
 coil=$1
 src=$2
 plugins=$3
+sanitized=${4:-OFF}
 [ -f "$plugins/cpu-llvm.so" ] || { echo "cpu-llvm.so not built (no LLVM 19): skipped"; exit 77; }
 tmp=$(mktemp -d)
 trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' EXIT
@@ -48,6 +49,30 @@ check "main job without cc, default options: exit 0" rc_is 0
 tail -n +2 "$tmp/out" >"$tmp/auto.txt"
 check "main job without cc, default options: the reference's outputs" cmp -s "$tmp/auto.txt" "$tmp/ref.txt"
 check "main job without cc, default options: through LLVM" test -n "$(find "$tmp/autocache" -name kernels.o)"
+
+# ... and where there is one: cpu-llvm.so is installed, so the default builds through LLVM; a key
+# of the C path (cc, cflags, cc_timeout) asks for the C compiler; where libLLVM cannot even be
+# mapped (ulimit -v), auto says so once and compiles with cc
+run env COIL_CACHE_DIR="$tmp/auto2" "$coil" run "${mlp[@]}" --config "$tmp/empty.ini"
+check "default options with cc on PATH: through LLVM" test -n "$(find "$tmp/auto2" -name kernels.o)"
+check "default options with cc on PATH: the reference's outputs" bash -c "tail -n +2 '$tmp/out' | cmp -s - '$tmp/ref.txt'"
+for key in "cc = cc" "cflags = -O2" "cc_timeout = 300"; do
+  printf '[plugin.cpu]\n%s\n' "$key" >"$tmp/ckey.ini"
+  run env COIL_CACHE_DIR="$tmp/ckey" "$coil" run "${mlp[@]}" --config "$tmp/ckey.ini"
+  check "auto with '$key': through the C compiler" test -n "$(find "$tmp/ckey" -name libkernels.so)"
+  rm -rf "$tmp/ckey"
+done
+if [ "$sanitized" != ON ]; then # ASan reserves terabytes of address space: no ulimit -v there
+  run bash -c 'ulimit -v 100000; exec "$0" compile "$1" --backend cpu -o "$2"' "$coil" "${mlp[0]}" "$tmp/vart"
+  check "libLLVM unmappable (ulimit -v): the compile goes on" rc_is 0
+  check "libLLVM unmappable: says it compiles with cc" err_has "codegen = auto: compiling with the C compiler: cannot load"
+  check "libLLVM unmappable: says why" err_has "failed to map segment"
+  check "libLLVM unmappable: says it once" test "$(grep -c 'codegen = auto' "$tmp/err")" = 1
+  check "libLLVM unmappable: a cc artifact" test -s "$tmp/vart/libkernels.so"
+  run "$coil" run "${mlp[@]}" --backend ref --out "$tmp/ref.st"
+  run "$coil" run "$tmp/vart" --weights "${mlp[2]}" --inputs "${mlp[4]}" --expect "$tmp/ref.st"
+  check "libLLVM unmappable: the artifact runs to the reference's outputs" rc_is 0
+fi
 
 # an artifact: object code, its IR, the manifest naming LLVM and the target; runs without cc
 run env PATH=/nonexistent COIL_CONFIG="$tmp/llvm.ini" "$coil" compile "$src/examples/mlp.coil" --backend cpu -o "$tmp/art"
