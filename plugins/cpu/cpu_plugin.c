@@ -191,6 +191,15 @@ find_cc(const char *cc, char *path, size_t size)
   }
 }
 
+/* whether o's C compiler is found */
+static bool
+have_cc(const cpu_options *o)
+{
+  char path[4096];
+  find_cc(o->cc, path, sizeof path);
+  return path[0] != 0;
+}
+
 /* codegen = auto: LLVM where cpu-llvm.so is installed beside the plugin and no key of the C
  * path (cc, cflags, cc_timeout) is set; else the C compiler where one is found; else LLVM (which
  * then says what is missing). Decided from files alone: a run that hits the cache must not load
@@ -207,8 +216,7 @@ use_llvm(const cpu_options *o)
     if (access(path, R_OK) == 0)
       return true;
   }
-  find_cc(o->cc, path, sizeof path);
-  return !path[0];
+  return !have_cc(o);
 }
 
 /* ---- instances ---- */
@@ -585,8 +593,7 @@ compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const c
   bool brought = args->options && COIL_STRUCT_HAS(args->options, coil_plugin_options, values) && args->options->count;
   if (brought ? use_llvm(&o) : self->llvm) {
     const char *why;
-    char cc[4096];
-    if (o.codegen == CODEGEN_CC || o.codegen == CODEGEN_LLVM || llvm_module(&why) || (find_cc(o.cc, cc, sizeof cc), !cc[0]))
+    if (o.codegen == CODEGEN_LLVM || llvm_module(&why) || !have_cc(&o))
       return compile_llvm(&o, (coil_wir_program *)p, wir, dir);
     /* auto chose LLVM by its file, and it does not load: the C compiler instead. The artifact
      * says which path built it (its manifest), which is all a load reads. */
