@@ -227,7 +227,7 @@ typedef struct {
 } bench_graph;
 
 #define COLD_RUNS 5 /* cold compiles per graph and code path; the median counts (a shared VM is noisy) */
-#define KERNEL_ROUNDS 3 /* kernel timings per graph, thread count and code path, alternating */
+#define KERNEL_ROUNDS 3 /* paired timings (time_pair) per graph and thread count, each of fresh compiles */
 
 #define N "4096"
 static const bench_graph graphs[] = {
@@ -322,46 +322,102 @@ copy_gbps(size_t bytes, int threads)
   return (double)bytes / median(t, 9) / 1e9;
 }
 
-/* Compiles g (with options copts, or the defaults) for the cpu plugin with `threads`, warms it
- * up, runs it 9 times, returns the median time. */
+/* One side of a paired timing: a graph compiled for the cpu plugin with its code path and core
+ * options, loaded, with outputs of its own. */
+typedef struct {
+  const char *codegen;              /* "cc" or "llvm" */
+  const coil_compile_options *copts; /* NULL: the defaults */
+  coil_wir_program *p;
+  coil_loaded_plugin *lp;
+  coil_plugin *inst;
+  coil_artifact *art;
+  char dir[32];
+  coil_tensor out[8];
+  coil_plugin_tensor pout[8];
+  const coil_plugin_tensor *poutp[8];
+  int64_t ostr[8][COIL_MAX_RANK];
+  int nout;
+} timed_side;
+
 static int
-time_graph(const bench_graph *bg, const char *plugin_dir, int threads, const char *codegen,
-           const coil_compile_options *copts, double *seconds, coil_diag *d)
+side_open(timed_side *s, const coil_graph *g, const char *plugin_dir, const coil_plugin_options *o, coil_diag *d)
+{
+  snprintf(s->dir, sizeof s->dir, "/tmp/coil-bench-XXXXXX");
+  if (!(s->p = coil_compile_graph(g, s->copts, d)))
+    return -1;
+  if (!mkdtemp(s->dir)) {
+    s->dir[0] = 0;
+    return coil_diag_set(d, "cannot create a temporary directory");
+  }
+  if (coil_plugin_open("cpu", &plugin_dir, 1, &s->lp, d) || coil_plugin_create(s->lp, o, &s->inst, d) ||
+      coil_plugin_compile(s->lp, s->inst, s->p, s->dir, o, d) || coil_plugin_load(s->lp, s->inst, s->dir, o, &s->art, d))
+    return -1;
+  const coil_line *ol = &s->p->lines[s->p->nlines - 1];
+  for (int i = 0; i < ol->nargs && i < 8; i++, s->nout++) {
+    const coil_buffer *b = &s->p->buffers[ol->args[i]];
+    int64_t shape[COIL_MAX_RANK];
+    for (int k = 0; k < b->rank; k++)
+      coil_sym_is_const(b->sizes[k], &shape[k]);
+    if (coil_tensor_init(&s->out[i], b->dtype, b->rank, shape, d))
+      return -1;
+    coil_plugin_tensor_wrap(&s->out[i], s->ostr[i], &s->pout[i]);
+    s->poutp[i] = &s->pout[i];
+  }
+  return 0;
+}
+
+static void
+side_close(timed_side *s)
+{
+  for (int i = 0; i < s->nout; i++)
+    coil_tensor_free(&s->out[i]);
+  if (s->art)
+    coil_plugin_artifact_free(s->lp, s->art);
+  if (s->inst)
+    coil_plugin_destroy(s->lp, s->inst);
+  coil_plugin_close(s->lp);
+  if (s->dir[0]) /* the artifact directory: its files, then itself */
+    nftw(s->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  coil_wir_free(s->p);
+}
+
+#define PAIRED_RUNS 15 /* timed runs of each side, the two alternating run by run */
+
+/* Times graph bg two ways (sides a[0], a[1]: code path and core options each) with `threads`
+ * on the same inputs: both compiled and loaded first, warmed up for 0.3 s, then PAIRED_RUNS runs
+ * of each, one of a[0] and one of a[1] in turn (which goes first alternating). The runs of a
+ * pair are a few milliseconds apart, so the VM's slow swings of speed (up to 2x within a minute
+ * here) move both alike; the median of the pairs' ratios t1/t0 is the comparison, and each
+ * side's median time its speed. */
+static int
+time_pair(const bench_graph *bg, const char *plugin_dir, int threads, timed_side a[2], double seconds[2],
+          double *ratio, coil_diag *d)
 {
   coil_graph *g = coil_graph_parse(bg->name, bg->text, strlen(bg->text), d);
   if (!g)
     return -1;
-  coil_wir_program *p = coil_compile_graph(g, copts, d);
-  if (!p)
-    return -1;
-  coil_loaded_plugin *lp = NULL;
-  coil_plugin *inst = NULL;
-  coil_artifact *art = NULL;
   char threads_s[16];
   snprintf(threads_s, sizeof threads_s, "%d", threads);
-  const char *keys[] = {"threads", "codegen"}, *vals[] = {threads_s, codegen};
-  coil_plugin_options o = {.struct_size = sizeof o, .count = 2, .keys = keys, .values = vals};
-  char dir[] = "/tmp/coil-bench-XXXXXX";
-  int rc = -1;
-  coil_tensor in[8], out[8];
-  int nin = 0, nout = 0;
-  if (!mkdtemp(dir)) {
-    coil_diag_set(d, "cannot create a temporary directory");
-    goto done;
+  int rc = -1, nin = 0;
+  coil_tensor in[8];
+  coil_plugin_tensor pin[8];
+  const coil_plugin_tensor *pinp[8];
+  int64_t istr[8][COIL_MAX_RANK];
+  for (int k = 0; k < 2; k++) {
+    const char *keys[] = {"threads", "codegen"}, *vals[] = {threads_s, a[k].codegen};
+    coil_plugin_options o = {.struct_size = sizeof o, .count = 2, .keys = keys, .values = vals};
+    if (side_open(&a[k], g, plugin_dir, &o, d))
+      goto done;
   }
-  if (coil_plugin_open("cpu", &plugin_dir, 1, &lp, d) || coil_plugin_create(lp, &o, &inst, d) ||
-      coil_plugin_compile(lp, inst, p, dir, &o, d) || coil_plugin_load(lp, inst, dir, &o, &art, d))
-    goto done;
-  coil_plugin_tensor pin[8], pout[8];
-  const coil_plugin_tensor *pinp[8], *poutp[8];
-  int64_t istr[8][COIL_MAX_RANK], ostr[8][COIL_MAX_RANK];
+  const coil_wir_program *p = a[0].p;
   uint64_t seed = 1;
   for (int i = 0; i < p->ninputs && i < 8; i++, nin++) {
     const coil_buffer *b = &p->buffers[p->inputs[i].buffer];
     int64_t shape[COIL_MAX_RANK];
     for (int k = 0; k < b->rank; k++)
       coil_sym_is_const(b->sizes[k], &shape[k]);
-    coil_tensor_init(&in[i], b->dtype, b->rank, shape, d);
+    if (coil_tensor_init(&in[i], b->dtype, b->rank, shape, d))
+      goto done;
     float *x = in[i].data;
     for (int64_t e = 0; e < coil_tensor_numel(&in[i]); e++) {
       seed = seed * 6364136223846793005ull + 1442695040888963407ull;
@@ -370,54 +426,33 @@ time_graph(const bench_graph *bg, const char *plugin_dir, int threads, const cha
     coil_plugin_tensor_wrap(&in[i], istr[i], &pin[i]);
     pinp[i] = &pin[i];
   }
-  const coil_line *ol = &p->lines[p->nlines - 1];
-  for (int i = 0; i < ol->nargs && i < 8; i++, nout++) {
-    const coil_buffer *b = &p->buffers[ol->args[i]];
-    int64_t shape[COIL_MAX_RANK];
-    for (int k = 0; k < b->rank; k++)
-      coil_sym_is_const(b->sizes[k], &shape[k]);
-    coil_tensor_init(&out[i], b->dtype, b->rank, shape, d);
-    coil_plugin_tensor_wrap(&out[i], ostr[i], &pout[i]);
-    poutp[i] = &pout[i];
-  }
-  /* warm up for 0.3 s (at least 3 runs): caches, the thread pool, and the clock speed a
-   * loaded core settles at; then the median of 9 */
+  /* warm up for 0.3 s (at least 3 runs each): caches, the thread pool, and the clock speed a
+   * loaded core settles at */
   double start = now();
   for (int r = 0; r < 3 || now() - start < 0.3; r++)
-    if (coil_plugin_run(lp, art, nin, pinp, nout, poutp, d))
-      goto done;
-  double t[9];
-  for (int r = 0; r < 9; r++) {
-    double t0 = now();
-    if (coil_plugin_run(lp, art, nin, pinp, nout, poutp, d))
-      goto done;
-    t[r] = now() - t0;
+    for (int k = 0; k < 2; k++)
+      if (coil_plugin_run(a[k].lp, a[k].art, nin, pinp, a[k].nout, a[k].poutp, d))
+        goto done;
+  double t[2][PAIRED_RUNS], q[PAIRED_RUNS];
+  for (int r = 0; r < PAIRED_RUNS; r++) {
+    for (int j = 0; j < 2; j++) {
+      int k = (j + r) % 2;
+      double t0 = now();
+      if (coil_plugin_run(a[k].lp, a[k].art, nin, pinp, a[k].nout, a[k].poutp, d))
+        goto done;
+      t[k][r] = now() - t0;
+    }
+    q[r] = t[1][r] / t[0][r];
   }
-  *seconds = median(t, 9);
+  *ratio = median(q, PAIRED_RUNS);
+  for (int k = 0; k < 2; k++)
+    seconds[k] = median(t[k], PAIRED_RUNS);
   rc = 0;
 done:
   for (int i = 0; i < nin; i++)
     coil_tensor_free(&in[i]);
-  for (int i = 0; i < nout; i++)
-    coil_tensor_free(&out[i]);
-  if (art)
-    coil_plugin_artifact_free(lp, art);
-  if (inst)
-    coil_plugin_destroy(lp, inst);
-  coil_plugin_close(lp);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "%s", dir); /* remove the artifact directory */
-  {
-    static const char *const files[] = {"kernels.c", "coil_cpu_math.h", "program.wir", "libkernels.so", "cc.log",
-                                        "kernels.o", "kernels.ll", "manifest.json"};
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-      char f[256];
-      snprintf(f, sizeof f, "%s/%s", cmd, files[i]);
-      remove(f);
-    }
-    rmdir(cmd);
-  }
-  coil_wir_free(p);
+  for (int k = 0; k < 2; k++)
+    side_close(&a[k]);
   coil_graph_free(g);
   return rc;
 }
@@ -489,11 +524,53 @@ done:
   return rc;
 }
 
+/* Whether name is one of the comma-separated names of list (--only). */
+static bool
+name_in_list(const char *list, const char *name)
+{
+  size_t n = strlen(name);
+  for (const char *c = list; *c;) {
+    size_t k = strcspn(c, ",");
+    if (k == n && strncmp(c, name, n) == 0)
+      return true;
+    c += k + (c[k] == ',');
+  }
+  return false;
+}
+
 int
 coil_bench_cpu(int argc, char **argv, const char *plugin_dir)
 {
-  (void)argc;
-  (void)argv;
+  const char *only = NULL; /* --only NAME[,NAME...]: those graphs alone */
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+      only = argv[++i];
+    else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc && strcmp(argv[i + 1], "cpu") == 0)
+      i++;
+    else {
+      fprintf(stderr, "coil: bench: unknown argument '%s' (the cpu benchmark takes --only NAME[,NAME...]; "
+                      "'coil help' lists the others)\n", argv[i]);
+      return 2;
+    }
+  }
+  bool pick[sizeof graphs / sizeof *graphs];
+  for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++)
+    pick[i] = !only || name_in_list(only, graphs[i].name);
+  if (only) /* a name that matches no graph is a typo, not an empty benchmark */
+    for (const char *s = only; *s;) {
+      size_t n = strcspn(s, ",");
+      bool found = false;
+      for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++)
+        found |= strlen(graphs[i].name) == n && strncmp(graphs[i].name, s, n) == 0;
+      if (!found) {
+        fprintf(stderr, "coil: bench: no cpu benchmark graph '%.*s' (", (int)n, s);
+        for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++)
+          fprintf(stderr, "%s%s", i ? ", " : "", graphs[i].name);
+        fprintf(stderr, ")\n");
+        return 2;
+      }
+      s += n + (s[n] == ',');
+    }
   if (!plugin_dir) {
     fprintf(stderr, "coil: no plugin directory for the cpu plugin\n");
     return 1;
@@ -515,7 +592,8 @@ coil_bench_cpu(int argc, char **argv, const char *plugin_dir)
       printf("codegen = llvm: not available (%s); cc only\n", d.msg);
       llvm = false;
     } else {
-      printf("codegen = llvm: the process's first compile (loads libLLVM, starts the JIT): %.1f ms\n", 1e3 * (now() - t0));
+      printf("codegen = llvm: the process's first compile (starts the compile worker, which loads libLLVM): %.1f ms\n",
+             1e3 * (now() - t0));
     }
     nftw(warm, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   }
@@ -526,6 +604,8 @@ coil_bench_cpu(int argc, char **argv, const char *plugin_dir)
          "llvm_hit");
   char split[sizeof graphs / sizeof *graphs][200] = {{0}};
   for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++) {
+    if (!pick[i])
+      continue;
     double core = 0, cold[2] = {0, 0}, hit[2] = {0, 0}, runs[2][COLD_RUNS] = {{0}};
     char times[COLD_RUNS][200];
     coil_diag d = {0};
@@ -558,36 +638,35 @@ coil_bench_cpu(int argc, char **argv, const char *plugin_dir)
   if (llvm) { /* the plugin's own split of the median LLVM compile (the rest: the cache's files) */
     printf("llvm_cold, the median compile's phases:\n");
     for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++)
-      printf("  %-22s %s\n", graphs[i].name, split[i]);
+      if (pick[i])
+        printf("  %-22s %s\n", graphs[i].name, split[i]);
   }
   printf("\n");
   double copy[3] = {0, copy_gbps((size_t)2 * 4096 * 4096 * 4, 1), copy_gbps((size_t)2 * 4096 * 4096 * 4, 2)};
-  printf("coil bench: cpu plugin, 4096x4096 f32, median of 9 runs, median of %d rounds (llvm/cc: the median of\n"
-         "the rounds' ratios, the paths alternating); memcpy %.1f GB/s on 1 thread, %.1f on 2\n",
-         KERNEL_ROUNDS, copy[1], copy[2]);
+  printf("coil bench: cpu plugin, 4096x4096 f32; each of %d rounds compiles both paths and runs them in turn\n"
+         "on the same inputs, %d runs each: ms = the median run, llvm/cc = the median of the runs' ratios;\n"
+         "the median of the rounds; memcpy %.1f GB/s on 1 thread, %.1f on 2\n",
+         KERNEL_ROUNDS, PAIRED_RUNS, copy[1], copy[2]);
   printf("%-24s %8s %10s %8s %10s %10s %8s %10s\n", "graph", "threads", "cc_ms", "GB/s", "% memcpy", "llvm_ms",
          "GB/s", "llvm/cc");
   for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++)
-    for (int threads = 1; threads <= 2; threads++) {
-      /* KERNEL_ROUNDS rounds, the two paths alternating which goes first: a minute of this
-       * VM's noise moves both, and the median of the rounds' ratios is the comparison */
+    for (int threads = 1; pick[i] && threads <= 2; threads++) {
       double s[2] = {0, 0}, t[2][KERNEL_ROUNDS], ratio[KERNEL_ROUNDS];
       coil_diag d = {0};
       for (int r = 0; r < KERNEL_ROUNDS; r++) {
-        for (int k = 0; k < (llvm ? 2 : 1); k++) {
-          int c = llvm ? (k + r) % 2 : 0;
-          if (time_graph(&graphs[i], plugin_dir, threads, c ? "llvm" : "cc", NULL, &t[c][r], &d)) {
-            fprintf(stderr, "%s: %s\n", graphs[i].name, d.msg);
-            return 1;
-          }
+        timed_side side[2] = {{.codegen = "cc"}, {.codegen = llvm ? "llvm" : "cc"}};
+        double sec[2];
+        if (time_pair(&graphs[i], plugin_dir, threads, side, sec, &ratio[r], &d)) {
+          fprintf(stderr, "%s: %s\n", graphs[i].name, d.msg);
+          return 1;
         }
-        ratio[r] = llvm ? t[1][r] / t[0][r] : 0;
+        t[0][r] = sec[0], t[1][r] = sec[1];
       }
-      for (int c = 0; c < (llvm ? 2 : 1); c++)
+      for (int c = 0; c < 2; c++)
         s[c] = median(t[c], KERNEL_ROUNDS);
       double gbps = graphs[i].min_bytes / s[0] / 1e9, lg = llvm ? graphs[i].min_bytes / s[1] / 1e9 : 0;
       printf("%-24s %8d %10.2f %8.1f %9.0f%% %10.2f %8.1f %10.2f\n", graphs[i].name, threads, 1e3 * s[0], gbps,
-             100 * gbps / copy[threads], 1e3 * s[1], lg, median(ratio, KERNEL_ROUNDS));
+             100 * gbps / copy[threads], llvm ? 1e3 * s[1] : 0, lg, llvm ? median(ratio, KERNEL_ROUNDS) : 0);
       fflush(stdout);
     }
   nftw(cache, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -633,8 +712,9 @@ coil_bench_conv(int argc, char **argv, const char *plugin_dir)
   coil_library_claim library = {"aten.convolution.default", ~0u};
   coil_compile_options lib = {.fuse = true, .verify = true, .library = &library, .nlibrary = 1};
   coil_compile_options gen = {.fuse = true, .verify = true};
-  printf("coil bench --conv: cpu plugin, %d thread%s, f32, 3x3 stride 1 pad 1, no bias; median of 9 runs "
-         "per round\n", threads, threads == 1 ? "" : "s");
+  printf("coil bench --conv: cpu plugin, %d thread%s, f32, 3x3 stride 1 pad 1, no bias; per round the two\n"
+         "run in turn on the same inputs, %d runs each: the median run and the median of the runs' ratios\n",
+         threads, threads == 1 ? "" : "s", PAIRED_RUNS);
   printf("%-18s %6s %12s %10s %12s %10s %10s\n", "layer", "round", "library_ms", "GFLOP/s", "generated_ms",
          "GFLOP/s", "gen/lib");
   for (size_t l = 0; l < sizeof conv_layers / sizeof *conv_layers; l++) {
@@ -648,14 +728,15 @@ coil_bench_conv(int argc, char **argv, const char *plugin_dir)
     bench_graph bg = {cl->name, text, 0};
     double flops = 2.0 * cl->c * cl->c * 9 * cl->hw * cl->hw;
     for (int r = 0; r < rounds; r++) {
-      double tl, tg;
+      timed_side side[2] = {{.codegen = "cc", .copts = &lib}, {.codegen = "cc", .copts = &gen}};
+      double sec[2], q;
       coil_diag d = {0};
-      if (time_graph(&bg, plugin_dir, threads, "cc", &lib, &tl, &d) || time_graph(&bg, plugin_dir, threads, "cc", &gen, &tg, &d)) {
+      if (time_pair(&bg, plugin_dir, threads, side, sec, &q, &d)) {
         fprintf(stderr, "%s: %s\n", cl->name, d.msg);
         return 1;
       }
-      printf("%-18s %6d %12.3f %10.1f %12.3f %10.1f %9.2fx\n", cl->name, r + 1, 1e3 * tl, flops / tl / 1e9, 1e3 * tg,
-             flops / tg / 1e9, tg / tl);
+      printf("%-18s %6d %12.3f %10.1f %12.3f %10.1f %9.2fx\n", cl->name, r + 1, 1e3 * sec[0], flops / sec[0] / 1e9,
+             1e3 * sec[1], flops / sec[1] / 1e9, q);
       fflush(stdout);
     }
   }

@@ -51,7 +51,9 @@ static const char usage[] =
     "                          every option, its value and where it came from\n"
     "  ops [--markdown]        list the op table (--markdown: the text of docs/ops.md)\n"
     "  plugins [--config FILE] list the backend plugins on the search path\n"
-    "  bench                   the cpu plugin on the CPU benchmark graphs (docs/benchmarks.md)\n"
+    "  bench [--only NAME[,NAME...]]\n"
+    "                          the cpu plugin on the CPU benchmark graphs (docs/benchmarks.md):\n"
+    "                          compile times and kernel times, codegen = cc beside llvm\n"
     "  bench --backend cuda [--compile-only] [--autotune] [--json FILE] [--only NAME]\n"
     "        [--convolution auto|generated|library] [--attention auto|generated|library]\n"
     "                          the cuda plugin on the GPU benchmark graphs: kernel time, GB/s,\n"
@@ -1230,6 +1232,11 @@ dispatch(int argc, char **argv)
   if (strcmp(cmd, "ops") == 0)
     return cmd_ops(argc - 2, argv + 2);
   if (strcmp(cmd, "bench") == 0) {
+    for (int i = 2; i < argc; i++)
+      if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) { /* not a minute of benchmark */
+        fputs(usage, stdout);
+        return 0;
+      }
     for (int i = 2; i < argc; i++)
       if (strcmp(argv[i], "--core-only") == 0)
         return coil_bench_core(argc - 2, argv + 2);
