@@ -45,8 +45,9 @@ endif()
 install(TARGETS coil_plugin_interp coil_plugin_cpu coil_plugin_cuda coil_plugin_hip coil_plugin_fx
         LIBRARY DESTINATION ${COIL_INSTALL_PLUGINDIR})
 install(TARGETS coil_cuda_tune coil_hip_tune RUNTIME DESTINATION ${COIL_INSTALL_PLUGINDIR}) # found beside libcoil_cuda.so, libcoil_hip.so
-if(TARGET coil_cpu_llvm) # found beside libcoil_cpu.so
+if(TARGET coil_cpu_llvm) # found beside libcoil_cpu.so, with its compile worker
   install(TARGETS coil_cpu_llvm LIBRARY DESTINATION ${COIL_INSTALL_PLUGINDIR})
+  install(TARGETS coil_cpu_llvm_worker RUNTIME DESTINATION ${COIL_INSTALL_PLUGINDIR})
 endif()
 
 # ---- the conformance suite's data: coil-conformance finds <prefix>/share/coil/conformance/models ----
@@ -72,6 +73,7 @@ if(COIL_PYTHON_PACKAGE)
   install(TARGETS coil_cuda_tune coil_hip_tune RUNTIME DESTINATION coil/lib/coil/plugins COMPONENT python)
   if(TARGET coil_cpu_llvm)
     install(TARGETS coil_cpu_llvm LIBRARY DESTINATION coil/lib/coil/plugins COMPONENT python)
+    install(TARGETS coil_cpu_llvm_worker RUNTIME DESTINATION coil/lib/coil/plugins COMPONENT python)
   endif()
   install(TARGETS coil RUNTIME DESTINATION coil/bin COMPONENT python)
 endif()

@@ -2,11 +2,14 @@
  * caller's memory, AOT artifacts, the stream argument on a host backend, errors as values, and
  * runs from two threads. Results are checked against the reference interpreter (f64). */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "coil/coil.h"
@@ -506,6 +509,84 @@ Test(embed, host_tensors_are_staged_on_a_device_plugin)
   coil_run_options ro = {.struct_size = sizeof ro, .has_stream = 1, .stream = NULL};
   cr_assert_eq(coil_model_run(m, 2, in, 1, out, &ro, &d), -COIL_ERR_INVALID_ARGUMENT);
   cr_assert(strstr(d.msg, "on a stream"), "%s", d.msg);
+  coil_model_free(m);
+  coil_session_free(s);
+}
+
+/* Kills this process's children named coil-cpu-llvm (the cpu plugin's LLVM compile worker):
+ * how many there were. */
+static int
+kill_llvm_worker(void)
+{
+  int n = 0;
+  DIR *d = opendir("/proc");
+  cr_assert(d);
+  for (struct dirent *e; (e = readdir(d));) {
+    char path[300], stat[512] = "";
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+      continue;
+    size_t got = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[got] = 0;
+    int pid = 0, ppid = 0;
+    char comm[64] = "", state;
+    if (sscanf(stat, "%d (%63[^)]) %c %d", &pid, comm, &state, &ppid) == 4 && ppid == getpid() &&
+        strcmp(comm, "coil-cpu-llvm") == 0 && state != 'Z' && kill(pid, SIGKILL) == 0) {
+      n++;
+      for (int i = 0; i < 2000 && state != 'Z'; i++) { /* dead (a zombie the plugin reaps) before it goes on */
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+        f = fopen(path, "r");
+        got = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
+        if (f)
+          fclose(f);
+        stat[got] = 0;
+        if (sscanf(stat, "%d (%63[^)]) %c", &pid, comm, &state) != 3)
+          break;
+      }
+    }
+  }
+  closedir(d);
+  return n;
+}
+
+/* codegen = llvm compiles in a worker process: LLVM's fatal errors (a test hook makes one: a call
+ * x86 cannot select) end the worker, and the compile fails with LLVM's reason; the host goes on,
+ * and its next compile starts a new worker, as it does after the worker was killed between compiles. */
+Test(embed, a_fatal_error_inside_llvm_fails_one_compile_not_the_process)
+{
+  const char *keys[] = {"backend", "plugin.cpu.codegen", "cache_dir"}, *values[] = {"cpu", "llvm", ""};
+  coil_session_options o = {.struct_size = sizeof o, .config_file = "", .noptions = 3, .keys = keys, .values = values};
+  coil_session *s = NULL;
+  coil_diag d = {{0}};
+  cr_assert_eq(coil_session_new(&o, &s, &d), 0, "%s", d.msg);
+  coil_model *m = NULL;
+  if (coil_model_compile(s, "mlp.coil", MLP, sizeof MLP - 1, &m, &d) != 0 && strstr(d.msg, "cpu-llvm")) {
+    coil_session_free(s);
+    cr_skip_test("no LLVM code path in this build: %s", d.msg);
+  }
+  cr_assert(m, "%s", d.msg);
+  run_and_check(m, 9, false, NULL);
+  coil_model_free(m);
+  cr_assert_eq(kill_llvm_worker(), 1, "one compile worker, a child of this process");
+  m = NULL;
+  cr_assert_eq(coil_model_compile(s, "mlp.coil", MLP, sizeof MLP - 1, &m, &d), 0, "after a kill: %s", d.msg);
+  run_and_check(m, 4, false, NULL);
+  coil_model_free(m);
+
+  cr_assert_eq(kill_llvm_worker(), 1);
+  setenv("COIL_CPU_LLVM_TEST_FATAL", "1", 1); /* the next worker has the hook */
+  m = NULL;
+  cr_assert_eq(coil_model_compile(s, "mlp.coil", MLP, sizeof MLP - 1, &m, &d), -COIL_ERR_COMPILE_FAILED);
+  cr_assert_null(m);
+  cr_assert(strstr(d.msg, "internal error: LLVM's compile of program mlp"), "%s", d.msg);
+  cr_assert(strstr(d.msg, "exited with status 70: LLVM ERROR: Cannot select"), "%s", d.msg);
+  cr_assert(strstr(d.msg, "kept in "), "%s", d.msg);
+  unsetenv("COIL_CPU_LLVM_TEST_FATAL");
+  cr_assert_eq(kill_llvm_worker(), 0, "the worker LLVM ended is gone (reaped)");
+  cr_assert_eq(coil_model_compile(s, "mlp.coil", MLP, sizeof MLP - 1, &m, &d), 0, "after LLVM's fatal error: %s", d.msg);
+  run_and_check(m, 13, false, NULL);
   coil_model_free(m);
   coil_session_free(s);
 }

@@ -1,4 +1,4 @@
-/* cpu_plugin.c — the `cpu` plugin: C + OpenMP through the system C compiler, or LLVM in process.
+/* cpu_plugin.c — the `cpu` plugin: C + OpenMP through the system C compiler, or LLVM.
  *
  * compile writes the generated source (kernels.c, with coil_cpu_math.h beside it), compiles it
  * into libkernels.so with the C compiler (an argument vector through posix_spawnp, never a shell
@@ -13,12 +13,14 @@
  * (extra flags, space separated), threads (OpenMP threads; default: all), portable (true: no
  * -march=native, for artifacts that move between machines), cc_timeout (seconds a compile may
  * take before the compiler is killed; default 600, 0: no limit), codegen (cc: the above; llvm:
- * kernels built in process through LLVM by cpu-llvm.so, beside this plugin, which the plugin
- * dlopens on first use; no C compiler runs. compile then writes kernels.o and kernels.ll,
- * load maps kernels.o itself where it can (cpu_elf.c: x86-64 Linux, built for this CPU; else
- * LLVM's JIT), and run walks the program's lines (cpu_walk.c) instead of calling a generated
- * wrapper; auto, the default: llvm where cpu-llvm.so is installed and no key of the C path is
- * set, else cc where the C compiler is found, else llvm: use_llvm). */
+ * kernels built through LLVM by cpu-llvm.so, beside this plugin, in its compile worker
+ * coil-cpu-llvm (a process the plugin starts on first use and keeps: LLVM's fatal errors end
+ * it, not the host; cpu_llvm.h); no C compiler runs. compile then writes kernels.o and
+ * kernels.ll, load maps kernels.o itself where it can (cpu_elf.c: x86-64 Linux, built for this
+ * CPU; else LLVM's JIT, in process), and run walks the program's lines (cpu_walk.c) instead of
+ * calling a generated wrapper; auto, the default: llvm where cpu-llvm.so and the worker are
+ * installed and no key of the C path is set, else cc where the C compiler is found, else llvm:
+ * use_llvm). */
 #define _GNU_SOURCE /* realpath, dladdr */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -30,7 +32,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -131,6 +136,16 @@ llvm_module_path(char *path, size_t size)
   }
 }
 
+/* coil-cpu-llvm's path: beside this plugin too */
+static void
+llvm_worker_path(char *path, size_t size)
+{
+  llvm_module_path(path, size);
+  char *slash = strrchr(path, '/');
+  size_t at = slash ? (size_t)(slash + 1 - path) : 0;
+  snprintf(path + at, size - at, "%s", CPU_LLVM_WORKER);
+}
+
 static void host_cpu(char out[17]);
 
 /* "PATH size N mtime T" of a file, for the cache key; "PATH (missing)" */
@@ -200,20 +215,22 @@ have_cc(const cpu_options *o)
   return path[0] != 0;
 }
 
-/* codegen = auto: LLVM where cpu-llvm.so is installed beside the plugin and no key of the C
- * path (cc, cflags, cc_timeout) is set; else the C compiler where one is found; else LLVM (which
- * then says what is missing). Decided from files alone: a run that hits the cache must not load
- * libLLVM to learn its cache key. compile_program falls back to cc when cpu-llvm.so is there but
- * does not load (libLLVM missing, or unmappable under ulimit -v). */
+/* codegen = auto: LLVM where cpu-llvm.so and its compile worker are installed beside the plugin
+ * and no key of the C path (cc, cflags, cc_timeout) is set; else the C compiler where one is
+ * found; else LLVM (which then says what is missing). Decided from files alone: a run that hits
+ * the cache must not start LLVM to learn its cache key. compile_program falls back to cc when
+ * the files are there but the worker does not start (libLLVM missing, or unmappable under
+ * ulimit -v). */
 static bool
 use_llvm(const cpu_options *o)
 {
   if (o->codegen != CODEGEN_AUTO)
     return o->codegen == CODEGEN_LLVM;
-  char path[4200];
+  char path[4200], worker_path[4200];
   if (!o->c_keys) {
     llvm_module_path(path, sizeof path);
-    if (access(path, R_OK) == 0)
+    llvm_worker_path(worker_path, sizeof worker_path);
+    if (access(path, R_OK) == 0 && access(worker_path, X_OK) == 0)
       return true;
   }
   return !have_cc(o);
@@ -510,46 +527,324 @@ write_binary(const char *dir, const char *name, const void *data, size_t size)
   return NULL;
 }
 
-/* codegen = llvm: kernels.o from cpu-llvm.so, the IR beside it (kernels.ll), program.wir for
- * the walk, and the manifest last, with what the object was built for. */
+/* A directory under $TMPDIR (else /tmp) for what a failed compile leaves to read, or "". */
+static void
+kept_dir(char *out, size_t size)
+{
+  const char *tmp = getenv("TMPDIR");
+  snprintf(out, size, "%s/coil-cpu-failed-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(out))
+    out[0] = 0;
+}
+
+/* ---- codegen = llvm: the compile worker (cpu_llvm.h) ---- */
+
+#define LLVM_WORKER_START_S 60   /* to load libLLVM and say hello */
+#define LLVM_WORKER_TIMEOUT_S 600 /* a compile, as cc_timeout's default: one that long is stuck */
+
+/* One worker a process, compiles one at a time (worker_lock). owner: the process that started
+ * it; in a fork of the host, which has a copy of this but no child, the fork starts its own. */
+static struct {
+  pid_t pid, owner;
+  int fd;                    /* the socket, -1: none */
+  int err_fd, ir_fd;         /* its stderr and its IR, memory files shared with it */
+  cpu_llvm_hello hello;
+} worker = {0, 0, -1, -1, -1, {0}};
+static pthread_mutex_t worker_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A memory file (memfd, close-on-exec) numbered 10 or more, or -1. */
+static int
+mem_file(const char *name)
+{
+  int fd = (int)syscall(SYS_memfd_create, name, 1u /* MFD_CLOEXEC */);
+  if (fd < 0 || fd >= 10)
+    return fd;
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, 10); /* spawn's dup2 onto 2, 3, 4 never meets itself */
+  close(fd);
+  return high;
+}
+
+/* Up to size - 1 bytes of file fd from its start, as a string. */
+static void
+read_mem_file(int fd, char *out, size_t size)
+{
+  ssize_t n = fd >= 0 ? pread(fd, out, size - 1, 0) : -1;
+  out[n > 0 ? n : 0] = 0;
+}
+
+/* Waits until fd has data or the deadline (monotonic seconds) passes; false on the deadline. */
+static bool
+wait_readable(int fd, double deadline)
+{
+  for (;;) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    double left = deadline - ((double)t.tv_sec + (double)t.tv_nsec / 1e9);
+    if (left <= 0)
+      return false;
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    int n = poll(&pf, 1, left > 1e6 ? 1000000000 : (int)(left * 1e3) + 1);
+    if (n > 0)
+      return true;
+    if (n < 0 && errno != EINTR)
+      return true; /* let the read say what is wrong */
+  }
+}
+
+static double
+deadline_in(int seconds)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9 + seconds;
+}
+
+static bool recv_late; /* the last recv_until failed on its deadline (worker_lock held) */
+
+static bool
+recv_until(int fd, void *buf, size_t n, double deadline)
+{
+  recv_late = false;
+  for (char *p = buf; n > 0;) {
+    if (!wait_readable(fd, deadline))
+      return !(recv_late = true);
+    ssize_t k = recv(fd, p, n, 0);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      return false;
+    p += k, n -= (size_t)k;
+  }
+  return true;
+}
+
+/* Ends the worker (killed if it still runs) and says in `how` how it ended, with the last
+ * lines it wrote to stderr (LLVM's reason for a fatal error). worker_lock held. */
+static int
+worker_end(bool kill_it, char *how, size_t size)
+{
+  if (worker.fd >= 0)
+    close(worker.fd);
+  worker.fd = -1;
+  int st = 0;
+  pid_t w = -1;
+  if (worker.pid > 0) {
+    if (kill_it)
+      kill(worker.pid, SIGKILL);
+    do
+      w = waitpid(worker.pid, &st, 0);
+    while (w < 0 && errno == EINTR);
+  }
+  char said[1600];
+  read_mem_file(worker.err_fd, said, sizeof said);
+  for (size_t i = strlen(said); i > 0 && (said[i - 1] == '\n' || said[i - 1] == ' '); i--)
+    said[i - 1] = 0;
+  for (char *c = said; *c; c++)
+    if (*c == '\n')
+      *c = ' ';
+  char end[96];
+  if (kill_it)
+    snprintf(end, sizeof end, "did not answer in time and was killed");
+  else if (w == worker.pid && WIFSIGNALED(st))
+    snprintf(end, sizeof end, "was ended by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+  else if (w == worker.pid && WIFEXITED(st))
+    snprintf(end, sizeof end, "exited with status %d", WEXITSTATUS(st));
+  else
+    snprintf(end, sizeof end, "ended");
+  snprintf(how, size, "%s%s%s", end, said[0] ? ": " : "", said);
+  worker.pid = 0;
+  return !kill_it && w > 0 && WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+}
+
+/* Starts the worker when this process has none; false with why. worker_lock held. */
+static bool
+worker_start(char *why, size_t size)
+{
+  if (worker.fd >= 0 && worker.owner == getpid()) {
+    int st;
+    if (waitpid(worker.pid, &st, WNOHANG) == 0)
+      return true;
+    close(worker.fd); /* it ended between compiles (killed, say): a new one for this compile */
+    worker.fd = -1;
+    worker.pid = 0;
+  }
+  if (worker.fd >= 0) { /* a fork of the host: the worker is the parent's */
+    close(worker.fd);
+    worker.fd = -1;
+    worker.pid = 0;
+  }
+  char path[4200];
+  llvm_worker_path(path, sizeof path);
+  if (worker.err_fd < 0 || worker.owner != getpid()) {
+    if (worker.err_fd >= 0)
+      close(worker.err_fd), close(worker.ir_fd);
+    worker.err_fd = mem_file("coil-cpu-llvm-stderr");
+    worker.ir_fd = mem_file("coil-cpu-llvm-ir");
+  }
+  int sv[2] = {-1, -1};
+  if (worker.err_fd < 0 || worker.ir_fd < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    snprintf(why, size, "cannot set up the LLVM compile worker: %s", strerror(errno));
+    return false;
+  }
+  for (int i = 0; i < 2; i++)
+    if (sv[i] < 10) { /* spawn's dup2 onto 3 must not meet itself */
+      int high = fcntl(sv[i], F_DUPFD_CLOEXEC, 10);
+      close(sv[i]);
+      sv[i] = high;
+    }
+  /* empty, from the start (the worker's fd 2 shares the offset): what it says is its own */
+  for (int i = 0; i < 2; i++) {
+    int f = i ? worker.ir_fd : worker.err_fd;
+    if (ftruncate(f, 0) == 0)
+      lseek(f, 0, SEEK_SET);
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, worker.err_fd, 2);
+  posix_spawn_file_actions_adddup2(&fa, sv[1], CPU_LLVM_WORKER_SOCKET);
+  posix_spawn_file_actions_adddup2(&fa, worker.ir_fd, CPU_LLVM_WORKER_IR);
+  posix_spawn_file_actions_addclosefrom_np(&fa, CPU_LLVM_WORKER_IR + 1); /* none of the host's files */
+  char *argv[] = {(char *)CPU_LLVM_WORKER, NULL};
+  extern char **environ;
+  pid_t pid;
+  int rc = posix_spawn(&pid, path, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(sv[1]);
+  if (rc != 0) {
+    close(sv[0]);
+    snprintf(why, size, "cannot start %s: %s", path, strerror(rc));
+    return false;
+  }
+  worker.pid = pid;
+  worker.owner = getpid();
+  worker.fd = sv[0];
+  if (!recv_until(worker.fd, &worker.hello, sizeof worker.hello, deadline_in(LLVM_WORKER_START_S)) ||
+      worker.hello.magic != CPU_LLVM_WORKER_MAGIC || worker.hello.api_version != CPU_LLVM_API_VERSION) {
+    char how[2000];
+    worker_end(recv_late, how, sizeof how);
+    snprintf(why, size, "the LLVM compile worker %.2000s %.2000s", path, how);
+    return false;
+  }
+  worker.hello.llvm_version[sizeof worker.hello.llvm_version - 1] = 0;
+  worker.hello.target[0][sizeof worker.hello.target[0] - 1] = 0;
+  worker.hello.target[1][sizeof worker.hello.target[1] - 1] = 0;
+  return true;
+}
+
+/* Whether the worker runs (starting it); *why says why not. For codegen = auto's fallback. */
+static bool
+worker_ready(char *why, size_t size)
+{
+  pthread_mutex_lock(&worker_lock);
+  bool ok = worker_start(why, size);
+  pthread_mutex_unlock(&worker_lock);
+  return ok;
+}
+
+/* codegen = llvm: the worker compiles p (from its text, wir) into an object; this writes
+ * kernels.o, the IR beside it (kernels.ll), program.wir for the walk, and the manifest last,
+ * with what the object was built for. */
 static coil_error *
 compile_llvm(const cpu_options *o, coil_wir_program *p, const char *wir, const char *dir)
 {
-  const char *why;
-  const cpu_llvm_api *api = llvm_module(&why);
-  if (!api && o->codegen == CODEGEN_AUTO)
-    return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cpu: no C compiler ('%s' is not on PATH; set [plugin.cpu] cc) "
-                          "and no LLVM code path: %s", o->cc, why);
-  if (!api)
+  char why[4400];
+  pthread_mutex_lock(&worker_lock);
+  if (!worker_start(why, sizeof why)) {
+    pthread_mutex_unlock(&worker_lock);
+    if (o->codegen == CODEGEN_AUTO)
+      return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cpu: no C compiler ('%s' is not on PATH; set [plugin.cpu] cc) "
+                            "and no LLVM code path: %s", o->cc, why);
     return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cpu: codegen = llvm: %s (or set [plugin.cpu] codegen = cc)", why);
-  char target[2048], tag[17];
-  api->target(o->portable, target, sizeof target);
-  const char *parts[] = {CPU_VERSION, api->llvm_version, target, wir, NULL};
+  }
+  const cpu_llvm_hello *h = &worker.hello;
+  const char *target = h->target[o->portable ? 1 : 0];
+  char tag[17];
+  const char *parts[] = {CPU_VERSION, h->llvm_version, target, wir, NULL};
   make_tag(parts, tag);
-  void *obj = NULL;
-  size_t size = 0;
-  char *ir = NULL, times[256] = "";
-  coil_diag d = {0};
-  if (api->compile(p, o->portable, tag, &obj, &size, &ir, times, sizeof times, &d)) {
+  cpu_llvm_request rq = {.magic = CPU_LLVM_WORKER_MAGIC, .portable = o->portable, .wir_len = strlen(wir)};
+  snprintf(rq.tag, sizeof rq.tag, "%s", tag);
+  static cpu_llvm_reply rp; /* worker_lock held: one compile at a time */
+  char *ir = NULL, *obj = NULL, how[2000];
+  bool ok = false;
+  for (int attempt = 0; attempt < 2 && !ok; attempt++) {
+    if (attempt && !worker_start(why, sizeof why)) {
+      snprintf(how, sizeof how, "was killed, and a new one did not start: %.1900s", why);
+      break;
+    }
+    memset(&rp, 0, sizeof rp);
+    free(ir), free(obj);
+    ir = obj = NULL;
+    double deadline = deadline_in(LLVM_WORKER_TIMEOUT_S);
+    recv_late = false;
+    ok = cpu_llvm_send_all(worker.fd, &rq, sizeof rq) && cpu_llvm_send_all(worker.fd, wir, rq.wir_len) &&
+         recv_until(worker.fd, &rp, sizeof rp, deadline) && rp.magic == CPU_LLVM_WORKER_MAGIC &&
+         rp.ir_len < ((uint64_t)1 << 32) && rp.obj_len < ((uint64_t)1 << 32) &&
+         (ir = malloc(rp.ir_len + 1)) && (obj = malloc(rp.obj_len + 1)) &&
+         recv_until(worker.fd, ir, rp.ir_len, deadline) && recv_until(worker.fd, obj, rp.obj_len, deadline);
+    /* killed from outside (the OOM killer, a person): not LLVM's doing, so once more with a new
+     * worker; LLVM's own endings (exit 70, abort, a crash) and a hang are the compile's answer */
+    if (!ok && worker_end(recv_late, how, sizeof how) != SIGKILL)
+      break;
+  }
+  if (!ok) { /* LLVM ended the worker (or it hung): say how, keep what reproduces it */
+    char kept[4200];
+    kept_dir(kept, sizeof kept);
+    bool kept_ir = false;
+    if (kept[0]) { /* for a bug report: the program the plugin was given, and the IR LLVM had */
+      coil_error *we = coil_sdk_write_file(kept, "program.wir", wir);
+      off_t irn = we ? 0 : lseek(worker.ir_fd, 0, SEEK_END);
+      char *text = irn > 0 ? malloc((size_t)irn + 1) : NULL;
+      if (text) {
+        read_mem_file(worker.ir_fd, text, (size_t)irn + 1);
+        coil_error *ie = coil_sdk_write_file(kept, "kernels.ll", text);
+        kept_ir = !ie;
+        coil_sdk_error_free(ie);
+        free(text);
+      }
+      if (we) {
+        coil_sdk_error_free(we);
+        kept[0] = 0;
+      }
+    }
+    pthread_mutex_unlock(&worker_lock);
+    free(ir);
+    free(obj);
+    char kernels[600] = "";
+    for (int k = 0, at = 0; k < p->nkernels && k < 7 && at < (int)sizeof kernels - 80; k++)
+      at += snprintf(kernels + at, sizeof kernels - (size_t)at, "%s%s", k ? ", " : "", k < 6 ? p->kernels[k].name : "...");
+    return coil_sdk_error(COIL_ERR_COMPILE_FAILED,
+                          "cpu (llvm): internal error: LLVM's compile of program %s (kernels %s) failed: the compile "
+                          "worker %.1700s%s%s%s",
+                          p->name, kernels, how,
+                          !kept[0] ? "" : kept_ir ? "\nthe Wrapper IR and LLVM's IR are kept in " : "\nthe Wrapper IR is kept in ",
+                          kept, !kept[0] ? "" : kept_ir ? "/ (program.wir, kernels.ll)" : "/program.wir");
+  }
+  pthread_mutex_unlock(&worker_lock);
+  ir[rp.ir_len] = 0;
+  rp.msg[sizeof rp.msg - 1] = 0;
+  rp.times[sizeof rp.times - 1] = 0;
+  if (rp.rc) {
     char kept[4200] = "";
-    if (ir) { /* the host removes the failed artifact: keep the IR where a person can read it */
-      const char *tmp = getenv("TMPDIR");
-      snprintf(kept, sizeof kept, "%s/coil-cpu-failed-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-      coil_error *e = mkdtemp(kept) ? coil_sdk_write_file(kept, "kernels.ll", ir) : NULL;
-      if (e || !kept[0] || strstr(kept, "XXXXXX")) {
+    if (rp.ir_len) { /* the host removes the failed artifact: keep the IR where a person can read it */
+      kept_dir(kept, sizeof kept);
+      coil_error *e = kept[0] ? coil_sdk_write_file(kept, "kernels.ll", ir) : NULL;
+      if (e) {
         coil_sdk_error_free(e);
         kept[0] = 0;
       }
     }
     free(ir);
-    return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "%s%s%s%s", d.msg, kept[0] ? "\nthe IR is kept in " : "", kept,
+    free(obj);
+    return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "%s%s%s%s", rp.msg, kept[0] ? "\nthe IR is kept in " : "", kept,
                           kept[0] ? "/kernels.ll" : "");
   }
   coil_error *e = coil_sdk_write_file(dir, "program.wir", wir);
-  if (!e && ir)
+  if (!e && rp.ir_len)
     e = coil_sdk_write_file(dir, "kernels.ll", ir);
   if (!e)
-    e = write_binary(dir, "kernels.o", obj, size);
+    e = write_binary(dir, "kernels.o", obj, rp.obj_len);
   free(ir);
   free(obj);
   if (e)
@@ -561,8 +856,8 @@ compile_llvm(const cpu_options *o, coil_wir_program *p, const char *wir, const c
            "\"program\": \"%s\", \"codegen\": \"llvm\", \"llvm\": \"%s\", \"tag\": \"%s\", \"host\": \"%s\", "
            "\"target\": \"%.2000s\", "
            "\"portable\": %s, \"times\": \"%s\", \"files\": [\"program.wir\", \"kernels.ll\", \"kernels.o\"]}\n",
-           p->version_major, p->version_minor, p->name, api->llvm_version, tag, o->portable ? "" : host, target,
-           o->portable ? "true" : "false", times);
+           p->version_major, p->version_minor, p->name, h->llvm_version, tag, o->portable ? "" : host, target,
+           o->portable ? "true" : "false", rp.times);
   return coil_sdk_write_file(dir, COIL_ARTIFACT_MANIFEST, manifest);
 }
 
@@ -592,8 +887,8 @@ compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const c
   const char *dir = args->artifact_dir;
   bool brought = args->options && COIL_STRUCT_HAS(args->options, coil_plugin_options, values) && args->options->count;
   if (brought ? use_llvm(&o) : self->llvm) {
-    const char *why;
-    if (o.codegen == CODEGEN_LLVM || llvm_module(&why) || !have_cc(&o))
+    char why[4400];
+    if (o.codegen == CODEGEN_LLVM || worker_ready(why, sizeof why) || !have_cc(&o))
       return compile_llvm(&o, (coil_wir_program *)p, wir, dir);
     /* auto chose LLVM by its file, and it does not load: the C compiler instead. The artifact
      * says which path built it (its manifest), which is all a load reads. */
@@ -869,7 +1164,9 @@ load_llvm(coil_plugin *self, const char *dir, const char *manifest, coil_artifac
     return coil_sdk_error(COIL_ERR_IO, "cpu: %s", whyo);
   }
   a->fns = calloc((size_t)p->nkernels + 1, sizeof *a->fns);
+  pthread_mutex_lock(&llvm_lock); /* not inside LLVM while another thread forks (compile_llvm) */
   a->llvm = a->fns ? api->load(obj, size, tag, p, a->fns, &d) : NULL;
+  pthread_mutex_unlock(&llvm_lock);
   free(obj);
   if (!a->llvm) {
     artifact_free(a);
@@ -1113,8 +1410,11 @@ artifact_free(coil_artifact *a)
   if (a->lib)
     dlclose(a->lib);
   cpu_walk_free(a->walk);
-  if (a->llvm && llvm_api)
+  if (a->llvm && llvm_api) {
+    pthread_mutex_lock(&llvm_lock);
     llvm_api->unload(a->llvm);
+    pthread_mutex_unlock(&llvm_lock);
+  }
   cpu_elf_free(a->elf);
   free(a->fns);
   coil_wir_free(a->program);

@@ -65,7 +65,8 @@ done
 if [ "$sanitized" != ON ]; then # ASan reserves terabytes of address space: no ulimit -v there
   run bash -c 'ulimit -v 100000; exec "$0" compile "$1" --backend cpu -o "$2"' "$coil" "${mlp[0]}" "$tmp/vart"
   check "libLLVM unmappable (ulimit -v): the compile goes on" rc_is 0
-  check "libLLVM unmappable: says it compiles with cc" err_has "codegen = auto: compiling with the C compiler: cannot load"
+  check "libLLVM unmappable: says it compiles with cc" err_has "codegen = auto: compiling with the C compiler: the LLVM compile worker"
+  check "libLLVM unmappable: the worker could not load cpu-llvm.so" err_has "cannot load"
   check "libLLVM unmappable: says why" err_has "failed to map segment"
   check "libLLVM unmappable: says it once" test "$(grep -c 'codegen = auto' "$tmp/err")" = 1
   check "libLLVM unmappable: a cc artifact" test -s "$tmp/vart/libkernels.so"
@@ -124,6 +125,21 @@ check "broken IR: the verifier's reason" err_has "does not have terminator"
 kept=$(grep -o "the IR is kept in [^ ]*kernels.ll" "$tmp/err" | sed 's/the IR is kept in //')
 check "broken IR: the IR is kept" test -n "$kept" -a -f "${kept:-/nonexistent}"
 check "broken IR: no cache entry" test -z "$(ls "$COIL_CACHE_DIR" 2>/dev/null | grep -v '^\.')"
+
+# a fatal error inside LLVM (a test hook adds a call x86 cannot select): it ends the compile
+# worker, not coil; the compile fails with LLVM's reason and keeps what reproduces it
+rm -rf "$COIL_CACHE_DIR"
+run env COIL_CPU_LLVM_TEST_FATAL=1 TMPDIR="$tmp" "$coil" run "${mlp[@]}" --config "$tmp/llvm.ini"
+check "LLVM's fatal error: the run fails" rc_is 1
+check "LLVM's fatal error: coil reports it (coil itself did not die)" err_has "internal error: LLVM's compile of program mlp"
+check "LLVM's fatal error: LLVM's reason" err_has "LLVM ERROR: Cannot select"
+check "LLVM's fatal error: how the worker ended" err_has "the compile worker exited with status 70"
+kept=$(grep -o "are kept in [^ ]*/ " "$tmp/err" | sed 's/are kept in //; s/ $//')
+check "LLVM's fatal error: the Wrapper IR is kept" test -n "$kept" -a -f "${kept:-/nonexistent}/program.wir"
+check "LLVM's fatal error: LLVM's IR is kept" test -f "${kept:-/nonexistent}/kernels.ll"
+check "LLVM's fatal error: no cache entry" test -z "$(ls "$COIL_CACHE_DIR" 2>/dev/null | grep -v '^\.')"
+check "LLVM's fatal error: the kept Wrapper IR is the program's" grep -q "^wir " "${kept:-/nonexistent}/program.wir"
+check "no compile worker outlives coil" bash -c "! pgrep -x coil-cpu-llvm -P $$ >/dev/null"
 
 # the option's values
 printf '[plugin.cpu]\ncodegen = gcc\n' >"$tmp/bad.ini"

@@ -18,18 +18,21 @@
  * Errors: the verifier runs on each kernel before any pass; a refusal is an internal error
  * naming the kernel, and the caller keeps the IR. LLVM's diagnostics go to the error message,
  * never to stderr. */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/DebugInfo.h> /* LLVMTemporaryMDNode: self-referencing loop metadata */
 #include <llvm-c/Error.h>
+#include <llvm-c/ErrorHandling.h>
 #include <llvm-c/IRReader.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Linker.h>
@@ -78,6 +81,7 @@ typedef struct {
   int64_t nrow, row_bytes;
   LLVMTypeRef i1, i8, i16, i32, i64, f32, f64, ptr, vd;
   LLVMMetadataRef group;     /* the access group of loads and stores in `omp simd` loops */
+  int ncalls;                /* calls built so far (call): a loop's math shows as calls in it */
   coil_diag *d;
   bool failed;
 } kg;
@@ -139,6 +143,7 @@ call(kg *g, const char *name, LLVMTypeRef ret, LLVMValueRef *args, unsigned n)
     fail(g, "a run-time helper has an unexpected signature");
     return LLVMGetUndef(ret);
   }
+  g->ncalls++;
   return LLVMBuildCall2(g->b, ft, f, args, n, "");
 }
 
@@ -545,6 +550,7 @@ emit_inst(kg *g, int i)
 typedef struct {
   LLVMValueRef slot;
   LLVMBasicBlockRef head, body, exit;
+  int ncalls;                /* g->ncalls when the loop opened */
 } loop;
 
 /* Tags each load and store of block b with the access group. */
@@ -572,6 +578,7 @@ loop_open(kg *g, LLVMValueRef from, LLVMValueRef to, const char *name, LLVMValue
   LLVMValueRef v = LLVMBuildLoad2(g->b, g->i64, l.slot, name);
   LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, v, to, ""), l.body, l.exit);
   LLVMPositionBuilderAtEnd(g->b, l.body);
+  l.ncalls = g->ncalls;
   *var = v;
   return l;
 }
@@ -596,16 +603,16 @@ loop_close_vec(kg *g, loop *l, int64_t step, bool vectorise)
     LLVMMetadataRef hint[2] = {LLVMMDStringInContext2(g->cx, "llvm.loop.vectorize.enable", 26),
                                LLVMValueAsMetadata(LLVMConstInt(g->i1, 1, 0))};
     LLVMMetadataRef par[2] = {LLVMMDStringInContext2(g->cx, "llvm.loop.parallel_accesses", 27), g->group};
-    /* every loop is interleaved twice, not up to LLVM's four times. A loop that calls exp,
-     * erf, ...: two independent chains hide the math's latency (gelu: 0.9-1.07x gcc's time,
-     * against 1.3-1.6 with one chain), and each further copy of the inlined math is code the
-     * instruction selector and the register allocator pay for (softmax: 19 ms of code
-     * generation at four, 13 at one). Any other loop: a row sum streaming from memory with
-     * four accumulators ran 10-15 % slower than with one or two on the AMD Zen 4 VM of
-     * 2026-12-02 (a C microbenchmark, AVX-512, five rounds, three runs), and two copies are
-     * less code (softmax's code generation -10 % in instructions executed) */
+    /* a loop that calls exp, erf, ... is interleaved twice: two independent chains hide the
+     * math's latency (gelu: 0.9-1.07x gcc's time, against 1.3-1.6 with one chain), and each
+     * further copy of the inlined math is code the instruction selector and the register
+     * allocator pay for (softmax: 19 ms of code generation at LLVM's four, 13 at one). Any other
+     * loop streams from memory, and is not interleaved: a row sum of 4096 x 4096 f32 on one
+     * thread ran 0.98-0.99x gcc's time with one AVX-512 accumulator, 1.06-1.11x with two and
+     * 1.12-1.15x with four (coil bench, runs paired on the same inputs, AMD Zen 4 VM,
+     * 2026-12-02); gcc makes one */
     LLVMMetadataRef twice[2] = {LLVMMDStringInContext2(g->cx, "llvm.loop.interleave.count", 26),
-                               LLVMValueAsMetadata(LLVMConstInt(g->i32, 2, 0))};
+                               LLVMValueAsMetadata(LLVMConstInt(g->i32, g->ncalls > l->ncalls ? 2 : 1, 0))};
     /* (no llvm.loop.vectorize.predicate.enable: a masked loop instead of a remainder compiles in
      * two thirds of the time but ran gelu 1.5x slower on AVX2) */
     LLVMMetadataRef ops[4] = {self, LLVMMDNodeInContext2(g->cx, hint, 2), NULL, NULL};
@@ -1107,11 +1114,20 @@ report_session_error(void *ctx, LLVMErrorRef e)
   take_error(e, m, sizeof m); /* its lookup's own error says the same; never to stderr */
 }
 
+static pthread_once_t targets_once = PTHREAD_ONCE_INIT;
+
 static void
-init(void)
+init_targets(void)
 {
   LLVMInitializeNativeTarget();
   LLVMInitializeNativeAsmPrinter();
+}
+
+/* the JIT, for load: a compile needs only the targets (the worker process never starts it) */
+static void
+init(void)
+{
+  pthread_once(&targets_once, init_targets);
   LLVMErrorRef e = LLVMOrcCreateLLJIT(&jit, NULL);
   if (e) {
     take_error(e, jit_error, sizeof jit_error);
@@ -1192,9 +1208,12 @@ machine(bool portable, char *why, size_t size)
     return NULL;
   }
   char *cpu = portable ? NULL : LLVMGetHostCPUName(), *feat = portable ? NULL : LLVMGetHostCPUFeatures();
-  /* portable: the ISA's baseline (x86-64: SSE2), as the C path without -march=native */
+  /* portable: the ISA's baseline (x86-64: SSE2), as the C path without -march=native. Code
+   * generation at LLVM's -O1 level (Less): the machine passes of -O2 cost softmax and gelu
+   * 10-25 % of their code generation time, and at -O1 every coil bench kernel still ran within
+   * 0.93-1.05x of gcc -O3's time (runs paired on the same inputs, Zen 4 VM, 2026-12-02) */
   LLVMTargetMachineRef tm = LLVMCreateTargetMachine(t, triple, cpu ? cpu : "generic", feat ? feat : "",
-                                                    LLVMCodeGenLevelDefault, LLVMRelocPIC, LLVMCodeModelDefault);
+                                                    LLVMCodeGenLevelLess, LLVMRelocPIC, LLVMCodeModelDefault);
   LLVMDisposeMessage(triple);
   if (cpu)
     LLVMDisposeMessage(cpu);
@@ -1264,9 +1283,40 @@ ms_now(void)
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
+/* Tests only (COIL_CPU_LLVM_TEST_FATAL): a function calling an AArch64 intrinsic, which the
+ * verifier accepts and x86's instruction selection cannot select: LLVM's report_fatal_error,
+ * which ends the process it runs in. */
+static void
+fatal_call(LLVMModuleRef m)
+{
+  LLVMContextRef cx = LLVMGetModuleContext(m);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(cx), two[2] = {i32, i32};
+  LLVMTypeRef ft = LLVMFunctionType(i32, two, 2, 0);
+  LLVMValueRef crc = LLVMAddFunction(m, "llvm.aarch64.crc32b", ft), f = LLVMAddFunction(m, "coil_test_fatal", ft);
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(cx);
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(cx, f, "entry"));
+  LLVMValueRef args[2] = {LLVMGetParam(f, 0), LLVMGetParam(f, 1)};
+  LLVMBuildRet(b, LLVMBuildCall2(b, ft, crc, args, 2, ""));
+  LLVMDisposeBuilder(b);
+}
+
+/* Writes the n bytes of s to fd (a file the plugin reads back if the compile dies). */
+static void
+write_all(int fd, const char *s, size_t n)
+{
+  while (n > 0) {
+    ssize_t k = write(fd, s, n);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      return;
+    s += k, n -= (size_t)k;
+  }
+}
+
 static int
-compile(coil_wir_program *p, bool portable, const char *tag, void **obj, size_t *size, char **ir, char *times,
-        size_t times_size, coil_diag *d)
+compile(coil_wir_program *p, bool portable, const char *tag, void **obj, size_t *size, char **ir, int ir_fd,
+        char *times, size_t times_size, coil_diag *d)
 {
   double t0 = ms_now(), t_emit = 0, t_link = 0, t_opt = 0;
   if (times_size)
@@ -1275,7 +1325,7 @@ compile(coil_wir_program *p, bool portable, const char *tag, void **obj, size_t 
   *size = 0;
   if (ir)
     *ir = NULL;
-  pthread_once(&init_once, init);
+  pthread_once(&targets_once, init_targets);
   char why[600];
   LLVMTargetMachineRef tm = take_machine(portable, why, sizeof why);
   if (!tm)
@@ -1387,6 +1437,10 @@ compile(coil_wir_program *p, bool portable, const char *tag, void **obj, size_t 
     goto out;
   if (ir)
     *ir = print_ir(m);
+  if (ir && *ir && ir_fd >= 0)
+    write_all(ir_fd, *ir, strlen(*ir));
+  if (getenv("COIL_CPU_LLVM_TEST_FATAL")) /* tests: a call no x86 instruction selects, which LLVM ends the process for */
+    fatal_call(m);
   t_link = ms_now();
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
   LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
@@ -1532,7 +1586,34 @@ unload(void *handle)
   pthread_mutex_unlock(&jit_lock);
 }
 
-static const cpu_llvm_api api = {CPU_LLVM_API_VERSION, COIL_LLVM_VERSION, target, compile, load, unload};
+static void
+prepare(bool portable)
+{
+  pthread_once(&targets_once, init_targets);
+  char why[600];
+  LLVMTargetMachineRef tm = take_machine(portable, why, sizeof why);
+  if (tm)
+    give_machine(portable, tm);
+}
+
+static void
+fatal_in_child(const char *reason)
+{
+  static const char head[] = "LLVM ERROR: ";
+  write_all(2, head, sizeof head - 1);
+  write_all(2, reason, strlen(reason));
+  write_all(2, "\n", 1);
+  _exit(70);
+}
+
+static void
+child(void)
+{
+  LLVMInstallFatalErrorHandler(fatal_in_child);
+}
+
+static const cpu_llvm_api api = {.version = CPU_LLVM_API_VERSION, .llvm_version = COIL_LLVM_VERSION, .target = target,
+                                 .compile = compile, .prepare = prepare, .child = child, .load = load, .unload = unload};
 
 __attribute__((visibility("default"))) const cpu_llvm_api *
 coil_cpu_llvm_api(void)
