@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -168,6 +169,10 @@ open_entry(int root, const char *dir, const coil_cache_key *key, const unsigned 
                       : strerror(errno));
     return -1;
   }
+  /* in use from here until the descriptor closes: prune leaves it alone (a prune already
+   * removing it holds the lock; then this entry is gone when we get it, and compiled again) */
+  while (flock(*fd, LOCK_SH) != 0 && errno == EINTR)
+    ;
   coil_artifact_trust trust = {.owned = true, .mac_key = mac_key};
   coil_stored_artifact *a = NULL;
   bool ok = coil_artifact_open_at(*fd, dir, &trust, &a, why) == 0;
@@ -182,6 +187,8 @@ open_entry(int root, const char *dir, const coil_cache_key *key, const unsigned 
     close(*fd);
     *fd = -1;
   }
+  if (ok) /* its last use, for prune (errors ignored: a read-only cache still serves hits) */
+    futimens(*fd, (struct timespec[]){{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_NOW}});
   return ok ? 0 : -1;
 }
 
@@ -314,4 +321,183 @@ coil_cache_get(const char *cache_dir, const char *toolchain, const coil_loaded_p
   else
     free(dir);
   return rc;
+}
+
+/* ---- upkeep (cache.h) ---- */
+
+static bool
+is_key_name(const char *name)
+{
+  return strlen(name) == 32 && strspn(name, "0123456789abcdef") == 32;
+}
+
+/* The bytes on disk of what fd (a directory) holds, and of itself; never follows a symlink. */
+static uint64_t
+dir_bytes(int fd, int depth)
+{
+  struct stat st;
+  uint64_t n = fstat(fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+  int dup_fd = depth < 8 ? dup(fd) : -1;
+  DIR *dp = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+  if (!dp) {
+    if (dup_fd >= 0)
+      close(dup_fd);
+    return n;
+  }
+  rewinddir(dp);
+  for (struct dirent *e; (e = readdir(dp));) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+        fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+      continue;
+    if (S_ISDIR(st.st_mode)) {
+      int sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub >= 0) {
+        n += dir_bytes(sub, depth + 1);
+        close(sub);
+      }
+    } else {
+      n += (uint64_t)st.st_blocks * 512;
+    }
+  }
+  closedir(dp);
+  return n;
+}
+
+typedef struct listed_entry {
+  char hex[33];
+  uint64_t bytes;
+  struct timespec used;
+} listed_entry;
+
+static int
+by_use(const void *a, const void *b) /* least recently used first, then by name */
+{
+  const listed_entry *x = a, *y = b;
+  if (x->used.tv_sec != y->used.tv_sec)
+    return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+  if (x->used.tv_nsec != y->used.tv_nsec)
+    return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
+  return strcmp(x->hex, y->hex);
+}
+
+/* The entries under root (malloc'd, *n of them) and the count of hidden temporaries. */
+static listed_entry *
+list_entries(int root, long *n, long *temporaries, bool *has_key)
+{
+  *n = 0, *temporaries = 0, *has_key = false;
+  int fd = dup(root);
+  DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!dp) {
+    if (fd >= 0)
+      close(fd);
+    return NULL;
+  }
+  rewinddir(dp);
+  listed_entry *v = NULL;
+  long cap = 0;
+  for (struct dirent *e; (e = readdir(dp));) {
+    if (strcmp(e->d_name, COIL_CACHE_KEY_FILE) == 0) {
+      *has_key = true;
+      continue;
+    }
+    if (e->d_name[0] == '.' && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+      ++*temporaries;
+      continue;
+    }
+    struct stat st;
+    if (!is_key_name(e->d_name) || fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+      continue;
+    int sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0)
+      continue;
+    if (*n == cap) {
+      cap = cap ? 2 * cap : 64;
+      listed_entry *grown = realloc(v, (size_t)cap * sizeof *v);
+      if (!grown)
+        abort();
+      v = grown;
+    }
+    listed_entry *le = &v[(*n)++];
+    snprintf(le->hex, sizeof le->hex, "%s", e->d_name);
+    le->bytes = dir_bytes(sub, 0);
+    le->used = st.st_mtim;
+    close(sub);
+  }
+  closedir(dp);
+  if (*n)
+    qsort(v, (size_t)*n, sizeof *v, by_use);
+  return v;
+}
+
+int
+coil_cache_stats(const char *cache_dir, coil_cache_summary *out, coil_diag *d)
+{
+  *out = (coil_cache_summary){0};
+  struct stat st;
+  if (cache_dir && *cache_dir && stat(cache_dir, &st) != 0 && errno == ENOENT)
+    return 0; /* no cache yet: nothing to report, and nothing made by looking */
+  int root;
+  if (open_root(cache_dir, &root, d))
+    return -1;
+  out->exists = true;
+  listed_entry *v = list_entries(root, &out->entries, &out->temporaries, &out->has_key);
+  for (long i = 0; i < out->entries; i++)
+    out->bytes += v[i].bytes;
+  if (out->entries) {
+    out->oldest = v[0].used.tv_sec;
+    out->newest = v[out->entries - 1].used.tv_sec;
+  }
+  free(v);
+  close(root);
+  return 0;
+}
+
+int
+coil_cache_prune(const char *cache_dir, uint64_t max_bytes, coil_cache_prune_report *out, coil_diag *d)
+{
+  *out = (coil_cache_prune_report){0};
+  struct stat st;
+  if (cache_dir && *cache_dir && stat(cache_dir, &st) != 0 && errno == ENOENT)
+    return 0;
+  int root;
+  if (open_root(cache_dir, &root, d))
+    return -1;
+  long n, temporaries;
+  bool has_key;
+  listed_entry *v = list_entries(root, &n, &temporaries, &has_key);
+  uint64_t total = 0;
+  for (long i = 0; i < n; i++)
+    total += v[i].bytes;
+  for (long i = 0; i < n; i++) {
+    if (total <= max_bytes) {
+      out->kept++;
+      continue;
+    }
+    int fd = openat(root, v[i].hex, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) { /* gone meanwhile (another prune, a discard) */
+      total -= v[i].bytes;
+      continue;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) { /* a process has it open: leave it */
+      close(fd);
+      out->busy++;
+      out->kept++;
+      continue;
+    }
+    char aside[96];
+    snprintf(aside, sizeof aside, ".%s.old-%ld-%08x", v[i].hex, (long)getpid(), randombytes_random());
+    if (renameat(root, v[i].hex, root, aside) == 0) {
+      coil_artifact_remove_at(root, aside);
+      out->removed++;
+      out->freed += v[i].bytes;
+      total -= v[i].bytes;
+    } else {
+      out->kept++;
+    }
+    close(fd);
+  }
+  out->left = total;
+  free(v);
+  close(root);
+  return 0;
 }

@@ -23,6 +23,9 @@
 #ifndef COIL_CACHE_H
 #define COIL_CACHE_H
 
+#include <stdint.h>
+#include <time.h>
+
 #include "coil/coil.h"
 #include "runtime.h"
 
@@ -56,5 +59,32 @@ typedef enum coil_cache_outcome {
 int coil_cache_get(const char *cache_dir, const char *toolchain, const coil_loaded_plugin *lp,
                    coil_plugin *inst, const coil_wir_program *p, const coil_plugin_options *opts,
                    char **entry, int *entry_fd, coil_cache_outcome *outcome, coil_diag *d);
+
+/* ---- upkeep: coil cache stats | clear | prune (the cache never evicts by itself) ----
+ * An entry's last use is its directory's modification time, which every hit sets. Entries in
+ * use are skipped: a process holds a shared flock on an entry from the moment it opens it until
+ * it closes the entry's descriptor (after loading), and removing takes an exclusive one without
+ * waiting, then renames the entry aside (a reader never sees half of it) and deletes it. */
+
+typedef struct coil_cache_summary {
+  long entries;          /* complete entries (directories named by a key) */
+  uint64_t bytes;        /* their size on disk */
+  time_t oldest, newest; /* the least and the most recent last use; 0 without entries */
+  long temporaries;      /* hidden leftovers of writers (being written, or of a writer that died) */
+  bool exists;           /* the directory exists */
+  bool has_key;          /* its secret key file exists */
+} coil_cache_summary;
+
+/* What is in cache_dir (which need not exist: exists false). Creates nothing. */
+int coil_cache_stats(const char *cache_dir, coil_cache_summary *out, coil_diag *d);
+
+typedef struct coil_cache_prune_report {
+  long removed, kept, busy;  /* busy: in use by a process, kept */
+  uint64_t freed, left;      /* bytes */
+} coil_cache_prune_report;
+
+/* Removes the least recently used entries of cache_dir until its entries take at most
+ * max_bytes (0: all of them; the key file stays). Entries in use are kept and counted. */
+int coil_cache_prune(const char *cache_dir, uint64_t max_bytes, coil_cache_prune_report *out, coil_diag *d);
 
 #endif

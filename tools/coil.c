@@ -51,6 +51,10 @@ static const char usage[] =
     "                          every option, its value and where it came from\n"
     "  ops [--markdown]        list the op table (--markdown: the text of docs/ops.md)\n"
     "  plugins [--config FILE] list the backend plugins on the search path\n"
+    "  cache stats | clear | prune --max-size N[K|M|G] [--config FILE]\n"
+    "                          the local compile cache ([coil] cache_dir): what it holds; remove\n"
+    "                          every entry; remove the least recently used until N is left\n"
+    "                          (entries a running process has open are kept)\n"
     "  bench [--only NAME[,NAME...]]\n"
     "                          the cpu plugin on the CPU benchmark graphs (docs/benchmarks.md):\n"
     "                          compile times and kernel times, codegen = cc beside llvm\n"
@@ -1017,6 +1021,124 @@ cmd_plugins(int argc, char **argv)
   return 0;
 }
 
+/* "12.3 MiB" */
+static void
+human_bytes(uint64_t n, char *out, size_t size)
+{
+  const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)n;
+  int u = 0;
+  while (v >= 1024 && u < 4)
+    v /= 1024, u++;
+  snprintf(out, size, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
+}
+
+/* "2026-12-02 04:55 UTC" */
+static void
+utc_time(time_t t, char *out, size_t size)
+{
+  struct tm tm;
+  if (!gmtime_r(&t, &tm) || !strftime(out, size, "%Y-%m-%d %H:%M UTC", &tm))
+    snprintf(out, size, "%lld", (long long)t);
+}
+
+/* A size with an optional K, M, G or T suffix (powers of 1024): 0 on success. */
+static int
+parse_size(const char *s, uint64_t *out)
+{
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || errno || v < 0 || v != v)
+    return -1;
+  static const char units[] = "KMGT";
+  const char *u = *end && (*end & ~0x20) ? strchr(units, *end & ~0x20) : NULL; /* K or k, ... */
+  double mul = 1;
+  if (u) {
+    for (const char *c = units; c <= u; c++)
+      mul *= 1024;
+    end++;
+    if (*end == 'i') /* "MiB" as well as "M" and "MB" */
+      end++;
+  }
+  if (*end == 'B')
+    end++;
+  if (*end || v * mul > 1.8e19)
+    return -1;
+  *out = (uint64_t)(v * mul);
+  return 0;
+}
+
+/* coil cache stats | clear | prune --max-size N: the local compile cache ([coil] cache_dir). */
+static int
+cmd_cache(int argc, char **argv)
+{
+  const char *what = argc > 0 ? argv[0] : "", *config_file = NULL, *max_size = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+      config_file = argv[++i];
+    else if (strcmp(argv[i], "--max-size") == 0 && i + 1 < argc && strcmp(what, "prune") == 0)
+      max_size = argv[++i];
+    else
+      return usage_error("cache: unexpected '%s' (usage: coil cache stats | clear | prune --max-size N[K|M|G] "
+                         "[--config FILE])", argv[i]);
+  }
+  bool stats = strcmp(what, "stats") == 0, clear = strcmp(what, "clear") == 0, prune = strcmp(what, "prune") == 0;
+  if (!stats && !clear && !prune)
+    return usage_error("cache: expected stats, clear or prune, got '%s' (usage: coil cache stats | clear | "
+                       "prune --max-size N[K|M|G] [--config FILE])", what);
+  uint64_t limit = 0;
+  if (prune && (!max_size || parse_size(max_size, &limit) != 0))
+    return usage_error("cache prune: --max-size takes a size such as 500M or 2G (got '%s')",
+                       max_size ? max_size : "nothing");
+  coil_diag d = {0};
+  backend_setup bs;
+  if (setup_backend(&bs, "ref", config_file, &d))
+    return fail(&d);
+  const char *dir = bs.env.cache_dir;
+  if (!dir || !*dir) {
+    backend_teardown(&bs);
+    fprintf(stderr, "coil: cache: cache_dir is empty: the compile cache is off\n");
+    return 1;
+  }
+  int rc = 0;
+  if (stats) {
+    coil_cache_summary s;
+    if (coil_cache_stats(dir, &s, &d)) {
+      rc = fail(&d);
+    } else if (!s.exists) {
+      printf("cache %s: none yet (0 entries)\n", dir);
+    } else {
+      char bytes[32], oldest[40], newest[40];
+      human_bytes(s.bytes, bytes, sizeof bytes);
+      printf("cache %s: %ld entr%s, %s\n", dir, s.entries, s.entries == 1 ? "y" : "ies", bytes);
+      if (s.entries) {
+        utc_time(s.oldest, oldest, sizeof oldest);
+        utc_time(s.newest, newest, sizeof newest);
+        printf("last used: the oldest %s, the newest %s\n", oldest, newest);
+      }
+      printf("temporaries: %ld (entries being written, or left by writers that died)\n", s.temporaries);
+      printf("secret key: %s\n", s.has_key ? "present (" COIL_CACHE_KEY_FILE ")" : "none yet");
+    }
+  } else {
+    coil_cache_prune_report r;
+    if (coil_cache_prune(dir, limit, &r, &d)) {
+      rc = fail(&d);
+    } else {
+      char freed[32], left[32];
+      human_bytes(r.freed, freed, sizeof freed);
+      human_bytes(r.left, left, sizeof left);
+      printf("cache %s: removed %ld entr%s (%s), kept %ld (%s)", dir, r.removed, r.removed == 1 ? "y" : "ies",
+             freed, r.kept, left);
+      if (r.busy)
+        printf(", %ld of them in use by a running process", r.busy);
+      printf("\n");
+    }
+  }
+  backend_teardown(&bs);
+  return rc;
+}
+
 static int
 cmd_run(int argc, char **argv)
 {
@@ -1259,6 +1381,8 @@ dispatch(int argc, char **argv)
     }
     return coil_bench_cpu(argc - 2, argv + 2, first[0] ? first : builtin_plugin_dir());
   }
+  if (strcmp(cmd, "cache") == 0)
+    return cmd_cache(argc - 2, argv + 2);
   if (strcmp(cmd, "plugins") == 0)
     return cmd_plugins(argc - 2, argv + 2);
   if (strcmp(cmd, "compile") == 0)

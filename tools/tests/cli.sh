@@ -405,5 +405,68 @@ check "ops lists aten.add.Tensor" out_has "aten.add.Tensor"
 run bash "$src/tools/core-aten-coverage.sh" "$coil" "$src"
 check "docs/core-aten.md equals tools/core-aten-coverage.sh's output (regenerate it)" cmp -s "$tmp/out" "$src/docs/core-aten.md"
 
+# coil cache stats | clear | prune: the local cache's upkeep, on a cache of its own
+cc_dir="$tmp/upkeep"
+run env COIL_CACHE_DIR="$cc_dir" "$coil" cache stats
+check "cache stats before any entry: exit 0" rc_is 0
+check "cache stats before any entry: none yet" out_has "none yet (0 entries)"
+check "cache stats creates nothing" test ! -e "$cc_dir"
+for g in layernorm_gelu mixed_precision softmax_rows; do
+  run env COIL_CACHE_DIR="$cc_dir" "$coil" run "$src/examples/$g.coil" --backend interp
+done
+run env COIL_CACHE_DIR="$cc_dir" "$coil" cache stats
+check "cache stats: three entries" out_has "3 entries"
+check "cache stats: the key file" out_has "secret key: present"
+entries=$(ls "$cc_dir" | sort)
+# last use: ages made by hand (softmax_rows oldest, then layernorm_gelu), then a hit refreshes one
+i=0
+for e in $entries; do touch -d "@$((1700000000 + i))" "$cc_dir/$e"; i=$((i + 1)); done
+run env COIL_CACHE_DIR="$cc_dir" "$coil" run "$src/examples/layernorm_gelu.coil" --backend interp
+newest=$(ls -t "$cc_dir" | head -1)
+check "a cache hit marks its entry as just used" test "$(stat -c %Y "$cc_dir/$newest")" -gt 1700000100
+run env COIL_CACHE_DIR="$cc_dir" "$coil" cache prune --max-size 0.1K
+check "cache prune --max-size 0.1K: exit 0" rc_is 0
+check "cache prune: says what it removed" out_has "removed 3 entries"
+check "cache prune: the key file stays" test -f "$cc_dir/.key"
+for g in layernorm_gelu mixed_precision softmax_rows; do
+  run env COIL_CACHE_DIR="$cc_dir" "$coil" run "$src/examples/$g.coil" --backend interp
+done
+i=0
+for e in $(ls "$cc_dir" | sort); do touch -d "@$((1700000000 + i))" "$cc_dir/$e"; i=$((i + 1)); done
+first=$(ls -tr "$cc_dir" | head -1)
+total=$(du -sB1 "$cc_dir"/[0-9a-f]* | awk '{ n += $1 } END { print n }') # blocks on disk, as coil counts
+run env COIL_CACHE_DIR="$cc_dir" "$coil" cache prune --max-size "$((total - 1))"
+check "cache prune to one byte under the total: the least recently used goes" test ! -e "$cc_dir/$first"
+check "cache prune: only that one" out_has "removed 1 entry"
+check "cache prune: the other two stay" test "$(ls "$cc_dir" | wc -l)" = 2
+# an entry a process has open (a shared flock, as a loading coil holds) is kept
+busy=$(ls -tr "$cc_dir" | head -1)
+flock -s "$cc_dir/$busy" sleep 2 &
+holder=$!
+sleep 0.5
+run env COIL_CACHE_DIR="$cc_dir" "$coil" cache clear
+check "cache clear: exit 0" rc_is 0
+check "cache clear: an entry in use is kept" test -d "$cc_dir/$busy"
+check "cache clear: says one is in use" out_has "1 of them in use by a running process"
+check "cache clear: the rest is gone" test "$(ls "$cc_dir" | wc -l)" = 1
+wait "$holder" # the lock goes with its holder
+run env COIL_CACHE_DIR="$cc_dir" "$coil" cache clear
+check "cache clear, nothing in use: empty" test "$(ls "$cc_dir" | wc -l)" = 0
+check "cache clear: no temporaries left" test "$(ls -A "$cc_dir" | grep -vc '^\.key$')" = 0
+run env COIL_CACHE_DIR="$cc_dir" "$coil" cache prune --max-size 2X
+check "cache prune with a bad size: usage error" rc_is 2
+check "cache prune with a bad size: says what it takes" err_has "--max-size takes a size such as 500M"
+run env COIL_CACHE_DIR="$cc_dir" "$coil" cache prune
+check "cache prune without --max-size: usage error" rc_is 2
+run env COIL_CACHE_DIR="$cc_dir" "$coil" cache evict
+check "cache evict: names what it expects" err_has "expected stats, clear or prune"
+printf '[coil]\ncache_dir =\n' >"$tmp/nocache.ini"
+run env -u COIL_CACHE_DIR "$coil" cache stats --config "$tmp/nocache.ini"
+check "cache stats with the cache off: says so" err_has "the compile cache is off"
+chmod 777 "$cc_dir"
+run env COIL_CACHE_DIR="$cc_dir" "$coil" cache clear
+check "cache clear of a directory others may write: refused" err_has "others may write to it"
+chmod 700 "$cc_dir"
+
 echo "$pass passed, $failed failed"
 [ "$failed" -eq 0 ]
