@@ -758,14 +758,17 @@ compile_llvm(const cpu_options *o, coil_wir_program *p, const char *wir, const c
                             "and no LLVM code path: %s", o->cc, why);
     return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cpu: codegen = llvm: %s (or set [plugin.cpu] codegen = cc)", why);
   }
-  const cpu_llvm_hello *h = &worker.hello;
-  const char *target = h->target[o->portable ? 1 : 0];
+  /* copies: the worker (and its hello) may be replaced by another thread's compile once the
+   * lock is released, and the manifest is written after that */
+  char llvm_version[sizeof worker.hello.llvm_version], target[sizeof worker.hello.target[0]];
+  snprintf(llvm_version, sizeof llvm_version, "%s", worker.hello.llvm_version);
+  snprintf(target, sizeof target, "%s", worker.hello.target[o->portable ? 1 : 0]);
   char tag[17];
-  const char *parts[] = {CPU_VERSION, h->llvm_version, target, wir, NULL};
+  const char *parts[] = {CPU_VERSION, llvm_version, target, wir, NULL};
   make_tag(parts, tag);
   cpu_llvm_request rq = {.magic = CPU_LLVM_WORKER_MAGIC, .portable = o->portable, .wir_len = strlen(wir)};
   snprintf(rq.tag, sizeof rq.tag, "%s", tag);
-  static cpu_llvm_reply rp; /* worker_lock held: one compile at a time */
+  cpu_llvm_reply rp; /* this thread's: read after worker_lock is released */
   char *ir = NULL, *obj = NULL, how[2000];
   bool ok = false;
   for (int attempt = 0; attempt < 2 && !ok; attempt++) {
@@ -856,7 +859,7 @@ compile_llvm(const cpu_options *o, coil_wir_program *p, const char *wir, const c
            "\"program\": \"%s\", \"codegen\": \"llvm\", \"llvm\": \"%s\", \"tag\": \"%s\", \"host\": \"%s\", "
            "\"target\": \"%.2000s\", "
            "\"portable\": %s, \"times\": \"%s\", \"files\": [\"program.wir\", \"kernels.ll\", \"kernels.o\"]}\n",
-           p->version_major, p->version_minor, p->name, h->llvm_version, tag, o->portable ? "" : host, target,
+           p->version_major, p->version_minor, p->name, llvm_version, tag, o->portable ? "" : host, target,
            o->portable ? "true" : "false", rp.times);
   return coil_sdk_write_file(dir, COIL_ARTIFACT_MANIFEST, manifest);
 }
