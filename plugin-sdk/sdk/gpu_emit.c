@@ -1004,3 +1004,45 @@ coil_gpu_program_source(const coil_gpu_dialect *dl, const coil_wir_program *p, c
   for (int k = 0; k < p->nkernels; k++)
     emit_kernel(dl, p, &p->kernels[k], plans ? &plans[k] : NULL, "", out);
 }
+
+/* The epilogue's function (coil/coil_gpu.h): the kernel's instructions in order, written by
+ * emit_inst as the kernel itself has them, except that loads of the product take coil_mm and the
+ * store becomes the return. */
+void
+coil_gpu_gemm_epilogue_source(const coil_gpu_dialect *dl, const coil_wir_program *p, const coil_gpu_gemm_epilogue *e,
+                              const char *name, coil_strbuf *out)
+{
+  const coil_line *kc = &p->lines[e->kernel_line];
+  const coil_kernel *k = &p->kernels[kc->kernel];
+  coil_c_set_loop_ranges(p, k);
+  kgen g = {dl, p, k, {.kind = COIL_GPU_POINTWISE, .threads = 0, .vec = 1}, out, NULL, NULL,
+            calloc((size_t)k->ninsts + 1, sizeof(char *))};
+  for (int i = 0; i < k->ninsts; i++) {
+    g.names[i] = malloc(40);
+    snprintf(g.names[i], 40, "v%d", i);
+  }
+  coil_strbuf_printf(out, "/* the epilogue: kernel %s%s%s%s for the element (%s, %s) of the product, coil_mm */\n",
+                     k->name, k->source_ops ? " (" : "", k->source_ops ? k->source_ops : "", k->source_ops ? ")" : "",
+                     var(&g, k->xvars[0]), var(&g, k->xvars[1]));
+  coil_strbuf_printf(out, "static %s %s float\n%s(float coil_mm, int64_t %s, int64_t %s", dl->device, dl->forceinline, name,
+                     var(&g, k->xvars[0]), var(&g, k->xvars[1]));
+  for (int i = 0; i < e->ninputs; i++) {
+    const coil_kparam *pa = &k->params[e->inputs[i]];
+    coil_strbuf_printf(out, ", const %s *%s %s", coil_c_storage_type(pa->dtype), dl->restrict_kw, pa->name);
+  }
+  coil_strbuf_puts(out, ")\n{\n");
+  int stored = -1;
+  for (int i = 0; i < k->ninsts; i++) {
+    const coil_kinst *in = &k->insts[i];
+    if (in->op == COIL_KOP_STORE)
+      stored = in->args[0];
+    else if (in->op == COIL_KOP_LOAD && kc->args[in->param] == e->product)
+      coil_strbuf_printf(out, "  const %s %s = coil_mm;\n", coil_c_compute_type(in->dtype), g.names[i]);
+    else
+      emit_inst(&g, i, 1);
+  }
+  coil_strbuf_printf(out, "  return (float)%s;\n}\n\n", stored >= 0 ? g.names[stored] : "coil_mm");
+  for (int i = 0; i < k->ninsts; i++)
+    free(g.names[i]);
+  free(g.names);
+}

@@ -2,7 +2,9 @@
  * out = [relu](mm [+ bias over the columns]) element for element, found so that a GEMM can do
  * that kernel's work as it stores C (cuBLASLt's epilogues in cuda, the generated GEMM's in hip)
  * and the kernel line is skipped. Moved here from cuda_run.c so both plugins fold the same
- * kernels. */
+ * kernels. And the general form (coil/coil_gpu.h, coil_gpu_find_gemm_epilogues): any elementwise
+ * kernel over the product with bias, row-vector and residual loads, for a GEMM that runs the
+ * kernel's own body on each element (the cuda plugin's wgmma GEMM, cuda_gemm.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +43,18 @@ line_reads(const coil_wir_program *p, const coil_line *l, int b)
   return (l->kind == COIL_LINE_COPY_BACK || l->kind == COIL_LINE_MULTI_OUTPUT) && l->source == b;
 }
 
+/* The kernel line after mm line li whose product is B, past comments, allocations and frees of
+ * other buffers (nothing between them can touch B); -1 when another line comes first. */
+static int
+kernel_after(const coil_wir_program *p, int li, int B)
+{
+  int kl = li + 1;
+  while (kl < p->nlines && (p->lines[kl].kind == COIL_LINE_COMMENT || p->lines[kl].kind == COIL_LINE_ALLOC ||
+                            (p->lines[kl].kind == COIL_LINE_FREE && p->lines[kl].buffer != B)))
+    kl++;
+  return kl < p->nlines && p->lines[kl].kind == COIL_LINE_KERNEL_CALL ? kl : -1;
+}
+
 static void
 match_epilogue(const coil_wir_program *p, int li, coil_gpu_epilogue *e)
 {
@@ -54,11 +68,8 @@ match_epilogue(const coil_wir_program *p, int li, coil_gpu_epilogue *e)
   if (bb->rank != 2 || !coil_sym_is_const(bb->sizes[0], &m) || !coil_sym_is_const(bb->sizes[1], &n) ||
       (bb->dtype != COIL_F32 && bb->dtype != COIL_F16 && bb->dtype != COIL_BF16))
     return;
-  int kl = li + 1;
-  while (kl < p->nlines && (p->lines[kl].kind == COIL_LINE_COMMENT || p->lines[kl].kind == COIL_LINE_ALLOC ||
-                            (p->lines[kl].kind == COIL_LINE_FREE && p->lines[kl].buffer != B)))
-    kl++;
-  if (kl >= p->nlines || p->lines[kl].kind != COIL_LINE_KERNEL_CALL)
+  int kl = kernel_after(p, li, B);
+  if (kl < 0)
     return;
   const coil_line *kc = &p->lines[kl];
   const coil_kernel *k = &p->kernels[kc->kernel];
@@ -125,4 +136,111 @@ coil_gpu_find_epilogues(const coil_wir_program *p, coil_gpu_epilogue *epi)
 {
   for (int i = 0; i < p->nlines; i++)
     match_epilogue(p, i, &epi[i]);
+}
+
+/* ---- the general form (coil/coil_gpu.h) ---- */
+
+/* Whether buffer b is the product B or a view of its storage. */
+static bool
+shares_product(const coil_wir_program *p, int b, int B)
+{
+  return b == B || ((p->buffers[b].kind == COIL_BUF_VIEW || p->buffers[b].kind == COIL_BUF_REUSE) && p->buffers[b].base == B);
+}
+
+/* Whether load index e reads a vector the epilogue can take per element: the row-major element,
+ * x1 (a value per column), x0 (per row) or a constant. */
+static bool
+epilogue_index(const coil_wir_program *p, const coil_sym *e, const coil_kernel *k, int64_t m, int64_t n)
+{
+  int64_t c;
+  if (coil_sym_is_const(e, &c))
+    return true;
+  if (e->kind == COIL_SYM_VAR)
+    return e->var == k->xvars[0]->var || e->var == k->xvars[1]->var;
+  return rowmajor_index(p, e, k, m, n);
+}
+
+static void
+match_general(const coil_wir_program *p, int li, coil_gpu_gemm_epilogue *e)
+{
+  const coil_line *l = &p->lines[li];
+  e->kernel_line = -1;
+  if (l->kind != COIL_LINE_EXTERN_CALL || !l->op || strcmp(l->op, "aten.mm.default") != 0 || l->nouts != 1)
+    return;
+  int B = l->outs[0];
+  const coil_buffer *bb = &p->buffers[B];
+  int64_t m, n;
+  if (bb->rank != 2 || !coil_sym_is_const(bb->sizes[0], &m) || !coil_sym_is_const(bb->sizes[1], &n) ||
+      (bb->dtype != COIL_F32 && bb->dtype != COIL_F16 && bb->dtype != COIL_BF16))
+    return;
+  int kl = kernel_after(p, li, B);
+  if (kl < 0)
+    return;
+  const coil_line *kc = &p->lines[kl];
+  const coil_kernel *k = &p->kernels[kc->kernel];
+  int64_t xm, xn;
+  if (k->nr || k->nx != 2 || k->nsyms || !coil_sym_is_const(k->xsize[0], &xm) || !coil_sym_is_const(k->xsize[1], &xn) ||
+      xm != m || xn != n || kc->nargs != k->nparams)
+    return;
+  coil_gpu_gemm_epilogue r = {.kernel_line = kl, .product = B, .out_arg = -1};
+  bool *loaded = calloc((size_t)k->nparams + 1, sizeof *loaded);
+  bool ok = loaded != NULL;
+  int nstores = 0;
+  for (int i = 0; ok && i < k->ninsts; i++) {
+    const coil_kinst *in = &k->insts[i];
+    switch (in->op) {
+    case COIL_KOP_LOAD: {
+      int b = kc->args[in->param];
+      if (k->params[in->param].is_output)
+        ok = false; /* a kernel that reads what it writes: not an element-for-element body */
+      else if (b == B)
+        ok = rowmajor_index(p, in->index, k, m, n);
+      else { /* the product through a view would read storage the GEMM never writes */
+        ok = !shares_product(p, b, B) && epilogue_index(p, in->index, k, m, n);
+        loaded[in->param] = true;
+      }
+      break;
+    }
+    case COIL_KOP_STORE:
+      nstores++;
+      r.out_arg = in->param;
+      ok = k->params[in->param].is_output && in->mode == 0 && rowmajor_index(p, in->index, k, m, n) &&
+           p->buffers[kc->args[in->param]].dtype == bb->dtype &&
+           (k->insts[in->args[0]].dtype == COIL_F32 || k->insts[in->args[0]].dtype == COIL_F16 ||
+            k->insts[in->args[0]].dtype == COIL_BF16);
+      break;
+    case COIL_KOP_REDUCE: case COIL_KOP_SCAN: case COIL_KOP_INDIRECT:
+      ok = false;
+      break;
+    default: /* const, index (of x0 and x1 alone: no size symbols, no indirect), cast, where, math */
+      break;
+    }
+  }
+  for (int i = 0; ok && i < k->nparams; i++) {
+    if (k->params[i].is_output && i != r.out_arg)
+      ok = false; /* an output never stored */
+    else if (loaded[i] && r.ninputs == COIL_GPU_EPILOGUE_MAX_INPUTS)
+      ok = false;
+    else if (loaded[i])
+      r.inputs[r.ninputs++] = i;
+  }
+  free(loaded);
+  if (!ok || nstores != 1)
+    return;
+  int out = kc->args[r.out_arg];
+  const coil_buffer *ob = &p->buffers[out];
+  if (ob->rank != 2 || coil_sym_cmp(ob->sizes[0], bb->sizes[0]) || coil_sym_cmp(ob->sizes[1], bb->sizes[1]))
+    return;
+  if (out != B) /* the raw product is never written: nothing else may read it */
+    for (int j = li + 1; j < p->nlines; j++)
+      if (j != kl && line_reads(p, &p->lines[j], B))
+        return;
+  *e = r;
+}
+
+void
+coil_gpu_find_gemm_epilogues(const coil_wir_program *p, coil_gpu_gemm_epilogue *epi)
+{
+  for (int i = 0; i < p->nlines; i++)
+    match_general(p, i, &epi[i]);
 }

@@ -28,6 +28,7 @@ coil_error *cuda_nvrtc_compile(const char *src, const char *arch, const char *wh
 
 /* A GEMM line's cuBLASLt setup, reused while its operands keep their layout and alignment. */
 typedef struct cuda_attn_loaded cuda_attn_loaded;
+typedef struct cuda_gemm_loaded cuda_gemm_loaded;
 
 typedef struct {
   bool valid;
@@ -63,7 +64,10 @@ typedef struct {
   bool attn_mma;     /* attention_kernel = mma: never on wgmma (the mma.sync kernel on sm_90 too) */
   int attn_tile[5];  /* attention_tile = BRxBCxWMxST[xMINB]: the tensor-core kernel's tile for every
                         head dim (cuda_attention.c); all 0: its default per head dim */
+  int gemm;          /* gemm = auto|library|generated: CUDA_GEMM_* (cuda_gemm.c) */
 } cuda_options;
+
+enum { CUDA_GEMM_AUTO, CUDA_GEMM_LIBRARY, CUDA_GEMM_GENERATED };
 
 #define CUDA_BLAS_WORKSPACE ((size_t)32 << 20)
 
@@ -110,6 +114,7 @@ struct coil_artifact {
   cudnnHandle_t dnn_handle;
   cuda_dnn_plan *dnn_plans;   /* per line */
   cuda_attn_loaded *attn;     /* programs with coil.attention lines: their kernels; else NULL */
+  cuda_gemm_loaded *gemm;     /* programs with generated GEMMs (gemm.txt): their kernels; else NULL */
   CUdeviceptr oob;            /* programs with indirect loads: 2 long longs, [0] = 1 and [1] = the
                                  value when a kernel found an index out of range; 0 otherwise.
                                  Zeroed at load and after a synchronous run reports it, never
@@ -214,5 +219,36 @@ const char *cuda_attention_prepare(const coil_gpu_buf *const ops[4], const coil_
 /* Runs line l (the executor's extern call): one launch on the artifact's stream, no allocation
  * or synchronization (graph capture records it). */
 coil_error *cuda_attention_run(coil_gpu_run *c, const coil_line *l);
+
+/* ---- the generated GEMM (cuda_gemm.c, its kernel text cuda_gemm.cu) ----
+ * mm lines on sm_90 through a wgmma GEMM of this plugin's own, with the pointwise kernel after
+ * it (coil_gpu_find_gemm_epilogues) folded into its epilogue. Option gemm: auto (the cost rule,
+ * cuda_gemm.c), generated (wherever its checks pass) or library (never). */
+
+/* The generated GEMMs of a program (at compile): *out NULL when no line takes one. Kernel i is
+ * compiled for CUDA_GEMM_ARCH into gI.cubin; cuda_gemm_write writes gemm.txt (the plan load
+ * reads, without the kernels failed[i] marks as refused by NVRTC: their lines keep the library)
+ * and gemm.cu (every kernel's source, readable). */
+#define CUDA_GEMM_ARCH "sm_90a"
+typedef struct cuda_gemm_build cuda_gemm_build;
+coil_error *cuda_gemm_plan(const coil_wir_program *p, const cuda_options *opt, const char *arch, cuda_gemm_build **out);
+int cuda_gemm_nkernels(const cuda_gemm_build *b);
+const char *cuda_gemm_kernel_name(const cuda_gemm_build *b, int i);
+/* kernel i's NVRTC source: the prelude, the fused kernel's body, the template filled in */
+void cuda_gemm_source(const coil_wir_program *p, const cuda_gemm_build *b, int i, coil_strbuf *src);
+/* gemm.txt's text (failed: NULL, or per kernel whether to leave it out) */
+void cuda_gemm_plan_text(const cuda_gemm_build *b, const bool *failed, coil_strbuf *t);
+coil_error *cuda_gemm_write(const cuda_gemm_build *b, const coil_wir_program *p, const bool *failed, const char *dir);
+void cuda_gemm_build_free(cuda_gemm_build *b);
+
+/* Load: a->gemm from gemm.txt and the gI.cubin (nothing when there is no gemm.txt). A kernel the
+ * GPU cannot run (its shared memory, no cuTensorMapEncodeTiled) leaves its lines to cuBLAS. */
+coil_error *cuda_gemm_load(coil_artifact *a, const char *dir);
+void cuda_gemm_unload(coil_artifact *a);
+/* mm line l through its generated GEMM where it has one and the bound operands pass the checks
+ * (layouts, 16-byte alignment, the epilogue's buffers live): one launch on the artifact's stream,
+ * capture-safe; *done then, and c->skip_line is the folded kernel's line. Otherwise *done is
+ * false and the caller runs the library. */
+coil_error *cuda_gemm_run(coil_gpu_run *c, const coil_line *l, bool *done);
 
 #endif

@@ -136,6 +136,7 @@ load_driver(void)
   SYM(driver, StreamWaitEvent, "cuStreamWaitEvent");
   SYM(driver, CtxSynchronize, "cuCtxSynchronize");
   SYM(driver, FuncSetAttribute, "cuFuncSetAttribute");
+  *(void **)&driver.TensorMapEncodeTiled = dlsym(handle, "cuTensorMapEncodeTiled"); /* optional */
   int n = 0;
   if (driver.Init(0) != 0 || driver.DeviceGetCount(&n) != 0 || n < 1)
     return "the CUDA driver found no usable GPU (cuInit or cuDeviceGetCount failed)";

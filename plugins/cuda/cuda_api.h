@@ -116,7 +116,18 @@ typedef struct cuda_driver {
   CUresult (*CtxSynchronize)(void);
   /* a kernel's limits (coil.attention: more than 48 KB of dynamic shared memory) */
   CUresult (*FuncSetAttribute)(CUfunction f, int attr, int value);
+  /* a TMA descriptor (the generated GEMM, cuda_gemm.c): CUtensorMap is 128 bytes, 64-aligned.
+   * Optional: NULL where the driver has none (before CUDA 12), and the GEMMs go to cuBLAS */
+  CUresult (*TensorMapEncodeTiled)(void *map, int dtype, uint32_t rank, void *addr, const uint64_t *dims,
+                                   const uint64_t *strides, const uint32_t *box, const uint32_t *elem_strides,
+                                   int interleave, int swizzle, int l2_promotion, int oob_fill);
 } cuda_driver;
+/* cuTensorMapEncodeTiled's enums, as cuda.h numbers them */
+#define CU_TENSOR_MAP_DATA_TYPE_FLOAT16 6
+#define CU_TENSOR_MAP_INTERLEAVE_NONE 0
+#define CU_TENSOR_MAP_SWIZZLE_128B 3
+#define CU_TENSOR_MAP_L2_PROMOTION_L2_256B 3
+#define CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE 0
 
 /* The driver, loaded and initialised (cuInit) on first use; NULL with why when there is none. */
 const cuda_driver *cuda_driver_get(const char **why);

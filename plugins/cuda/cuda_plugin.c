@@ -9,14 +9,17 @@
  * true|false (default true; false: a run whose inputs and outputs all live on the GPU returns
  * once its work is queued, ordered with the legacy default stream); attention_kernel and
  * attention_tile (coil.attention's kernels: cuda_attention.c; their defaults from
- * $COIL_CUDA_ATTENTION_KERNEL and $COIL_CUDA_ATTENTION_TILE where set). From the host:
+ * $COIL_CUDA_ATTENTION_KERNEL and $COIL_CUDA_ATTENTION_TILE where set); gemm = auto | library |
+ * generated (mm lines through the generated wgmma GEMM with the next kernel folded in:
+ * cuda_gemm.c; default from $COIL_CUDA_GEMM where set). From the host:
  * coil.graph_capture (mode reduce-overhead) captures runs into CUDA graphs (cuda_run.c),
  * coil.autotune (mode max-autotune) times candidate plans at compile (cuda_tune.c); other keys
  * starting with "coil." are accepted and ignored.
  *
  * An artifact: kernels.cu (every kernel, readable), k<i>.cubin per kernel, plans.txt (each
  * kernel's launch plan), program.wir, tuning.log with max-autotune, manifest.json; with
- * coil.attention lines attention.cu, attention.txt and a<i>.cubin per attention kernel.
+ * coil.attention lines attention.cu, attention.txt and a<i>.cubin per attention kernel; with
+ * generated GEMMs gemm.cu, gemm.txt and g<i>.cubin per GEMM.
  *
  * Library ops: mm and bmm through cuBLASLt (cuBLAS where it is missing) on floats whose operands
  * have unit stride in one matrix dim, with a following bias/relu kernel folded in as an
@@ -125,6 +128,14 @@ parse_options(const coil_plugin_options *o, cuda_options *opt)
       opt->attn_mma = strcmp(v, "mma") == 0;
       continue;
     }
+    if (strcmp(k, "gemm") == 0) {
+      int g = strcmp(v, "auto") == 0 ? CUDA_GEMM_AUTO : strcmp(v, "library") == 0 ? CUDA_GEMM_LIBRARY
+            : strcmp(v, "generated") == 0 ? CUDA_GEMM_GENERATED : -1;
+      if (g < 0)
+        return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT, "cuda: option gemm: expected auto, library or generated, got '%s'", v);
+      opt->gemm = g;
+      continue;
+    }
     if (strcmp(k, "attention_tile") == 0) {
       if (!parse_tile(v, opt->attn_tile))
         return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT,
@@ -134,7 +145,7 @@ parse_options(const coil_plugin_options *o, cuda_options *opt)
       continue;
     }
     return coil_sdk_error(COIL_ERR_INVALID_ARGUMENT,
-                          "cuda: unknown option '%s' (known: arch, sync, attention_kernel, attention_tile)", k);
+                          "cuda: unknown option '%s' (known: arch, sync, attention_kernel, attention_tile, gemm)", k);
   }
   return NULL;
 }
@@ -159,15 +170,15 @@ create(const coil_plugin_create_args *args, coil_plugin **out)
   if (!p)
     return coil_sdk_out_of_memory();
   p->opt.sync = true;
-  /* $COIL_CUDA_ATTENTION_KERNEL and $COIL_CUDA_ATTENTION_TILE: attention_kernel and
-   * attention_tile where the options do not set them (for measuring through tools that create
-   * the plugin without options, as coil bench does); named in identity(), so the compile cache
-   * keeps their artifacts apart */
-  const char *env_keys[2], *env_values[2];
+  /* $COIL_CUDA_ATTENTION_KERNEL, $COIL_CUDA_ATTENTION_TILE and $COIL_CUDA_GEMM: attention_kernel,
+   * attention_tile and gemm where the options do not set them (for measuring through tools that
+   * create the plugin without options, as coil bench does); named in identity(), so the compile
+   * cache keeps their artifacts apart */
+  const char *env_keys[3], *env_values[3];
   size_t nenv = 0;
   static const char *const envs[][2] = {{"COIL_CUDA_ATTENTION_KERNEL", "attention_kernel"},
-                                        {"COIL_CUDA_ATTENTION_TILE", "attention_tile"}};
-  for (int i = 0; i < 2; i++) {
+                                        {"COIL_CUDA_ATTENTION_TILE", "attention_tile"}, {"COIL_CUDA_GEMM", "gemm"}};
+  for (int i = 0; i < 3; i++) {
     const char *v = getenv(envs[i][0]);
     if (v && *v)
       env_keys[nenv] = envs[i][1], env_values[nenv++] = v;
@@ -212,8 +223,10 @@ identity(coil_plugin *self)
   if (nv)
     nv->Version(&ma, &mi);
   const char *k = getenv("COIL_CUDA_ATTENTION_KERNEL"), *t = getenv("COIL_CUDA_ATTENTION_TILE");
-  snprintf(self->identity, sizeof self->identity, "nvrtc %d.%d %s%s%s%s%s", ma, mi, arch_of(self), k && *k ? " attention " : "",
-           k && *k ? k : "", t && *t ? " tile " : "", t && *t ? t : "");
+  const char *g = getenv("COIL_CUDA_GEMM");
+  snprintf(self->identity, sizeof self->identity, "nvrtc %d.%d %s%s%s%s%s%s%.32s", ma, mi, arch_of(self),
+           k && *k ? " attention " : "", k && *k ? k : "", t && *t ? " tile " : "", t && *t ? t : "", g && *g ? " gemm " : "",
+           g && *g ? g : "");
   return self->identity;
 }
 
@@ -260,7 +273,10 @@ typedef struct {
   const coil_wir_program *p;
   const coil_gpu_plan *plans; /* per kernel */
   const cuda_attn_build *attn; /* the attention kernels (NULL: none) */
-  int total;            /* the attention kernels, then the program's: the items to compile */
+  const cuda_gemm_build *gemm; /* the generated GEMMs (NULL: none) */
+  bool *gemm_failed;    /* per generated GEMM: NVRTC refused it (its lines keep the library) */
+  const coil_host_api *host;
+  int total;            /* the attention kernels, the GEMMs, then the program's: the items to compile */
   const char *arch, *dir;
   int next;             /* the next kernel to take (under lock) */
   pthread_mutex_t lock;
@@ -315,7 +331,7 @@ compile_one(compile_job *j, int k)
 {
   coil_strbuf src = {0};
   char path[4096], what[600];
-  const int na = j->total - j->p->nkernels;
+  const int na = cuda_attention_nkernels(j->attn);
   if (k < na) { /* an attention kernel (first: the largest compiles start early) */
     const cuda_attn_kernel *ak = cuda_attention_kernel(j->attn, k);
     char name[96];
@@ -328,6 +344,25 @@ compile_one(compile_job *j, int k)
     return e;
   }
   k -= na;
+  const int ng = cuda_gemm_nkernels(j->gemm);
+  if (k < ng) { /* a generated GEMM: where NVRTC refuses it, its lines keep cuBLAS (logged) */
+    cuda_gemm_source(j->p, j->gemm, k, &src);
+    snprintf(path, sizeof path, "%s/g%d.cubin", j->dir, k);
+    snprintf(what, sizeof what, "generated GEMM %s (source in gemm.cu)", cuda_gemm_kernel_name(j->gemm, k));
+    coil_error *e = cuda_nvrtc_compile(src.s, CUDA_GEMM_ARCH, what, j->dir, path);
+    coil_strbuf_free(&src);
+    if (e) {
+      j->gemm_failed[k] = true;
+      if (j->host && COIL_STRUCT_HAS(j->host, coil_host_api, log) && j->host->log) {
+        char line[1200];
+        snprintf(line, sizeof line, "%s: its mm lines run on cuBLAS", coil_sdk_error_message(e));
+        j->host->log(j->host, COIL_LOG_WARN, line);
+      }
+      coil_sdk_error_free(e);
+    }
+    return NULL;
+  }
+  k -= ng;
   coil_gpu_kernel_source(&cuda_dialect, j->p, k, &j->plans[k], &src);
   snprintf(path, sizeof path, "%s/k%d.cubin", j->dir, k);
   snprintf(what, sizeof what, "kernel %s", j->p->kernels[k].name);
@@ -375,16 +410,26 @@ compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const c
   cuda_attn_build *attn = NULL;
   if ((e = cuda_attention_plan(p, &opt, arch, &attn)))
     return e;
-  const char *why = NULL;
-  if ((p->nkernels || attn) && !cuda_nvrtc_get(&why)) {
+  cuda_gemm_build *gemm = NULL;
+  if ((e = cuda_gemm_plan(p, &opt, arch, &gemm))) {
     cuda_attention_build_free(attn);
-    return coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cuda: %s", why);
+    return e;
+  }
+  bool *gemm_failed = calloc((size_t)cuda_gemm_nkernels(gemm) + 1, sizeof *gemm_failed);
+  const char *why = NULL;
+  if (!gemm_failed || ((p->nkernels || attn || gemm) && !cuda_nvrtc_get(&why))) {
+    cuda_attention_build_free(attn);
+    cuda_gemm_build_free(gemm);
+    free(gemm_failed);
+    return gemm_failed ? coil_sdk_error(COIL_ERR_COMPILE_FAILED, "cuda: %s", why) : coil_sdk_out_of_memory();
   }
   /* each kernel's plan: the default, or with max-autotune the fastest candidate on this GPU */
   coil_gpu_plan *plans = calloc((size_t)p->nkernels + 1, sizeof *plans);
   coil_strbuf tlog = {0}, ptext = {0};
   if (!plans) {
     cuda_attention_build_free(attn);
+    cuda_gemm_build_free(gemm);
+    free(gemm_failed);
     return coil_sdk_out_of_memory();
   }
   for (int k = 0; k < p->nkernels; k++) {
@@ -395,8 +440,9 @@ compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const c
     const coil_gpu_plan *q = &plans[k];
     coil_gpu_plan_print(k, q, &ptext);
   }
-  compile_job j = {.p = p, .plans = plans, .attn = attn, .total = p->nkernels + cuda_attention_nkernels(attn),
-                   .arch = arch, .dir = args->artifact_dir};
+  compile_job j = {.p = p, .plans = plans, .attn = attn, .gemm = gemm, .gemm_failed = gemm_failed, .host = self->host,
+                   .total = p->nkernels + cuda_attention_nkernels(attn) + cuda_gemm_nkernels(gemm), .arch = arch,
+                   .dir = args->artifact_dir};
   pthread_mutex_init(&j.lock, NULL);
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   int nt = cpus > COMPILE_THREADS ? COMPILE_THREADS : cpus < 8 ? 8 : (int)cpus;
@@ -417,6 +463,9 @@ compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const c
     coil_strbuf_printf(&files, ", \"k%d.cubin\"", k);
   for (int k = 0; k < cuda_attention_nkernels(attn); k++)
     coil_strbuf_printf(&files, ", \"a%d.cubin\"", k);
+  for (int k = 0; k < cuda_gemm_nkernels(gemm); k++)
+    if (!gemm_failed[k])
+      coil_strbuf_printf(&files, ", \"g%d.cubin\"", k);
   /* the sources (kept on failure too, for the message to point at), the program, the manifest */
   e = coil_sdk_write_file(args->artifact_dir, "kernels.cu", all.s ? all.s : "");
   coil_strbuf_free(&all);
@@ -425,6 +474,12 @@ compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const c
     coil_strbuf_puts(&files, ", \"attention.cu\", \"attention.txt\"");
   }
   cuda_attention_build_free(attn);
+  if (!e && gemm) {
+    e = cuda_gemm_write(gemm, p, gemm_failed, args->artifact_dir);
+    coil_strbuf_puts(&files, ", \"gemm.cu\", \"gemm.txt\"");
+  }
+  cuda_gemm_build_free(gemm);
+  free(gemm_failed);
   if (!e && j.err)
     e = j.err;
   else if (j.err)
@@ -488,6 +543,7 @@ artifact_free(coil_artifact *a)
       a->cu->EventDestroy(a->switch_event);
     cuda_graph_free(a);
     cuda_attention_unload(a);
+    cuda_gemm_unload(a);
     cuda_lt_plans_free(a);
     cuda_dnn_plans_free(a);
     free(a->dnn_plans);
@@ -688,6 +744,8 @@ load(coil_plugin *self, const coil_plugin_load_args *args, coil_artifact **out)
     return coil_sdk_error(COIL_ERR_RUNTIME, "cuda: %s failed: %s (%d)", call, s ? s : "?", r);
   }
   coil_error *ae = cuda_attention_load(a, args->artifact_dir);
+  if (!ae)
+    ae = cuda_gemm_load(a, args->artifact_dir);
   if (ae) {
     artifact_free(a);
     return ae;

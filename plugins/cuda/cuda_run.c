@@ -2,7 +2,8 @@
  * program's lines through the CUDA driver given here: allocations from the artifact's stream-
  * ordered pool (cuMemAllocAsync), kernel launches, copies; library ops (mm and bmm through
  * cuBLASLt or cuBLAS, convolution through cuDNN) are this file's, coil.attention is
- * cuda_attention.c's. Inputs may be on the host
+ * cuda_attention.c's, and the mm lines compile gave the generated GEMM are cuda_gemm.c's
+ * (cuBLASLt where a run's operands fail its checks). Inputs may be on the host
  * (copied in first) or already on the device. Everything is queued on the artifact's stream; the
  * run synchronizes once at the end. reduce-overhead captures the run into a CUDA graph. */
 #include <inttypes.h>
@@ -222,6 +223,12 @@ run_matmul(rctx *c, const coil_line *l)
   const void *alpha = compute == CUBLAS_COMPUTE_64F ? (const void *)&ad : (const void *)&af;
   const void *beta = compute == CUBLAS_COMPUTE_64F ? (const void *)&bd : (const void *)&bf;
   long long sa = bmm && batch > 1 ? A->strides[0] : 0, sb = bmm && batch > 1 ? B->strides[0] : 0;
+  if (!bmm && art(c)->gemm) { /* the generated GEMM where compile chose it and the operands pass its checks */
+    bool done = false;
+    coil_error *err = cuda_gemm_run(c, l, &done);
+    if (err || done)
+      return err;
+  }
   if (art(c)->lt) {
     /* the kernel after it folded in as an epilogue, when its output and bias are at hand */
     const coil_gpu_epilogue *ep = &art(c)->epi[c->line];

@@ -205,4 +205,40 @@ bool coil_gpu_gemm_source(const coil_gpu_dialect *dl, coil_dtype t, const coil_g
  * (nothing to launch; with K = 0 and M, N, batch > 0 the kernel must still run, to write zeros). */
 unsigned coil_gpu_gemm_blocks(const coil_gpu_gemm_plan *pl, int64_t M, int64_t N, int64_t batch);
 
+/* ---- GEMM epilogues in general (gpu_epilogue.c finds them, gpu_emit.c writes them) ----
+ * coil_gpu_find_epilogues (coil/coil_gpu_run.h) finds the kernels a library's fixed epilogues do
+ * (relu, bias). A generated GEMM can run any elementwise body, so this matcher takes more: an
+ * aten.mm.default line (2-D, f32, f16 or bf16, constant sizes [M, N]) whose next kernel line (past
+ * comments, allocations and frees of other buffers, as there) is a pointwise kernel over exactly
+ * x[M, N] (x0 the row, x1 the column) with no size symbols that
+ *   - loads the product (the mm's output) only at the row-major index x0 * N + x1;
+ *   - loads its other params, all inputs, only at the row-major index (a residual), at x1 (a
+ *     vector over the columns: a bias), at x0 (over the rows) or at a constant (a 0-d tensor);
+ *   - computes with elementwise ops alone (no reduce, scan or indirect index);
+ *   - stores exactly once, plainly, at the row-major index, a float value to an output of the
+ *     product's dtype shaped [M, N];
+ * and nothing else reads the product where the kernel writes another buffer (the product is then
+ * never written). A GEMM that applies the kernel's body to each element of the product as it
+ * stores it (coil_gpu_gemm_epilogue_source) does the kernel's work; the executor skips its line. */
+#define COIL_GPU_EPILOGUE_MAX_INPUTS 8
+typedef struct coil_gpu_gemm_epilogue {
+  int kernel_line; /* -1: nothing to fold */
+  int product;     /* the mm's output buffer */
+  int out_arg;     /* the kernel call's argument stored */
+  int ninputs;     /* the params the body loads besides the product, in param order, */
+  int inputs[COIL_GPU_EPILOGUE_MAX_INPUTS]; /* as indices among the kernel's params (and call args) */
+} coil_gpu_gemm_epilogue;
+
+/* The general epilogue of every line of p (epi: p->nlines entries; kernel_line -1 where none). */
+void coil_gpu_find_gemm_epilogues(const coil_wir_program *p, coil_gpu_gemm_epilogue *epi);
+/* The body of e's kernel as the device function
+ *   static DEVICE FORCEINLINE float NAME(float coil_mm, int64_t X0, int64_t X1, const T *RESTRICT P, ...)
+ * (X0, X1 and each P the kernel's own names; a pointer per e->inputs, in that order), which
+ * returns the value the kernel stores at element (X0, X1) when it loads coil_mm there from the
+ * product (the element's value in float, as the kernel's load gives it). Every instruction is the
+ * kernel's own, written by the emitter that writes the kernel, so a GEMM that calls it with the
+ * product as stored computes what the kernel computes. The dialect's prelude must come first. */
+void coil_gpu_gemm_epilogue_source(const coil_gpu_dialect *dl, const coil_wir_program *p,
+                                   const coil_gpu_gemm_epilogue *e, const char *name, coil_strbuf *out);
+
 #endif

@@ -3,6 +3,7 @@
  *
  * Usage: cuda-emit-golden GOLDEN_DIR [OUT_DIR] [--wir DIR] [--dialect NAME]
  *        cuda-emit-golden --print FILE.wir    (its kernels.cu to stdout)
+ *        (cuda-emit-golden only: [--gemm-wir DIR], see below)
  * --wir: where the programs are (default GOLDEN_DIR/wir); --dialect: cuda (the default), or in
  * hip-emit-golden wave64 (the default) or wave32; kernels/NAME.cu is kernels/NAME.hip there.
  *
@@ -20,7 +21,14 @@
  * GOLDEN_DIR/kernels/NAME.cu exists, kernels.cu with it byte for byte (a failure writes the new
  * text to OUT_DIR/NAME.cu and names the first differing line). COIL_UPDATE_GOLDEN=1 rewrites
  * hashes.txt and the kernels/ files that exist (after an intended change of the generated code;
- * review the diff). No GPU and no NVRTC are needed. */
+ * review the diff). No GPU and no NVRTC are needed.
+ *
+ * The cuda build also checks the generated GEMMs (cuda_gemm.c): for every program of the wir
+ * directory and of --gemm-wir DIR (named gemm~NAME; default: none) where option gemm = generated
+ * plans one on sm_90, gemm.txt's plan and every GEMM's NVRTC source (the folded kernel's body, the
+ * template filled in; the prelude, which the kernels' goldens cover, left out) against
+ * GOLDEN_DIR/gemm/NAME.cu byte for byte (written by COIL_UPDATE_GOLDEN=1; a program with a GEMM
+ * and no such file fails). */
 #include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -153,6 +161,72 @@ print_one(const char *path)
   return 0;
 }
 
+#ifndef GOLDEN_HIP
+/* The generated GEMMs of p as the plugin plans them with gemm = generated for sm_90: gemm.txt's
+ * text and each kernel's source; false when p has none. */
+static bool
+gemm_text(const coil_wir_program *p, coil_strbuf *out)
+{
+  cuda_options opt = {.gemm = CUDA_GEMM_GENERATED};
+  cuda_gemm_build *b = NULL;
+  coil_error *e = cuda_gemm_plan(p, &opt, "sm_90", &b);
+  if (e || !b) {
+    coil_sdk_error_free(e);
+    return false;
+  }
+  cuda_gemm_plan_text(b, NULL, out);
+  coil_strbuf prelude = {0};
+  coil_gpu_prelude(&cuda_dialect, &prelude);
+  for (int i = 0; i < cuda_gemm_nkernels(b); i++) {
+    coil_strbuf src = {0};
+    cuda_gemm_source(p, b, i, &src);
+    const char *at = strstr(src.s, prelude.s);
+    coil_strbuf_printf(out, "\n/* ==== g%d.cubin ==== */\n", i);
+    if (at) {
+      coil_strbuf_putn(out, src.s, (size_t)(at - src.s));
+      coil_strbuf_puts(out, "/* (coil_gpu_prelude) */\n");
+      coil_strbuf_puts(out, at + prelude.len);
+    } else {
+      coil_strbuf_puts(out, src.s);
+    }
+    coil_strbuf_free(&src);
+  }
+  coil_strbuf_free(&prelude);
+  cuda_gemm_build_free(b);
+  return true;
+}
+
+/* Compares program NAME's generated GEMMs with GOLD/gemm/NAME.cu (see the file comment). */
+static int
+check_gemm(const char *gold, const char *outdir, const char *name, const coil_wir_program *p, bool update, int *checked)
+{
+  coil_strbuf t = {0};
+  if (!gemm_text(p, &t))
+    return 0;
+  (*checked)++;
+  char path[8192];
+  snprintf(path, sizeof path, "%s/gemm/%s.cu", gold, name);
+  char *want = slurp(path, NULL);
+  int failed = 0;
+  if (update) {
+    failed = write_text(path, t.s);
+  } else if (!want) {
+    fprintf(stderr, "FAIL %s: a generated GEMM is planned but %s is missing (COIL_UPDATE_GOLDEN=1 writes it)\n", name, path);
+    failed = 1;
+  } else if (strcmp(want, t.s) != 0) {
+    char out[4096];
+    snprintf(out, sizeof out, "%s/%s.gemm.cu", outdir, name);
+    write_text(out, t.s);
+    fprintf(stderr, "FAIL %s: the generated GEMMs differ from %s from line %d (new text in %s)\n", name, path,
+            first_diff_line(want, t.s), out);
+    failed = 1;
+  }
+  free(want);
+  coil_strbuf_free(&t);
+  return failed;
+}
+#endif
+
 static int
 wir_file(const struct dirent *e)
 {
@@ -170,10 +244,12 @@ main(int argc, char **argv)
   }
   if (strcmp(argv[1], "--print") == 0 && argc == 3)
     return print_one(argv[2]);
-  const char *gold = argv[1], *outdir = ".", *wirdir = NULL;
+  const char *gold = argv[1], *outdir = ".", *wirdir = NULL, *gemmdir = NULL;
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "--wir") == 0 && i + 1 < argc)
       wirdir = argv[++i];
+    else if (strcmp(argv[i], "--gemm-wir") == 0 && i + 1 < argc)
+      gemmdir = argv[++i];
     else if (strcmp(argv[i], "--dialect") == 0 && i + 1 < argc && dialect_named(argv[i + 1]))
       dialect_dl = dialect_named(argv[++i]);
     else if (argv[i][0] != '-')
@@ -195,7 +271,7 @@ main(int argc, char **argv)
     fprintf(stderr, "%s: no .wir files\n", path);
     return 1;
   }
-  int failed = 0, full = 0;
+  int failed = 0, full = 0, gemms = 0;
   size_t full_bytes = 0, all_bytes = 0;
   coil_strbuf hashes = {0};
   for (int f = 0; f < nfiles; f++) {
@@ -230,6 +306,9 @@ main(int argc, char **argv)
       full_bytes += strlen(got);
     }
     free(want);
+#ifndef GOLDEN_HIP
+    failed += check_gemm(gold, outdir, name, p, update, &gemms);
+#endif
     coil_strbuf_free(&cu);
     coil_wir_free(p);
   }
@@ -259,8 +338,24 @@ main(int argc, char **argv)
   }
   free(want);
   coil_strbuf_free(&hashes);
+#ifndef GOLDEN_HIP
+  int ng = gemmdir ? scandir(gemmdir, &ents, wir_file, alphasort) : 0;
+  for (int f = 0; f < ng; f++) {
+    char name[300];
+    snprintf(name, sizeof name, "gemm~%.*s", (int)(strlen(ents[f]->d_name) - 4), ents[f]->d_name);
+    snprintf(path, sizeof path, "%s/%s", gemmdir, ents[f]->d_name);
+    coil_wir_program *p = read_program(path);
+    free(ents[f]);
+    failed += p ? check_gemm(gold, outdir, name, p, update, &gemms) : 1;
+    coil_wir_free(p);
+  }
+  if (ng > 0)
+    free(ents);
+#else
+  (void)gemmdir;
+#endif
   printf("%d programs (%zu bytes of kernels.cu; %d compared byte for byte, %zu bytes), each's kernels.cu, per-kernel "
-         "sources, plans and autotune candidates hashed%s: %d failed\n",
-         nfiles, all_bytes, full, full_bytes, update ? " (updated)" : "", failed);
+         "sources, plans and autotune candidates hashed, %d programs' generated GEMMs compared%s: %d failed\n",
+         nfiles, all_bytes, full, full_bytes, gemms, update ? " (updated)" : "", failed);
   return failed ? 1 : 0;
 }
