@@ -124,6 +124,7 @@ typedef struct cuda_driver {
 } cuda_driver;
 /* cuTensorMapEncodeTiled's enums, as cuda.h numbers them */
 #define CU_TENSOR_MAP_DATA_TYPE_FLOAT16 6
+#define CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 9
 #define CU_TENSOR_MAP_INTERLEAVE_NONE 0
 #define CU_TENSOR_MAP_SWIZZLE_128B 3
 #define CU_TENSOR_MAP_L2_PROMOTION_L2_256B 3

@@ -3,7 +3,7 @@
  * pointwise kernel after the line folded into its epilogue: the SDK finds the kernel
  * (coil_gpu_find_gemm_epilogues) and writes its body as a device function
  * (coil_gpu_gemm_epilogue_source), which the GEMM's epilogue warps call on each element of the
- * f16 product. The result is the unfused kernel's, computed from the same f16 product; the
+ * f16 (or bf16) product. The result is the unfused kernel's, computed from the same rounded product; the
  * product's 32 MiB round trip and the kernel's launch are gone.
  *
  * Here, not in the SDK beside gpu_gemm.c: the kernel is wgmma, TMA and setmaxnreg, sm_90a's
@@ -17,11 +17,14 @@
  * 128 x 256 (an H200's and an H100 SXM's SMs: the compile may run without a GPU) and K >= 1024.
  * Outside that region nothing was measured, so cuBLASLt keeps it.
  *
- * The checks, from the program: sm_90; aten.mm.default of f16 operands and output; A [M, K] with
- * strides [K, 1], B [K, N] with [N, 1] (row-major, as x @ w passes them), the output row-major;
- * constant sizes, K % 8 == N % 8 == 0 (TMA's 16-byte row strides, the 16-byte stores), below
- * 2^31. At run time (cuda_gemm_run) the same on the bound buffers, and A, B and the output
- * 16-byte aligned; a line that fails them there runs on cuBLASLt and its kernel line as usual.
+ * The checks, from the program: sm_90; aten.mm.default whose operands and output are all f16 or
+ * all bf16; A [M, K] with strides [K, 1]; B [K, N] with [N, 1] (row-major, as x @ w passes it)
+ * or [1, K] (the transposed view of a row-major [N, K], as x @ w.t() passes an nn.Linear
+ * weight: the kernel's "bt" variant, B K-major in shared memory); the output row-major; constant
+ * sizes, K % 8 == N % 8 == 0 (TMA's 16-byte row strides, the 16-byte stores), below 2^31. At run
+ * time (cuda_gemm_run) the same on the bound buffers, against the kernel's dtype and B layout,
+ * and A, B and the output 16-byte aligned; a line that fails them there runs on cuBLASLt and its
+ * kernel line as usual.
  *
  * Compile plans the kernels (one per distinct GEMM: the plain one is shared, each folded kernel
  * has its own), writes their source to gemm.cu, each kernel's cubin (gI.cubin, NVRTC for
@@ -54,6 +57,8 @@ typedef struct {
   char *name;
   int mm_line;     /* a line it serves (its epilogue's), or -1 for the plain GEMM */
   int kernel_line; /* the folded kernel's line, or -1 */
+  coil_dtype dtype; /* COIL_F16 or COIL_BF16: A's, B's and C's */
+  bool bt;          /* B stored transposed: [K, N] with strides [1, K] (K-major) */
 } gemm_kernel;
 
 struct cuda_gemm_build {
@@ -84,9 +89,10 @@ const_is(const coil_sym *s, int64_t v)
   return coil_sym_is_const(s, &x) && x == v;
 }
 
-/* Why line l cannot take the generated GEMM on sm (NULL: it can); its M, N, K into mnk. */
+/* Why line l cannot take the generated GEMM on sm (NULL: it can); its M, N, K into mnk, the
+ * operands' dtype into *dt and whether B is transposed into *bt. */
 static const char *
-refusal(const coil_wir_program *p, const coil_line *l, int sm, int64_t *mnk)
+refusal(const coil_wir_program *p, const coil_line *l, int sm, int64_t *mnk, coil_dtype *dt, bool *bt)
 {
   if (l->kind != COIL_LINE_EXTERN_CALL || !l->op || strcmp(l->op, "aten.mm.default") != 0 || l->nargs != 2 ||
       l->nouts != 1)
@@ -94,28 +100,30 @@ refusal(const coil_wir_program *p, const coil_line *l, int sm, int64_t *mnk)
   if (sm != 90)
     return "the target is not sm_90 (wgmma, TMA and setmaxnreg are sm_90a's)";
   const coil_buffer *A = &p->buffers[l->args[0]], *B = &p->buffers[l->args[1]], *C = &p->buffers[l->outs[0]];
-  if (A->dtype != COIL_F16 || B->dtype != COIL_F16 || C->dtype != COIL_F16)
-    return "not f16 (bf16 is not measured yet)";
+  if ((A->dtype != COIL_F16 && A->dtype != COIL_BF16) || B->dtype != A->dtype || C->dtype != A->dtype)
+    return "not f16 or bf16 throughout (operands and output of one type)";
   int64_t M, K, K2, N;
   if (A->rank != 2 || B->rank != 2 || C->rank != 2 || !coil_sym_is_const(A->sizes[0], &M) ||
       !coil_sym_is_const(A->sizes[1], &K) || !coil_sym_is_const(B->sizes[0], &K2) || !coil_sym_is_const(B->sizes[1], &N) ||
       K2 != K)
     return "sizes not constant";
-  if (!const_is(A->strides[0], K) || !const_is(A->strides[1], 1) || !const_is(B->strides[0], N) ||
-      !const_is(B->strides[1], 1) || !const_is(C->strides[0], N) || !const_is(C->strides[1], 1))
-    return "operands or output not row-major (a transposed operand is not done yet)";
-  if (K % 8 || N % 8)
+  if (K % 8 || N % 8) /* (K, N >= 8 from here: B's two layouts below are told apart) */
     return "K or N not a multiple of 8";
+  bool nn = const_is(B->strides[0], N) && const_is(B->strides[1], 1), t = const_is(B->strides[0], 1) && const_is(B->strides[1], K);
+  if (!const_is(A->strides[0], K) || !const_is(A->strides[1], 1) || (!nn && !t) || !const_is(C->strides[0], N) ||
+      !const_is(C->strides[1], 1))
+    return "A or the output not row-major, or B neither row-major nor the transpose of a row-major [N, K]";
   if (M < 1 || N < 1 || K < 1 || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX ||
       (M + TILE_M - 1) / TILE_M * ((N + TILE_N - 1) / TILE_N) > INT32_MAX)
     return "an empty product, or sizes beyond 2^31";
   mnk[0] = M, mnk[1] = N, mnk[2] = K;
+  *dt = A->dtype, *bt = t;
   return NULL;
 }
 
 /* The kernel index of name (added when new). */
 static int
-kernel_for(cuda_gemm_build *b, const char *name, int mm_line, int kernel_line)
+kernel_for(cuda_gemm_build *b, const char *name, int mm_line, int kernel_line, coil_dtype dt, bool bt)
 {
   for (int i = 0; i < b->nkernels; i++)
     if (strcmp(b->kernels[i].name, name) == 0)
@@ -124,7 +132,7 @@ kernel_for(cuda_gemm_build *b, const char *name, int mm_line, int kernel_line)
   if (!s)
     return -1;
   strcpy(s, name);
-  b->kernels[b->nkernels] = (gemm_kernel){s, mm_line, kernel_line};
+  b->kernels[b->nkernels] = (gemm_kernel){s, mm_line, kernel_line, dt, bt};
   return b->nkernels++;
 }
 
@@ -154,7 +162,9 @@ cuda_gemm_plan(const coil_wir_program *p, const cuda_options *opt, const char *a
   for (int l = 0; l < p->nlines; l++) {
     b->line_kernel[l] = -1;
     int64_t mnk[3];
-    if (refusal(p, &p->lines[l], sm, mnk))
+    coil_dtype dt;
+    bool bt;
+    if (refusal(p, &p->lines[l], sm, mnk, &dt, &bt))
       continue;
     const coil_gpu_gemm_epilogue *e = &b->epi[l];
     bool fold = e->kernel_line >= 0;
@@ -171,10 +181,10 @@ cuda_gemm_plan(const coil_wir_program *p, const cuda_options *opt, const char *a
           snprintf(name + strlen(name), sizeof name - strlen(name), "_l%d", l);
           break;
         }
-    } else {
-      snprintf(name, sizeof name, "coil_gemm_wg_f16");
+    } else { /* one a variant: coil_gemm_wg_f16, _bf16, _f16_bt, _bf16_bt */
+      snprintf(name, sizeof name, "coil_gemm_wg_%s%s", dt == COIL_BF16 ? "bf16" : "f16", bt ? "_bt" : "");
     }
-    int k = kernel_for(b, name, fold ? l : -1, fold ? e->kernel_line : -1);
+    int k = kernel_for(b, name, fold ? l : -1, fold ? e->kernel_line : -1, dt, bt);
     if (k < 0) {
       free(lt);
       cuda_gemm_build_free(b);
@@ -254,10 +264,19 @@ cuda_gemm_source(const coil_wir_program *p, const cuda_gemm_build *b, int i, coi
   bool has = k->kernel_line >= 0;
   /* the last tile from registers with an epilogue (0.1889 ms against 0.1950 for gelu at 4096^3),
    * staged without one (0.1814 against 0.1862): docs/gemm-wgmma-notes.md */
-  const char *const tokens[][2] = {{"NAME", k->name}, {"EPI_FN", fn.s ? fn.s : ""}, {"EPI", epi},
-                                   {"EPI_PARAMS", params.s ? params.s : ""}, {"EPI_ARGS", args.s ? args.s : ""},
-                                   {"HAS_EPI", has ? "1" : "0"}, {"LAST_REG", has ? "1" : "0"},
-                                   {"WHAT", what.s ? what.s : ""}};
+  /* B N-major: BN / 64 slabs [64 k][64 n], a k16 step 16 rows on (2048 bytes), LBO the slab
+   * stride; K-major (bt): [BN n][64 k] as A, a k16 step 32 bytes along the rows, SBO 8 rows */
+  const bool bf = k->dtype == COIL_BF16;
+  const char *const tokens[][2] = {
+      {"NAME", k->name}, {"EPI_FN", fn.s ? fn.s : ""}, {"EPI", epi}, {"EPI_PARAMS", params.s ? params.s : ""},
+      {"EPI_ARGS", args.s ? args.s : ""}, {"HAS_EPI", has ? "1" : "0"}, {"LAST_REG", has ? "1" : "0"},
+      {"WHAT", what.s ? what.s : ""}, {"AB", bf ? "bf16" : "f16"}, {"TO_F", bf ? "coil_b2f" : "coil_h2f"},
+      {"TRANS_B", k->bt ? "0" : "1"}, {"B_MAJOR", k->bt ? "K-major (stored [N, K])" : "N-major"},
+      {"B_COORDS", k->bt ? "kt * COIL_GEMM_BK, n0 + 64 * q" : "n0 + 64 * q, kt * COIL_GEMM_BK"},
+      {"B_DESC", k->bt ? "coil_gemm_desc(sb + kk * 32, 16, 1024)" : "coil_gemm_desc(sb + kk * 2048, COIL_GEMM_B_SLAB, 1024)"},
+      {"B_DESC_WHAT", k->bt ? "(K-major, [BN n rows][64 k]): as A, its 256 rows 8 to a 1024-byte atom"
+                            : "(N-major): 16 k rows further (2048 bytes, whole\n           * swizzle atoms), LBO = the "
+                              "next 64 columns' slab"}};
   expand(cuda_gemm_cu, tokens, sizeof tokens / sizeof *tokens, src);
   coil_strbuf_free(&fn);
   coil_strbuf_free(&params);
@@ -270,9 +289,15 @@ cuda_gemm_plan_text(const cuda_gemm_build *b, const bool *failed, coil_strbuf *t
 {
   coil_strbuf_puts(t, "# generated GEMMs (cuda_gemm.c): kernel I NAME KERNEL_LINE (in gI.cubin; KERNEL_LINE: the line of "
                       "the kernel folded in, -1: none), then per mm line its kernel\n");
+  bool variants = false;
+  for (int i = 0; i < b->nkernels; i++)
+    variants |= b->kernels[i].dtype == COIL_BF16 || b->kernels[i].bt;
+  if (variants)
+    coil_strbuf_puts(t, "# after KERNEL_LINE: bf16 (not f16), bt (B stored transposed, [N, K] row-major)\n");
   for (int i = 0; i < b->nkernels; i++)
     if (!failed || !failed[i])
-      coil_strbuf_printf(t, "kernel %d %s %d\n", i, b->kernels[i].name, b->kernels[i].kernel_line);
+      coil_strbuf_printf(t, "kernel %d %s %d%s%s\n", i, b->kernels[i].name, b->kernels[i].kernel_line,
+                         b->kernels[i].dtype == COIL_BF16 ? " bf16" : "", b->kernels[i].bt ? " bt" : "");
   for (int l = 0; l < b->nlines; l++)
     if (b->line_kernel[l] >= 0 && (!failed || !failed[b->line_kernel[l]]))
       coil_strbuf_printf(t, "line %d %d\n", l, b->line_kernel[l]);
@@ -309,6 +334,8 @@ struct cuda_gemm_loaded {
   CUmodule *modules;
   CUfunction *functions;       /* NULL: not listed, or not usable on this GPU */
   int *kernel_line;            /* per kernel */
+  coil_dtype *dtype;           /* per kernel: COIL_F16 or COIL_BF16 */
+  bool *bt;                    /* per kernel: B transposed */
   int nlines;
   int *line_kernel;            /* per line, or -1 */
   coil_gpu_gemm_epilogue *epi; /* per line, found again from the program */
@@ -328,6 +355,8 @@ cuda_gemm_unload(coil_artifact *a)
   free(G->modules);
   free(G->functions);
   free(G->kernel_line);
+  free(G->dtype);
+  free(G->bt);
   free(G->line_kernel);
   free(G->epi);
   free(G->maps);
@@ -348,13 +377,26 @@ static bool
 plan_read(const char *text, const coil_wir_program *p, cuda_gemm_loaded *G, char (*names)[600])
 {
   for (const char *s = text; s && *s; s = strchr(s, '\n'), s = s ? s + 1 : NULL) {
-    int i, kl, line;
+    int i, kl, line, n = 0;
     char name[600];
-    if (sscanf(s, "kernel %d %599s %d", &i, name, &kl) == 3) {
+    if (sscanf(s, "kernel %d %599s %d%n", &i, name, &kl, &n) == 3) {
       if (i < 0 || i >= G->nkernels || kl < -1 || kl >= p->nlines || names[i][0])
         return false;
       snprintf(names[i], sizeof names[i], "%s", name);
       G->kernel_line[i] = kl;
+      G->dtype[i] = COIL_F16, G->bt[i] = false;
+      for (const char *w = s + n; *w && *w != '\n';) { /* the variant's words */
+        while (*w == ' ')
+          w++;
+        size_t len = strcspn(w, " \n");
+        if (len == 4 && strncmp(w, "bf16", 4) == 0)
+          G->dtype[i] = COIL_BF16;
+        else if (len == 2 && strncmp(w, "bt", 2) == 0)
+          G->bt[i] = true;
+        else if (len)
+          return false;
+        w += len;
+      }
     } else if (sscanf(s, "line %d %d", &line, &i) == 2) {
       if (line < 0 || line >= p->nlines || i < 0 || i >= G->nkernels || !names[i][0])
         return false;
@@ -389,6 +431,7 @@ cuda_gemm_load(coil_artifact *a, const char *dir)
   if (!G || !names || !(G->modules = calloc((size_t)n + 1, sizeof *G->modules)) ||
       !(G->functions = calloc((size_t)n + 1, sizeof *G->functions)) ||
       !(G->kernel_line = calloc((size_t)n + 1, sizeof *G->kernel_line)) ||
+      !(G->dtype = calloc((size_t)n + 1, sizeof *G->dtype)) || !(G->bt = calloc((size_t)n + 1, sizeof *G->bt)) ||
       !(G->line_kernel = malloc(sizeof(int) * ((size_t)p->nlines + 1))) ||
       !(G->epi = calloc((size_t)p->nlines + 1, sizeof *G->epi)) ||
       !(G->maps = aligned_alloc(64, sizeof *G->maps * ((size_t)p->nlines + 1)))) {
@@ -470,13 +513,15 @@ fallback(coil_gpu_run *c, gemm_maps *m, const char *why)
   return NULL;
 }
 
-/* The tensor map of a row-major [rows, cols] f16 matrix at addr, read in boxes of [box_rows][64]. */
+/* The tensor map of a row-major [rows, cols] f16 or bf16 matrix at addr, read in boxes of
+ * [box_rows][64]. */
 static CUresult
-encode(const cuda_driver *cu, void *map, coil_gpu_ptr addr, int64_t rows, int64_t cols, uint32_t box_rows)
+encode(const cuda_driver *cu, void *map, coil_gpu_ptr addr, int64_t rows, int64_t cols, uint32_t box_rows, bool bf16)
 {
   const uint64_t dims[2] = {(uint64_t)cols, (uint64_t)rows}, strides[1] = {(uint64_t)cols * 2};
   const uint32_t box[2] = {64, box_rows}, es[2] = {1, 1};
-  return cu->TensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, (void *)(uintptr_t)addr, dims, strides, box, es,
+  return cu->TensorMapEncodeTiled(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+                                  (void *)(uintptr_t)addr, dims, strides, box, es,
                                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
@@ -492,14 +537,19 @@ cuda_gemm_run(coil_gpu_run *c, const coil_line *l, bool *done)
   const int ki = G->line_kernel[c->line];
   gemm_maps *m = &G->maps[c->line];
   const coil_gpu_buf *A = &c->bufs[l->args[0]], *B = &c->bufs[l->args[1]], *C = &c->bufs[l->outs[0]];
-  if (A->rank != 2 || B->rank != 2 || C->rank != 2 || A->dtype != COIL_F16 || B->dtype != COIL_F16 || C->dtype != COIL_F16)
-    return fallback(c, m, "not a 2-d f16 product");
+  const coil_dtype dt = G->dtype[ki];
+  const bool bt = G->bt[ki], bf = dt == COIL_BF16;
+  if (A->rank != 2 || B->rank != 2 || C->rank != 2 || A->dtype != dt || B->dtype != dt || C->dtype != dt)
+    return fallback(c, m, bf ? "not a 2-d bf16 product" : "not a 2-d f16 product");
   const int64_t M = A->sizes[0], K = A->sizes[1], N = B->sizes[1];
   if (B->sizes[0] != K || M < 1 || N < 1 || K < 1 || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX || K % 8 || N % 8)
     return fallback(c, m, "sizes (K and N a multiple of 8, below 2^31)");
-  if ((M > 1 && A->strides[0] != K) || (K > 1 && A->strides[1] != 1) || (K > 1 && B->strides[0] != N) ||
-      (N > 1 && B->strides[1] != 1))
-    return fallback(c, m, "an operand is not row-major");
+  if ((M > 1 && A->strides[0] != K) || (K > 1 && A->strides[1] != 1))
+    return fallback(c, m, "A is not row-major");
+  if (!bt && (B->strides[0] != N || B->strides[1] != 1)) /* K, N >= 8 here */
+    return fallback(c, m, "B is not row-major");
+  if (bt && (B->strides[0] != 1 || B->strides[1] != K))
+    return fallback(c, m, "B is not the transpose of a row-major [N, K]");
   coil_gpu_ptr D = C->ptr;
   const coil_gpu_gemm_epilogue *e = G->kernel_line[ki] >= 0 ? &G->epi[c->line] : NULL;
   CUdeviceptr inputs[COIL_GPU_EPILOGUE_MAX_INPUTS];
@@ -521,9 +571,9 @@ cuda_gemm_run(coil_gpu_run *c, const coil_line *l, bool *done)
   const uint64_t key[5] = {A->ptr, B->ptr, (uint64_t)M, (uint64_t)N, (uint64_t)K};
   if (!m->valid || memcmp(m->key, key, sizeof key) != 0) {
     m->valid = false;
-    CUresult r = encode(a->cu, m->a, A->ptr, M, K, TILE_M);
-    if (!r)
-      r = encode(a->cu, m->b, B->ptr, K, N, 64);
+    CUresult r = encode(a->cu, m->a, A->ptr, M, K, TILE_M, bf);
+    if (!r) /* B as stored: [K, N], or [N, K] when transposed; boxes of 64 rows either way */
+      r = bt ? encode(a->cu, m->b, B->ptr, N, K, 64, bf) : encode(a->cu, m->b, B->ptr, K, N, 64, bf);
     if (r) { /* a layout the driver refuses: the library runs it */
       const char *es = NULL;
       a->cu->GetErrorString(r, &es);

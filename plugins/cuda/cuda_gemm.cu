@@ -4,25 +4,28 @@
  * tools/device/wgmma_gemm_probe.cu's best configuration (docs/gemm-wgmma-notes.md): 128 x 256
  * tiles, 3 stages, the staged epilogue, a CTA's last tile from registers.
  *
- *   C[M, N] = epi(A[M, K] B[K, N]): A and B row-major f16, f32 accumulation, C row-major f16;
- *   epi(x, row, col) the fused pointwise kernel's body, given the product as f16 (what the
- *   unfused program's kernel loads), or nothing.
+ *   C[M, N] = epi(A[M, K] B[K, N]): A row-major, B row-major ([K, N], n contiguous) or, with
+ *   the "bt" variant, stored transposed (row-major [N, K], k contiguous: x @ w.t()); A, B and C
+ *   all f16 or all bf16 (AB, the wgmma's type), f32 accumulation, C row-major; epi(x, row, col)
+ *   the fused pointwise kernel's body, given the product rounded to AB (what the unfused
+ *   program's kernel loads), or nothing.
  *
  * A persistent grid (one CTA an SM; tiles in groups of GROUP_M tile rows, so that concurrent CTAs
  * share A and B in L2) of three warpgroups:
  *   warpgroup 0, warp 0, lane 0: the producer. For each BK = 64 slice of a tile it waits for a
  *     free stage of the ring, arms the stage's "full" mbarrier with the bytes to come and issues
- *     bulk tensor copies (TMA): A as one box [BM rows][64 k], B as BN / 64 boxes [64 k][64 n], in
- *     the 128-byte swizzle the wgmma descriptors describe. TMA fills what lies outside the matrix
+ *     bulk tensor copies (TMA): A as one box [BM rows][64 k], B as BN / 64 boxes [64 k][64 n]
+ *     (N-major B) or [64 n][64 k] (K-major B, bt), in the 128-byte swizzle the wgmma descriptors
+ *     describe. TMA fills what lies outside the matrix
  *     with zeros, so partial tiles in M, N and K need no code.
  *   warpgroups 1 and 2: the consumers, 64 rows each, wgmma m64n256k16 from shared memory (A
- *     K-major, B N-major). One wgmma group stays in flight: after committing slice i a consumer
- *     waits for slice i - 1 and releases its stage.
- *   the epilogue: the consumers round their accumulators to f16 into a staging buffer and go on
+ *     K-major; B N-major, or K-major in the bt variant: TRANS_B). One wgmma group stays in
+ *     flight: after committing slice i a consumer waits for slice i - 1 and releases its stage.
+ *   the epilogue: the consumers round their accumulators to AB into a staging buffer and go on
  *     to the next tile; warps 1-3 of warpgroup 0 apply epi to the staged tile and store it with
  *     16-byte stores while the consumers run the next mainloop. With LAST_REG a CTA's last tile,
  *     which has no mainloop after it to hide behind, is stored by the consumers from registers
- *     (rounded to f16 first, so that epi sees the same value either way).
+ *     (rounded to AB first, so that epi sees the same value either way).
  * setmaxnreg moves registers from warpgroup 0 (PREG) to the consumers (CREG): 128 PREG + 256 CREG
  * = 384 x 168, what __launch_bounds__(384, 1) gives, so the CTA's pool balances.
  * The host's checks (cuda_gemm.c): K % 8 == 0 and N % 8 == 0 (TMA's 16-byte global strides, the
@@ -68,11 +71,12 @@ static __device__ __forceinline__ void coil_gemm_fence_acc(float *d)
 #define COIL_F4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define COIL_F16(i) COIL_F4(i), COIL_F4(i + 4), COIL_F4(i + 8), COIL_F4(i + 12)
 #define COIL_F64(i) COIL_F16(i), COIL_F16(i + 16), COIL_F16(i + 32), COIL_F16(i + 48)
-/* D (+)= A B, m64n256k16, A K-major, B N-major (the trailing "0, 1": trans-a 0, trans-b 1) */
+/* D (+)= A B, m64n256k16, A K-major, B N-major (trans-b 1) or K-major (trans-b 0): the trailing
+ * "0, TRANS_B" are trans-a and trans-b */
 static __device__ __forceinline__ void coil_gemm_mma(float *d, uint64_t da, uint64_t db, int scale_d)
 {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 1;\n}\n"
+               "wgmma.mma_async.sync.aligned.m64n256k16.f32.@AB@.@AB@ {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, @TRANS_B@;\n}\n"
                : COIL_F64(0), COIL_F64(64)
                : "l"(da), "l"(db), "r"(scale_d) : "memory");
 }
@@ -102,11 +106,11 @@ static __device__ __forceinline__ void coil_tma_2d(uint32_t dst, const coil_tmap
   asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                ::"r"(dst), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
-/* two floats as f16 (round to nearest even, as coil_f2h), lo in the low half */
+/* two floats as AB (round to nearest even, as coil_f2h and coil_f2b), lo in the low half */
 static __device__ __forceinline__ uint32_t coil_gemm_pack(float lo, float hi)
 {
   uint32_t r;
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  asm("cvt.rn.@AB@x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
 /* tile t of the order: groups of GROUP_M tile rows, column by column inside a group */
@@ -118,7 +122,7 @@ static __device__ __forceinline__ void coil_gemm_tile(int t, int tm, int tn, int
   n0 = (r / gs) * COIL_GEMM_BN;
 }
 
-@EPI_FN@/* GEMM @NAME@: C = @WHAT@; f16, 128x256 tiles, 3 stages, the staged epilogue */
+@EPI_FN@/* GEMM @NAME@: C = @WHAT@; @AB@, B @B_MAJOR@, 128x256 tiles, 3 stages, the staged epilogue */
 extern "C" __global__ void __launch_bounds__(384, 1)
 @NAME@(const __grid_constant__ coil_tmap tmA, const __grid_constant__ coil_tmap tmB, uint16_t *__restrict__ C, int M,
     int N, int K@EPI_PARAMS@)
@@ -162,7 +166,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           coil_mbar_expect_tx(fb, COIL_GEMM_A_BYTES + slabs * COIL_GEMM_B_SLAB); /* zero-filled parts count too */
           coil_tma_2d(sa, &tmA, kt * COIL_GEMM_BK, m0, fb);
           for (int q = 0; q < slabs; q++)
-            coil_tma_2d(sb + q * COIL_GEMM_B_SLAB, &tmB, n0 + 64 * q, kt * COIL_GEMM_BK, fb);
+            coil_tma_2d(sb + q * COIL_GEMM_B_SLAB, &tmB, @B_COORDS@, fb);
           if (++s == COIL_GEMM_STAGES)
             s = 0, ph ^= 1;
         }
@@ -186,7 +190,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           if (@HAS_EPI@) {
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-              const float lo = coil_h2f((uint16_t)(w[e] & 0xffff)), hi = coil_h2f((uint16_t)(w[e] >> 16));
+              const float lo = @TO_F@((uint16_t)(w[e] & 0xffff)), hi = @TO_F@((uint16_t)(w[e] >> 16));
               w[e] = coil_gemm_pack(@EPI@(lo, gm, gn + 2 * e@EPI_ARGS@), @EPI@(hi, gm, gn + 2 * e + 1@EPI_ARGS@));
             }
           }
@@ -215,9 +219,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < COIL_GEMM_BK / 16; kk++) {
-          /* A: 32 bytes along each 128-byte row, SBO = 8 rows; B: 16 k rows further (2048 bytes,
-           * whole swizzle atoms), LBO = the next 64 columns' slab */
-          coil_gemm_mma(acc, coil_gemm_desc(sa + kk * 32, 16, 1024), coil_gemm_desc(sb + kk * 2048, COIL_GEMM_B_SLAB, 1024),
+          /* A: 32 bytes along each 128-byte row, SBO = 8 rows; B @B_DESC_WHAT@ */
+          coil_gemm_mma(acc, coil_gemm_desc(sa + kk * 32, 16, 1024), @B_DESC@,
                         kt > 0 || kk > 0);
         }
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
@@ -252,9 +255,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           const int gm = m0 + c * 64 + 16 * warp + g + 8 * ((i >> 1) & 1), gn = n0 + 8 * (i >> 2) + 2 * t4;
           if (gm < M && gn < N) {
             uint32_t v = coil_gemm_pack(acc[i], acc[i + 1]);
-            if (@HAS_EPI@) /* the f16 product, as the staged path and the unfused kernel see it */
-              v = coil_gemm_pack(@EPI@(coil_h2f((uint16_t)(v & 0xffff)), gm, gn@EPI_ARGS@),
-                                 @EPI@(coil_h2f((uint16_t)(v >> 16)), gm, gn + 1@EPI_ARGS@));
+            if (@HAS_EPI@) /* the product rounded to AB, as the staged path and the unfused kernel see it */
+              v = coil_gemm_pack(@EPI@(@TO_F@((uint16_t)(v & 0xffff)), gm, gn@EPI_ARGS@),
+                                 @EPI@(@TO_F@((uint16_t)(v >> 16)), gm, gn + 1@EPI_ARGS@));
             *(uint32_t *)(C + (long long)gm * N + gn) = v;
           }
         }

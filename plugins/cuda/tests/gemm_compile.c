@@ -1,9 +1,10 @@
 /* gemm_compile.c — cuda-gemm-compile: the cuda plugin (loaded from PLUGIN through its ABI, as a
  * host loads it) compiles the Wrapper IR programs of tests/gemm/ with each setting of option gemm
  * into OUT/CASE/, and each artifact's gemm.txt must plan the generated GEMMs expected: under
- * `auto` only where the cost rule takes the line (sm_90, f16, row-major, a folded kernel that
- * cuBLASLt's epilogues cannot do, >= 264 tiles of 128 x 256, K >= 1024), under `generated` every
- * line the checks pass (plain where nothing folds), under `library` none; and every planned
+ * `auto` only where the cost rule takes the line (sm_90, f16 or bf16, A row-major, B row-major or
+ * transposed as x @ w.t() passes it, a folded kernel that cuBLASLt's epilogues cannot do, >= 264
+ * tiles of 128 x 256, K >= 1024), under `generated` every line the checks pass (plain where
+ * nothing folds), under `library` none; and every planned
  * kernel's cubin must be there (NVRTC compiled the generated text for sm_90a). A bad gemm value
  * is refused with a message. tests/gemm_sass.sh then checks the cubins' machine code. No GPU
  * needed (NVRTC alone).
@@ -48,9 +49,23 @@ static const gcase cases[] = {
     /* a reduction after the mm is no epilogue: the plain GEMM under generated, nothing under auto */
     {"mm_sum_auto", "mm_sum", "sm_90", NULL, {NULL}, NULL, NULL},
     {"mm_sum_generated", "mm_sum", "sm_90", "generated", {"kernel 0 coil_gemm_wg_f16 -1", "line 10 0"}, NULL, NULL},
-    /* not f16; B transposed (x @ w.t()); K % 8 != 0: the checks refuse them */
+    /* gelu(x @ w.t()) at 4096 x 4096 x 1024, w [N, K] row-major (an nn.Linear weight): the bt
+     * variant (B K-major), under auto (512 tiles, K 1024) too */
+    {"wt_auto", "wt", "sm_90", NULL, {"kernel 0 coil_gemm_wg_poi_fused_gelu_0 13 bt", "line 11 0"}, NULL, NULL},
+    {"wt_generated", "wt", "sm_90", "generated", {"kernel 0 coil_gemm_wg_poi_fused_gelu_0 13 bt", "line 11 0"}, NULL, NULL},
+    /* the MLP in bf16: the gelu folded under auto, the second mm the plain bf16 kernel under
+     * generated */
+    {"bf16_auto", "bf16", "sm_90", NULL, {"kernel 0 coil_gemm_wg_poi_fused_gelu_0 16 bf16", "line 14 0"}, "line 19", NULL},
+    {"bf16_generated", "bf16", "sm_90", "generated",
+     {"kernel 0 coil_gemm_wg_poi_fused_gelu_0 16 bf16", "kernel 1 coil_gemm_wg_bf16 -1 bf16", "line 14 0", "line 19 1"}, NULL,
+     NULL},
+    /* addmm(b, x, w.t()) in bf16: both variants at once; cuBLASLt's BIAS epilogue does it, so auto
+     * leaves it */
+    {"wt_bias_auto", "wt_bias", "sm_90", NULL, {NULL}, NULL, NULL},
+    {"wt_bias_generated", "wt_bias", "sm_90", "generated", {"kernel 0 coil_gemm_wg_poi_fused_addmm_0 15 bf16 bt", "line 13 0"},
+     NULL, NULL},
+    /* not f16 or bf16; K % 8 != 0: the checks refuse them */
     {"f32_generated", "f32", "sm_90", "generated", {NULL}, NULL, NULL},
-    {"wt_generated", "wt", "sm_90", "generated", {NULL}, NULL, NULL},
     {"k4100_generated", "k4100", "sm_90", "generated", {NULL}, NULL, NULL},
     {"bad_option", "mlp", "sm_90", "fast", {NULL}, NULL, "expected auto, library or generated, got 'fast'"},
 };

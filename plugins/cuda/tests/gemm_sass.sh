@@ -3,7 +3,8 @@
 # for each setting of option gemm (tests/gemm_compile.c, on the programs of tests/gemm/), and,
 # where cuobjdump is found ($COIL_CUOBJDUMP, PATH, /usr/local/cuda/bin), every generated GEMM's
 # machine code has HGMMA (wgmma) and UTMALDG (TMA loads), no LDL/STL (no local memory) and no
-# stack frame; the registers of each are printed. Exit 77 (skipped) where NVRTC is absent.
+# stack frame, and its wgmma is the variant gemm.txt names (bf16 or f16; B transposed, bt, or not);
+# the registers of each are printed. Exit 77 (skipped) where NVRTC is absent.
 # Usage: gemm_sass.sh CUDA-GEMM-COMPILE PLUGIN WIR_DIR
 set -uo pipefail
 tool=$1 plugin=$2 wir=$3
@@ -39,6 +40,15 @@ for cubin in "$tmp"/out/*/g*.cubin; do
   grep -q HGMMA <<<"$sass" || bad="$bad; no HGMMA (wgmma)"
   grep -q UTMALDG <<<"$sass" || bad="$bad; no UTMALDG (TMA)"
   grep -qE '\b(LDL|STL)\b' <<<"$sass" && bad="$bad; local memory (LDL/STL)"
+  # the variant gemm.txt names (kernel I NAME LINE [bf16] [bt]) is the one compiled: B K-major
+  # (bt) without HGMMA's tnspB, N-major with it; bf16 as HGMMA...F32.BF16, f16 as HGMMA...F32
+  i=$(basename "$cubin" .cubin); i=${i#g}
+  words=$(grep -m1 "^kernel $i " "$(dirname "$cubin")/gemm.txt" | cut -d' ' -f5-)
+  hg=$(grep -m1 -o 'HGMMA[^;]*' <<<"$sass")
+  case " $words " in *" bt "*) [[ $hg == *tnspB* ]] && bad="$bad; bt but tnspB ($hg)" ;;
+  *) [[ $hg == *tnspB* ]] || bad="$bad; B N-major but no tnspB ($hg)" ;; esac
+  case " $words " in *" bf16 "*) [[ $hg == *.F32.BF16* ]] || bad="$bad; bf16 but $hg" ;;
+  *) [[ $hg == *.F32.BF16* ]] && bad="$bad; f16 but $hg" ;; esac
   case=$(basename "$(dirname "$cubin")")
   if [ -n "$bad" ]; then
     echo "FAIL: $case $name:$bad"; failed=1

@@ -13,25 +13,28 @@ line 19 1
  * tools/device/wgmma_gemm_probe.cu's best configuration (docs/gemm-wgmma-notes.md): 128 x 256
  * tiles, 3 stages, the staged epilogue, a CTA's last tile from registers.
  *
- *   C[M, N] = epi(A[M, K] B[K, N]): A and B row-major f16, f32 accumulation, C row-major f16;
- *   epi(x, row, col) the fused pointwise kernel's body, given the product as f16 (what the
- *   unfused program's kernel loads), or nothing.
+ *   C[M, N] = epi(A[M, K] B[K, N]): A row-major, B row-major ([K, N], n contiguous) or, with
+ *   the "bt" variant, stored transposed (row-major [N, K], k contiguous: x @ w.t()); A, B and C
+ *   all f16 or all bf16 (AB, the wgmma's type), f32 accumulation, C row-major; epi(x, row, col)
+ *   the fused pointwise kernel's body, given the product rounded to AB (what the unfused
+ *   program's kernel loads), or nothing.
  *
  * A persistent grid (one CTA an SM; tiles in groups of GROUP_M tile rows, so that concurrent CTAs
  * share A and B in L2) of three warpgroups:
  *   warpgroup 0, warp 0, lane 0: the producer. For each BK = 64 slice of a tile it waits for a
  *     free stage of the ring, arms the stage's "full" mbarrier with the bytes to come and issues
- *     bulk tensor copies (TMA): A as one box [BM rows][64 k], B as BN / 64 boxes [64 k][64 n], in
- *     the 128-byte swizzle the wgmma descriptors describe. TMA fills what lies outside the matrix
+ *     bulk tensor copies (TMA): A as one box [BM rows][64 k], B as BN / 64 boxes [64 k][64 n]
+ *     (N-major B) or [64 n][64 k] (K-major B, bt), in the 128-byte swizzle the wgmma descriptors
+ *     describe. TMA fills what lies outside the matrix
  *     with zeros, so partial tiles in M, N and K need no code.
  *   warpgroups 1 and 2: the consumers, 64 rows each, wgmma m64n256k16 from shared memory (A
- *     K-major, B N-major). One wgmma group stays in flight: after committing slice i a consumer
- *     waits for slice i - 1 and releases its stage.
- *   the epilogue: the consumers round their accumulators to f16 into a staging buffer and go on
+ *     K-major; B N-major, or K-major in the bt variant: TRANS_B). One wgmma group stays in
+ *     flight: after committing slice i a consumer waits for slice i - 1 and releases its stage.
+ *   the epilogue: the consumers round their accumulators to AB into a staging buffer and go on
  *     to the next tile; warps 1-3 of warpgroup 0 apply epi to the staged tile and store it with
  *     16-byte stores while the consumers run the next mainloop. With LAST_REG a CTA's last tile,
  *     which has no mainloop after it to hide behind, is stored by the consumers from registers
- *     (rounded to f16 first, so that epi sees the same value either way).
+ *     (rounded to AB first, so that epi sees the same value either way).
  * setmaxnreg moves registers from warpgroup 0 (PREG) to the consumers (CREG): 128 PREG + 256 CREG
  * = 384 x 168, what __launch_bounds__(384, 1) gives, so the CTA's pool balances.
  * The host's checks (cuda_gemm.c): K % 8 == 0 and N % 8 == 0 (TMA's 16-byte global strides, the
@@ -77,7 +80,8 @@ static __device__ __forceinline__ void coil_gemm_fence_acc(float *d)
 #define COIL_F4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define COIL_F16(i) COIL_F4(i), COIL_F4(i + 4), COIL_F4(i + 8), COIL_F4(i + 12)
 #define COIL_F64(i) COIL_F16(i), COIL_F16(i + 16), COIL_F16(i + 32), COIL_F16(i + 48)
-/* D (+)= A B, m64n256k16, A K-major, B N-major (the trailing "0, 1": trans-a 0, trans-b 1) */
+/* D (+)= A B, m64n256k16, A K-major, B N-major (trans-b 1) or K-major (trans-b 0): the trailing
+ * "0, TRANS_B" are trans-a and trans-b */
 static __device__ __forceinline__ void coil_gemm_mma(float *d, uint64_t da, uint64_t db, int scale_d)
 {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
@@ -111,7 +115,7 @@ static __device__ __forceinline__ void coil_tma_2d(uint32_t dst, const coil_tmap
   asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                ::"r"(dst), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
-/* two floats as f16 (round to nearest even, as coil_f2h), lo in the low half */
+/* two floats as AB (round to nearest even, as coil_f2h and coil_f2b), lo in the low half */
 static __device__ __forceinline__ uint32_t coil_gemm_pack(float lo, float hi)
 {
   uint32_t r;
@@ -145,7 +149,7 @@ coil_gemm_wg_poi_fused_gelu_0__epi(float coil_mm, int64_t x0, int64_t x1)
   return (float)v10;
 }
 
-/* GEMM coil_gemm_wg_poi_fused_gelu_0: C = coil_gemm_wg_poi_fused_gelu_0__epi(A x B), the kernel folded in; the CTA's last tile from registers; f16, 128x256 tiles, 3 stages, the staged epilogue */
+/* GEMM coil_gemm_wg_poi_fused_gelu_0: C = coil_gemm_wg_poi_fused_gelu_0__epi(A x B), the kernel folded in; the CTA's last tile from registers; f16, B N-major, 128x256 tiles, 3 stages, the staged epilogue */
 extern "C" __global__ void __launch_bounds__(384, 1)
 coil_gemm_wg_poi_fused_gelu_0(const __grid_constant__ coil_tmap tmA, const __grid_constant__ coil_tmap tmB, uint16_t *__restrict__ C, int M,
     int N, int K)
@@ -242,8 +246,8 @@ coil_gemm_wg_poi_fused_gelu_0(const __grid_constant__ coil_tmap tmA, const __gri
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < COIL_GEMM_BK / 16; kk++) {
-          /* A: 32 bytes along each 128-byte row, SBO = 8 rows; B: 16 k rows further (2048 bytes,
-           * whole swizzle atoms), LBO = the next 64 columns' slab */
+          /* A: 32 bytes along each 128-byte row, SBO = 8 rows; B (N-major): 16 k rows further (2048 bytes, whole
+           * swizzle atoms), LBO = the next 64 columns' slab */
           coil_gemm_mma(acc, coil_gemm_desc(sa + kk * 32, 16, 1024), coil_gemm_desc(sb + kk * 2048, COIL_GEMM_B_SLAB, 1024),
                         kt > 0 || kk > 0);
         }
@@ -279,7 +283,7 @@ coil_gemm_wg_poi_fused_gelu_0(const __grid_constant__ coil_tmap tmA, const __gri
           const int gm = m0 + c * 64 + 16 * warp + g + 8 * ((i >> 1) & 1), gn = n0 + 8 * (i >> 2) + 2 * t4;
           if (gm < M && gn < N) {
             uint32_t v = coil_gemm_pack(acc[i], acc[i + 1]);
-            if (1) /* the f16 product, as the staged path and the unfused kernel see it */
+            if (1) /* the product rounded to AB, as the staged path and the unfused kernel see it */
               v = coil_gemm_pack(coil_gemm_wg_poi_fused_gelu_0__epi(coil_h2f((uint16_t)(v & 0xffff)), gm, gn),
                                  coil_gemm_wg_poi_fused_gelu_0__epi(coil_h2f((uint16_t)(v >> 16)), gm, gn + 1));
             *(uint32_t *)(C + (long long)gm * N + gn) = v;
@@ -299,25 +303,28 @@ coil_gemm_wg_poi_fused_gelu_0(const __grid_constant__ coil_tmap tmA, const __gri
  * tools/device/wgmma_gemm_probe.cu's best configuration (docs/gemm-wgmma-notes.md): 128 x 256
  * tiles, 3 stages, the staged epilogue, a CTA's last tile from registers.
  *
- *   C[M, N] = epi(A[M, K] B[K, N]): A and B row-major f16, f32 accumulation, C row-major f16;
- *   epi(x, row, col) the fused pointwise kernel's body, given the product as f16 (what the
- *   unfused program's kernel loads), or nothing.
+ *   C[M, N] = epi(A[M, K] B[K, N]): A row-major, B row-major ([K, N], n contiguous) or, with
+ *   the "bt" variant, stored transposed (row-major [N, K], k contiguous: x @ w.t()); A, B and C
+ *   all f16 or all bf16 (AB, the wgmma's type), f32 accumulation, C row-major; epi(x, row, col)
+ *   the fused pointwise kernel's body, given the product rounded to AB (what the unfused
+ *   program's kernel loads), or nothing.
  *
  * A persistent grid (one CTA an SM; tiles in groups of GROUP_M tile rows, so that concurrent CTAs
  * share A and B in L2) of three warpgroups:
  *   warpgroup 0, warp 0, lane 0: the producer. For each BK = 64 slice of a tile it waits for a
  *     free stage of the ring, arms the stage's "full" mbarrier with the bytes to come and issues
- *     bulk tensor copies (TMA): A as one box [BM rows][64 k], B as BN / 64 boxes [64 k][64 n], in
- *     the 128-byte swizzle the wgmma descriptors describe. TMA fills what lies outside the matrix
+ *     bulk tensor copies (TMA): A as one box [BM rows][64 k], B as BN / 64 boxes [64 k][64 n]
+ *     (N-major B) or [64 n][64 k] (K-major B, bt), in the 128-byte swizzle the wgmma descriptors
+ *     describe. TMA fills what lies outside the matrix
  *     with zeros, so partial tiles in M, N and K need no code.
  *   warpgroups 1 and 2: the consumers, 64 rows each, wgmma m64n256k16 from shared memory (A
- *     K-major, B N-major). One wgmma group stays in flight: after committing slice i a consumer
- *     waits for slice i - 1 and releases its stage.
- *   the epilogue: the consumers round their accumulators to f16 into a staging buffer and go on
+ *     K-major; B N-major, or K-major in the bt variant: TRANS_B). One wgmma group stays in
+ *     flight: after committing slice i a consumer waits for slice i - 1 and releases its stage.
+ *   the epilogue: the consumers round their accumulators to AB into a staging buffer and go on
  *     to the next tile; warps 1-3 of warpgroup 0 apply epi to the staged tile and store it with
  *     16-byte stores while the consumers run the next mainloop. With LAST_REG a CTA's last tile,
  *     which has no mainloop after it to hide behind, is stored by the consumers from registers
- *     (rounded to f16 first, so that epi sees the same value either way).
+ *     (rounded to AB first, so that epi sees the same value either way).
  * setmaxnreg moves registers from warpgroup 0 (PREG) to the consumers (CREG): 128 PREG + 256 CREG
  * = 384 x 168, what __launch_bounds__(384, 1) gives, so the CTA's pool balances.
  * The host's checks (cuda_gemm.c): K % 8 == 0 and N % 8 == 0 (TMA's 16-byte global strides, the
@@ -363,7 +370,8 @@ static __device__ __forceinline__ void coil_gemm_fence_acc(float *d)
 #define COIL_F4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define COIL_F16(i) COIL_F4(i), COIL_F4(i + 4), COIL_F4(i + 8), COIL_F4(i + 12)
 #define COIL_F64(i) COIL_F16(i), COIL_F16(i + 16), COIL_F16(i + 32), COIL_F16(i + 48)
-/* D (+)= A B, m64n256k16, A K-major, B N-major (the trailing "0, 1": trans-a 0, trans-b 1) */
+/* D (+)= A B, m64n256k16, A K-major, B N-major (trans-b 1) or K-major (trans-b 0): the trailing
+ * "0, TRANS_B" are trans-a and trans-b */
 static __device__ __forceinline__ void coil_gemm_mma(float *d, uint64_t da, uint64_t db, int scale_d)
 {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
@@ -397,7 +405,7 @@ static __device__ __forceinline__ void coil_tma_2d(uint32_t dst, const coil_tmap
   asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                ::"r"(dst), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
-/* two floats as f16 (round to nearest even, as coil_f2h), lo in the low half */
+/* two floats as AB (round to nearest even, as coil_f2h and coil_f2b), lo in the low half */
 static __device__ __forceinline__ uint32_t coil_gemm_pack(float lo, float hi)
 {
   uint32_t r;
@@ -419,7 +427,7 @@ coil_gemm_wg_f16__epi(float coil_mm, int64_t x0, int64_t x1)
   return coil_mm;
 }
 
-/* GEMM coil_gemm_wg_f16: C = A x B, no epilogue; f16, 128x256 tiles, 3 stages, the staged epilogue */
+/* GEMM coil_gemm_wg_f16: C = A x B, no epilogue; f16, B N-major, 128x256 tiles, 3 stages, the staged epilogue */
 extern "C" __global__ void __launch_bounds__(384, 1)
 coil_gemm_wg_f16(const __grid_constant__ coil_tmap tmA, const __grid_constant__ coil_tmap tmB, uint16_t *__restrict__ C, int M,
     int N, int K)
@@ -516,8 +524,8 @@ coil_gemm_wg_f16(const __grid_constant__ coil_tmap tmA, const __grid_constant__ 
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < COIL_GEMM_BK / 16; kk++) {
-          /* A: 32 bytes along each 128-byte row, SBO = 8 rows; B: 16 k rows further (2048 bytes,
-           * whole swizzle atoms), LBO = the next 64 columns' slab */
+          /* A: 32 bytes along each 128-byte row, SBO = 8 rows; B (N-major): 16 k rows further (2048 bytes, whole
+           * swizzle atoms), LBO = the next 64 columns' slab */
           coil_gemm_mma(acc, coil_gemm_desc(sa + kk * 32, 16, 1024), coil_gemm_desc(sb + kk * 2048, COIL_GEMM_B_SLAB, 1024),
                         kt > 0 || kk > 0);
         }
@@ -553,7 +561,7 @@ coil_gemm_wg_f16(const __grid_constant__ coil_tmap tmA, const __grid_constant__ 
           const int gm = m0 + c * 64 + 16 * warp + g + 8 * ((i >> 1) & 1), gn = n0 + 8 * (i >> 2) + 2 * t4;
           if (gm < M && gn < N) {
             uint32_t v = coil_gemm_pack(acc[i], acc[i + 1]);
-            if (0) /* the f16 product, as the staged path and the unfused kernel see it */
+            if (0) /* the product rounded to AB, as the staged path and the unfused kernel see it */
               v = coil_gemm_pack(coil_gemm_wg_f16__epi(coil_h2f((uint16_t)(v & 0xffff)), gm, gn),
                                  coil_gemm_wg_f16__epi(coil_h2f((uint16_t)(v >> 16)), gm, gn + 1));
             *(uint32_t *)(C + (long long)gm * N + gn) = v;
