@@ -646,7 +646,7 @@ read_manifest(int dfd, const char *dir, const coil_artifact_trust *t, cJSON **ou
  * none missing or added, and under t->mac_key coil.mac. */
 static int
 check_files(int dfd, const char *dir, const cJSON *m, const char *manifest, size_t manifest_len,
-            const coil_artifact_trust *t, coil_diag *d)
+            const coil_artifact_trust *t, const unsigned char *seal_key, char seal[65], coil_diag *d)
 {
   struct stat top;
   if (fstat(dfd, &top) != 0 || !S_ISDIR(top.st_mode))
@@ -701,7 +701,7 @@ check_files(int dfd, const char *dir, const cJSON *m, const char *manifest, size
                          present.files[i].path);
   }
   coil_trust_files_free(&present);
-  const unsigned char *key = t ? t->mac_key : NULL;
+  const unsigned char *key = seal_key ? seal_key : t ? t->mac_key : NULL;
   crypto_generichash_state mac;
   if (key)
     coil_trust_mac_begin(&mac, key);
@@ -720,7 +720,9 @@ check_files(int dfd, const char *dir, const cJSON *m, const char *manifest, size
                          f->path, (unsigned long long)now.bytes, now.hash,
                          (unsigned long long)f->bytes, f->hash);
   }
-  if (rc == 0 && key) {
+  if (rc == 0 && seal_key) {
+    coil_trust_mac_end(&mac, manifest, manifest_len, seal);
+  } else if (rc == 0 && key) {
     char want[65], got[65];
     size_t len = 0;
     coil_diag why = {{0}};
@@ -753,11 +755,38 @@ coil_artifact_verify(const char *dir, coil_diag *d)
   size_t len;
   int rc = read_manifest(dfd, dir, &aot, &m, &text, &len, d);
   if (rc == 0)
-    rc = check_files(dfd, dir, m, text, len, &aot, d);
+    rc = check_files(dfd, dir, m, text, len, &aot, NULL, NULL, d);
   cJSON_Delete(m);
   free(text);
   close(dfd);
   return rc;
+}
+
+int
+coil_artifact_seal_at(int dfd, const char *dir, const unsigned char *mac_key, coil_diag *d)
+{
+  coil_artifact_trust owned = {.owned = true};
+  cJSON *m;
+  char *text;
+  size_t len;
+  char hex[65], line[80];
+  int rc = read_manifest(dfd, dir, &owned, &m, &text, &len, d);
+  if (rc == 0)
+    rc = check_files(dfd, dir, m, text, len, &owned, mac_key, hex, d);
+  cJSON_Delete(m);
+  free(text);
+  if (rc)
+    return -1;
+  snprintf(line, sizeof line, "%s\n", hex);
+  int fd = openat(dfd, COIL_ARTIFACT_MAC, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  size_t n = strlen(line);
+  bool ok = fd >= 0 && fchmod(fd, 0600) == 0 && write(fd, line, n) == (ssize_t)n;
+  int e = errno;
+  if (fd >= 0)
+    close(fd);
+  if (!ok)
+    return coil_diag_set(d, "%s/%s: cannot write: %s", dir, COIL_ARTIFACT_MAC, strerror(e));
+  return 0;
 }
 
 /* ---- opening ---- */
@@ -883,7 +912,7 @@ coil_artifact_open_at(int dirfd, const char *dir, const coil_artifact_trust *t,
   size_t len = 0;
   int rc = read_manifest(a->fd, dir, t, &m, &text, &len, d);
   if (rc == 0)
-    rc = check_files(a->fd, dir, m, text, len, t, d);
+    rc = check_files(a->fd, dir, m, text, len, t, NULL, NULL, d);
   const char *fields[] = {"coil_version", "graph", "plugin", "plugin_version"};
   char **slots[] = {&a->coil_version, &a->graph, &a->plugin, &a->plugin_version};
   for (int i = 0; rc == 0 && i < 4; i++) {

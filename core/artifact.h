@@ -162,6 +162,11 @@ int coil_artifact_exec_checked(const coil_loaded_plugin *lp, coil_plugin *inst, 
                                const coil_tensor_list *weights, const coil_exec_checks *chk,
                                coil_tensor_list *outputs, coil_diag *d);
 
+/* Seals the artifact directory dfd (dir in messages) as a cache entry: checks it as one
+ * (owned, every file as coil.json records it, none added) and writes coil.mac, the keyed hash
+ * under mac_key (the remote cache installs entries fetched from Redis so). */
+int coil_artifact_seal_at(int dfd, const char *dir, const unsigned char *mac_key, coil_diag *d);
+
 /* Removes dir and everything under it (no symlink is followed). Missing dir is no error. */
 void coil_artifact_remove(const char *dir);
 /* The same for name relative to the directory dirfd (AT_FDCWD: the working directory). */

@@ -105,11 +105,11 @@ run_program(const coil_loaded_plugin *lp, coil_plugin *inst, const coil_wir_prog
   bool temporary = false;
   if (env && env->cache_dir && *env->cache_dir) {
     coil_cache_outcome how;
-    if (coil_cache_get(env->cache_dir, toolchain_identity(lp, inst), lp, inst, p, opts, &dir,
-                       &entry_fd, &how, d))
+    coil_cache_where w = {.dir = env->cache_dir, .remote = env->remote, .counts = &stats->cache};
+    if (coil_cache_fetch(&w, toolchain_identity(lp, inst), lp, inst, p, opts, &dir, &entry_fd, &how, d))
       goto done;
     coil_fd_path(entry_fd, dir, load_path, sizeof load_path);
-    if (how == COIL_CACHE_HIT)
+    if (how == COIL_CACHE_HIT || how == COIL_CACHE_REMOTE_HIT)
       stats->cache_hits++;
     else
       stats->compiles++;

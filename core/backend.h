@@ -2,13 +2,15 @@
 #ifndef COIL_BACKEND_H
 #define COIL_BACKEND_H
 
+#include "cache_remote.h"
 #include "coil/coil.h"
 #include "runtime.h"
 
 /* What a run did, for the caller to report or test (counts add up over runs). */
 typedef struct coil_backend_stats {
   int compiles;      /* plugin compiles (cache misses and uncached runs) */
-  int cache_hits;    /* runs that loaded an artifact from the compile cache */
+  int cache_hits;    /* runs that loaded an artifact from the compile cache (local or remote) */
+  coil_cache_counts cache; /* the local and remote cache's counts (cache_remote.h) */
 } coil_backend_stats;
 
 /* One backend of a list (backend = a, b): its options (its ini section, without library). */
@@ -29,6 +31,7 @@ typedef struct coil_backend_env {
   const char *dump_dir;            /* compile dumps, or NULL */
   const char *cache_dir;           /* the compile cache (cache.h); NULL or "": compile into a
                                       temporary directory, removed after the run */
+  const coil_cache_remote *remote; /* [cache] remote behind cache_dir, or NULL */
   const char *convolution;         /* [coil] convolution: auto (also NULL), generated, library */
   const char *attention;           /* [coil] attention: the same choices, for coil.attention */
   const char *decompose_k;         /* [coil] decompose_k: auto (also NULL), off, or a split count */

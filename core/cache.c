@@ -20,6 +20,7 @@
 
 #include "artifact.h"
 #include "artifact_trust.h"
+#include "cache_remote.h"
 
 /* ---- keys ---- */
 
@@ -252,10 +253,12 @@ sweep(int root)
 }
 
 int
-coil_cache_get(const char *cache_dir, const char *toolchain, const coil_loaded_plugin *lp,
-               coil_plugin *inst, const coil_wir_program *p, const coil_plugin_options *opts,
-               char **entry, int *entry_fd, coil_cache_outcome *outcome, coil_diag *d)
+coil_cache_fetch(const coil_cache_where *w, const char *toolchain, const coil_loaded_plugin *lp,
+                 coil_plugin *inst, const coil_wir_program *p, const coil_plugin_options *opts,
+                 char **entry, int *entry_fd, coil_cache_outcome *outcome, coil_diag *d)
 {
+  const char *cache_dir = w->dir;
+  const coil_cache_remote *remote = w->remote && w->remote->url && *w->remote->url ? w->remote : NULL;
   *entry = NULL;
   if (entry_fd)
     *entry_fd = -1;
@@ -281,10 +284,11 @@ coil_cache_get(const char *cache_dir, const char *toolchain, const coil_loaded_p
   coil_artifact_write_opts wo = {.cache_key = key.hex, .replace = false, .private_dir = true,
                                  .mac_key = mac_key, .no_fsync = true};
   int rc = -1, fd = -1;
-  bool swept = false;
+  bool swept = false, asked_remote = remote == NULL, wrote = false;
   /* An entry is only ever used after it is opened and checked here: one that fails is
-   * discarded and written again, and the one just written (ours, or a concurrent writer's that
-   * was in place first) is checked on the next turn like any other. */
+   * discarded and written again, and the one just written (ours, a concurrent writer's that
+   * was in place first, or one fetched from the remote) is checked on the next turn like any
+   * other. */
   for (int attempt = 0; attempt < 4; attempt++) {
     coil_diag why = {{0}};
     int found = open_entry(root, dir, &key, mac_key, lp, &fd, &why);
@@ -303,13 +307,28 @@ coil_cache_get(const char *cache_dir, const char *toolchain, const coil_loaded_p
       sweep(root);
       swept = true;
     }
-    if (coil_artifact_write(lp, inst, p, opts, &wo, dir, d) < 0)
+    if (!asked_remote) { /* once: a fetched entry that then fails its local check is compiled */
+      asked_remote = true;
+      if (coil_remote_fetch(remote, root, cache_dir, key.hex, lp->api.name, lp->api.version, mac_key,
+                            w->counts) == COIL_REMOTE_INSTALLED) {
+        how = COIL_CACHE_REMOTE_HIT;
+        continue;
+      }
+    }
+    int wr = coil_artifact_write(lp, inst, p, opts, &wo, dir, d);
+    if (wr < 0)
       break;
+    wrote |= wr == 0;
+    how = how == COIL_CACHE_REMOTE_HIT ? COIL_CACHE_REBUILT : how;
   }
   sodium_memzero(mac_key, sizeof mac_key);
   close(root);
   if (rc != 0 && !d->msg[0])
     coil_diag_set(d, "%s: the cache entry keeps failing its check", dir);
+  if (rc == 0 && how == COIL_CACHE_HIT && w->counts)
+    w->counts->local_hits++;
+  if (rc == 0 && wrote && remote) /* after the entry is in place: a failed publish fails nothing */
+    coil_remote_publish(remote, fd, dir, key.hex, lp->api.name, lp->api.version, w->counts);
   if (rc == 0 && outcome)
     *outcome = how;
   if (rc == 0 && entry_fd)
@@ -321,6 +340,15 @@ coil_cache_get(const char *cache_dir, const char *toolchain, const coil_loaded_p
   else
     free(dir);
   return rc;
+}
+
+int
+coil_cache_get(const char *cache_dir, const char *toolchain, const coil_loaded_plugin *lp,
+               coil_plugin *inst, const coil_wir_program *p, const coil_plugin_options *opts,
+               char **entry, int *entry_fd, coil_cache_outcome *outcome, coil_diag *d)
+{
+  coil_cache_where w = {.dir = cache_dir};
+  return coil_cache_fetch(&w, toolchain, lp, inst, p, opts, entry, entry_fd, outcome, d);
 }
 
 /* ---- upkeep (cache.h) ---- */

@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "cache_remote.h"
 #include "coil/coil.h"
 #include "runtime.h"
 
@@ -48,6 +49,7 @@ typedef enum coil_cache_outcome {
   COIL_CACHE_HIT,     /* a valid entry was there: nothing was compiled */
   COIL_CACHE_MISS,    /* there was none: the program was compiled into the cache */
   COIL_CACHE_REBUILT, /* the entry failed its check: it was removed and compiled again */
+  COIL_CACHE_REMOTE_HIT, /* none here: fetched from the remote cache, checked, installed */
 } coil_cache_outcome;
 
 /* The cache entry of program p on the plugin instance (key from coil_cache_key_make with the
@@ -59,6 +61,18 @@ typedef enum coil_cache_outcome {
 int coil_cache_get(const char *cache_dir, const char *toolchain, const coil_loaded_plugin *lp,
                    coil_plugin *inst, const coil_wir_program *p, const coil_plugin_options *opts,
                    char **entry, int *entry_fd, coil_cache_outcome *outcome, coil_diag *d);
+
+/* coil_cache_get with a remote cache (cache_remote.h) behind the local one: a local miss asks
+ * the remote before compiling, and what this call compiled is published there. */
+typedef struct coil_cache_where {
+  const char *dir;                  /* the local cache directory */
+  const coil_cache_remote *remote;  /* NULL (or url ""): none */
+  coil_cache_counts *counts;        /* counted into when not NULL */
+} coil_cache_where;
+
+int coil_cache_fetch(const coil_cache_where *w, const char *toolchain, const coil_loaded_plugin *lp,
+                     coil_plugin *inst, const coil_wir_program *p, const coil_plugin_options *opts,
+                     char **entry, int *entry_fd, coil_cache_outcome *outcome, coil_diag *d);
 
 /* ---- upkeep: coil cache stats | clear | prune (the cache never evicts by itself) ----
  * An entry's last use is its directory's modification time, which every hit sets. Entries in

@@ -15,6 +15,7 @@
 
 #include <ini.h>
 
+#include "cache_remote.h"
 #include "coil/arena.h"
 
 /* ---------------------------------------------------------------- the option table ---- */
@@ -26,6 +27,10 @@ typedef enum {
   TYPE_BOOL,   /* true/false, yes/no, on/off, 1/0; stored as "true" or "false" */
   TYPE_PATH,   /* a path, '~' expanded; empty turns the feature off */
   TYPE_PATHS,  /* ':'-separated paths, each '~' expanded; empty means none */
+  TYPE_URL,    /* [cache] remote: empty, or a URL coil_remote_parse_url takes */
+  TYPE_COUNT,  /* a whole number from 0 to 2^31 - 1 */
+  TYPE_SIZE,   /* bytes, with an optional K, M or G suffix (powers of 1024); stored in bytes */
+  TYPE_WORD,   /* letters, digits, '_', '-', '.' and ':' (a key prefix) */
 } value_type;
 
 static const struct option {
@@ -34,27 +39,36 @@ static const struct option {
   const char *def; /* built-in default, before '~' expansion */
   const char *env; /* the environment variable of the env layer */
   const char *const *choices; /* TYPE_CHOICE: the values it takes, NULL-terminated */
+  const char *section;        /* NULL: [coil]; "cache": [cache], known as "cache.KEY" */
 } options[] = {
-    {"backend", TYPE_NAME, "cpu", "COIL_BACKEND", NULL},               /* plugin used when none is named */
-    {"mode", TYPE_MODE, "default", "COIL_MODE", NULL},                 /* a preset of modes[] below */
-    {"plugin_path", TYPE_PATHS, "", "COIL_PLUGIN_PATH", NULL},         /* extra plugin directories */
-    {"cache_dir", TYPE_PATH, "~/.cache/coil", "COIL_CACHE_DIR", NULL}, /* compile cache; "" = none */
-    {"debug_dump", TYPE_PATH, "", "COIL_DEBUG_DUMP", NULL},            /* dump every stage here; "" = off */
-    {"verify", TYPE_BOOL, "true", "COIL_VERIFY", NULL},                /* Wrapper IR verifier between passes */
-    {"graph_capture", TYPE_BOOL, "false", "COIL_GRAPH_CAPTURE", NULL}, /* record launches, replay */
-    {"autotune", TYPE_BOOL, "false", "COIL_AUTOTUNE", NULL},           /* benchmark kernel configs, keep best */
+    {"backend", TYPE_NAME, "cpu", "COIL_BACKEND", NULL, NULL},               /* plugin used when none is named */
+    {"mode", TYPE_MODE, "default", "COIL_MODE", NULL, NULL},                 /* a preset of modes[] below */
+    {"plugin_path", TYPE_PATHS, "", "COIL_PLUGIN_PATH", NULL, NULL},         /* extra plugin directories */
+    {"cache_dir", TYPE_PATH, "~/.cache/coil", "COIL_CACHE_DIR", NULL, NULL}, /* compile cache; "" = none */
+    {"debug_dump", TYPE_PATH, "", "COIL_DEBUG_DUMP", NULL, NULL},            /* dump every stage here; "" = off */
+    {"verify", TYPE_BOOL, "true", "COIL_VERIFY", NULL, NULL},                /* Wrapper IR verifier between passes */
+    {"graph_capture", TYPE_BOOL, "false", "COIL_GRAPH_CAPTURE", NULL, NULL}, /* record launches, replay */
+    {"autotune", TYPE_BOOL, "false", "COIL_AUTOTUNE", NULL, NULL},           /* benchmark kernel configs, keep best */
     /* convolution: a library call where the plugin claims it (auto), always a generated kernel,
      * or always a library call */
     {"convolution", TYPE_CHOICE, "auto", "COIL_CONVOLUTION",
-     (const char *const[]){"auto", "generated", "library", NULL}},
+     (const char *const[]){"auto", "generated", "library", NULL}, NULL},
     /* attention: the fused library op coil.attention where the plugin claims it (auto), the
      * decomposed bmm/softmax/bmm (generated), or the fused op whatever the plugin says */
     {"attention", TYPE_CHOICE, "auto", "COIL_ATTENTION",
-     (const char *const[]){"auto", "generated", "library", NULL}},
+     (const char *const[]){"auto", "generated", "library", NULL}, NULL},
     /* decompose_k: an mm as a batched product of K's slices and a sum (where the plugin claims
      * aten.bmm.dtype) in this many slices where K divides; auto (today: never) or off */
     {"decompose_k", TYPE_CHOICE, "auto", "COIL_DECOMPOSE_K",
-     (const char *const[]){"auto", "off", "2", "4", "8", "16", "32", "64", NULL}},
+     (const char *const[]){"auto", "off", "2", "4", "8", "16", "32", "64", NULL}, NULL},
+    /* [cache]: the remote compile cache on Redis (cache_remote.h, docs/config.md) */
+    {"remote", TYPE_URL, "", "COIL_CACHE_REMOTE", NULL, "cache"},
+    {"remote_key_file", TYPE_PATH, "", "COIL_CACHE_REMOTE_KEY_FILE", NULL, "cache"},
+    {"remote_timeout_ms", TYPE_COUNT, "250", "COIL_CACHE_REMOTE_TIMEOUT_MS", NULL, "cache"},
+    {"remote_max_entry", TYPE_SIZE, "64M", "COIL_CACHE_REMOTE_MAX_ENTRY", NULL, "cache"},
+    {"remote_prefix", TYPE_WORD, "coil", "COIL_CACHE_REMOTE_PREFIX", NULL, "cache"},
+    {"remote_ttl", TYPE_COUNT, "0", "COIL_CACHE_REMOTE_TTL", NULL, "cache"},
+    {"remote_publish", TYPE_BOOL, "true", "COIL_CACHE_REMOTE_PUBLISH", NULL, "cache"},
 };
 enum { NOPTIONS = sizeof options / sizeof options[0] };
 
@@ -131,11 +145,36 @@ dupf(const char *fmt, ...)
   return out;
 }
 
+/* Option k's full name: "KEY" for [coil], "SECTION.KEY" otherwise. */
+static void
+full_name(int k, char *out, size_t n)
+{
+  if (options[k].section)
+    snprintf(out, n, "%s.%s", options[k].section, options[k].key);
+  else
+    snprintf(out, n, "%s", options[k].key);
+}
+
+/* The option of a full name ("cache_dir", "cache.remote"). */
 static int
 find_option(const char *key)
 {
+  for (int k = 0; k < NOPTIONS; k++) {
+    char name[96];
+    full_name(k, name, sizeof name);
+    if (strcmp(name, key) == 0)
+      return k;
+  }
+  return -1;
+}
+
+/* The option KEY of ini section SECTION ("coil" or "cache"). */
+static int
+find_in_section(const char *section, const char *key)
+{
   for (int k = 0; k < NOPTIONS; k++)
-    if (strcmp(options[k].key, key) == 0)
+    if (strcmp(options[k].section ? options[k].section : "coil", section) == 0 &&
+        strcmp(options[k].key, key) == 0)
       return k;
   return -1;
 }
@@ -285,6 +324,48 @@ check_value(int k, const char *value, char **out, char *why, size_t wn)
     coil_strbuf_puts(&b, v);
     break;
   }
+  case TYPE_URL:
+    if (*value) {
+      coil_remote_url u;
+      if (coil_remote_parse_url(value, &u, why, wn))
+        return -1;
+    }
+    coil_strbuf_puts(&b, value);
+    break;
+  case TYPE_COUNT:
+  case TYPE_SIZE: {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(value, &end, 10);
+    unsigned long long mul = 1;
+    if (o->type == TYPE_SIZE && *end && end != value) {
+      const char *u = strchr("KMG", *end & ~0x20);
+      for (const char *c = "KMG"; u && c <= u; c++)
+        mul *= 1024;
+      end += u != NULL;
+    }
+    if (end == value || *end || errno || value[0] == '-' || v > (1ull << 40) ||
+        (o->type == TYPE_COUNT && v > 2147483647ull)) {
+      snprintf(why, wn, o->type == TYPE_SIZE ? "%s must be a size in bytes (a number with an optional K, M or G), got '%s'"
+                                              : "%s must be a whole number from 0 to 2147483647, got '%s'",
+               o->key, value);
+      return -1;
+    }
+    coil_strbuf_printf(&b, "%llu", v * mul);
+    break;
+  }
+  case TYPE_WORD:
+    for (const char *p = value; *p; p++)
+      if (!is_name_char(*p) && *p != '.' && *p != ':') {
+        snprintf(why, wn, "%s must be letters, digits, '_', '-', '.' and ':', got '%s'", o->key, value);
+        return -1;
+      }
+    if (!*value) {
+      snprintf(why, wn, "%s must not be empty", o->key);
+      return -1;
+    }
+    coil_strbuf_puts(&b, value);
+    break;
   case TYPE_PATH:
     if (expand_tilde(&b, o->key, value, strlen(value), why, wn)) {
       coil_strbuf_free(&b);
@@ -345,23 +426,35 @@ distance(const char *a, const char *b)
   return row[nb];
 }
 
+/* section: "coil" or "cache" (an ini section), or NULL (a full name from the command line). */
 static void
-unknown_key(const char *key, char *why, size_t wn)
+unknown_key(const char *section, const char *key, char *why, size_t wn)
 {
   coil_strbuf b = {0};
-  coil_strbuf_printf(&b, "unknown key '%s' in [coil] (known: ", key);
-  int near = -1, best = 3;
+  if (section)
+    coil_strbuf_printf(&b, "unknown key '%s' in [%s] (known: ", key, section);
+  else
+    coil_strbuf_printf(&b, "unknown option '%s' (known: ", key);
+  int near = -1, best = 3, listed = 0;
   for (int k = 0; k < NOPTIONS; k++) {
-    coil_strbuf_printf(&b, "%s%s", k ? ", " : "", options[k].key);
-    int dist = distance(key, options[k].key);
+    char name[96];
+    full_name(k, name, sizeof name);
+    if (section && strcmp(options[k].section ? options[k].section : "coil", section) != 0)
+      continue;
+    const char *shown = section ? options[k].key : name;
+    coil_strbuf_printf(&b, "%s%s", listed++ ? ", " : "", shown);
+    int dist = distance(key, shown);
     if (dist < best) {
       best = dist;
       near = k;
     }
   }
   coil_strbuf_puts(&b, ")");
-  if (near >= 0)
-    coil_strbuf_printf(&b, "; did you mean '%s'?", options[near].key);
+  if (near >= 0) {
+    char name[96];
+    full_name(near, name, sizeof name);
+    coil_strbuf_printf(&b, "; did you mean '%s'?", section ? options[near].key : name);
+  }
   snprintf(why, wn, "%s", b.s);
   coil_strbuf_free(&b);
 }
@@ -437,7 +530,7 @@ effective(const coil_config *c, int k, const char **value, const char **origin)
     }
   const struct mode *m = effective_mode(c);
   for (const char *const *s = m->sets; *s; s += 2)
-    if (strcmp(s[0], options[k].key) == 0) {
+    if (!options[k].section && strcmp(s[0], options[k].key) == 0) {
       *value = s[1];
       *origin = m->origin;
       return;
@@ -479,7 +572,7 @@ coil_config_set(coil_config *c, const char *key, const char *value, coil_diag *d
   char why[1024], *v;
   int k = find_option(key);
   if (k < 0) {
-    unknown_key(key, why, sizeof why);
+    unknown_key(NULL, key, why, sizeof why);
     return coil_diag_at(d, "command line", 0, 0, "%s", why);
   }
   if (check_value(k, value, &v, why, sizeof why))
@@ -650,10 +743,10 @@ check_header(loader *ld, const char *open, const char *eol)
     reject(ld, "unexpected text '%s' after the section header [%s]", junk, name);
     return;
   }
-  if (strcmp(name, "coil") == 0)
+  if (strcmp(name, "coil") == 0 || strcmp(name, "cache") == 0)
     return;
   if (strncmp(name, "plugin.", 7) != 0) {
-    reject(ld, "unknown section [%s] (known: [coil], [plugin.NAME])", name);
+    reject(ld, "unknown section [%s] (known: [coil], [cache], [plugin.NAME])", name);
     return;
   }
   if (!is_name(name + 7))
@@ -729,7 +822,7 @@ on_key(void *user, const char *section, const char *key, const char *value)
   if (ld->err_line)
     return 1;
   if (!*section) {
-    reject(ld, "key '%s' comes before any section; put it under [coil] or [plugin.NAME]", key);
+    reject(ld, "key '%s' comes before any section; put it under [coil], [cache] or [plugin.NAME]", key);
     return 0;
   }
   if (!*key) {
@@ -743,11 +836,11 @@ on_key(void *user, const char *section, const char *key, const char *value)
       return 0;
     }
   char *v = NULL;
-  if (strcmp(section, "coil") == 0) {
-    int k = find_option(key);
+  if (strcmp(section, "coil") == 0 || strcmp(section, "cache") == 0) {
+    int k = find_in_section(section, key);
     if (k < 0) {
       char why[1024];
-      unknown_key(key, why, sizeof why);
+      unknown_key(section, key, why, sizeof why);
       reject(ld, "%s", why);
       return 0;
     }
@@ -816,8 +909,8 @@ load_text(coil_config *c, const char *file, const char *text, size_t len, coil_d
     staged *s = &ld.items[i];
     if (rc == 0) {
       char *origin = dupf("%s:%d", file, s->line);
-      if (strcmp(s->section, "coil") == 0)
-        put(&c->set[find_option(s->key)][L_FILE], s->value, origin);
+      if (strcmp(s->section, "coil") == 0 || strcmp(s->section, "cache") == 0)
+        put(&c->set[find_in_section(s->section, s->key)][L_FILE], s->value, origin);
       else {
         plugin_put(c, s->section + 7, s->key, s->value, origin);
         free(s->value);
@@ -926,9 +1019,26 @@ coil_config_explain(const coil_config *c, coil_strbuf *out)
     vw = (int)strlen(vals[k]) > vw ? (int)strlen(vals[k]) : vw;
   }
   vw = vw > 40 ? 40 : vw;
-  coil_strbuf_puts(out, "\n[coil]\n");
-  for (int k = 0; k < NOPTIONS; k++)
-    explain_line(out, kw, vw, options[k].key, vals[k], origins[k]);
+  for (int sec = 0; sec < 2; sec++) {
+    coil_strbuf_puts(out, sec ? "\n[cache]\n" : "\n[coil]\n");
+    kw = vw = 0; /* each section aligned on its own */
+    for (int k = 0; k < NOPTIONS; k++)
+      if ((options[k].section != NULL) == sec) {
+        kw = (int)strlen(options[k].key) > kw ? (int)strlen(options[k].key) : kw;
+        vw = (int)strlen(vals[k]) > vw ? (int)strlen(vals[k]) : vw;
+      }
+    vw = vw > 40 ? 40 : vw;
+    for (int k = 0; k < NOPTIONS; k++) {
+      if ((options[k].section != NULL) != sec)
+        continue;
+      char shown[512];
+      if (options[k].type == TYPE_URL) /* the password stays out of what explain prints */
+        coil_remote_redact(vals[k], shown, sizeof shown);
+      else
+        snprintf(shown, sizeof shown, "%s", vals[k]);
+      explain_line(out, kw, vw, options[k].key, shown, origins[k]);
+    }
+  }
 
   for (int i = 0; i < c->nplugins; i++) {
     const plugin *p = &c->plugins[i];

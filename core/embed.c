@@ -97,6 +97,7 @@ struct coil_session {
   coil_config *config;
   coil_plugin_dirs dirs;
   const char *cache_dir;       /* NULL: none (unset, "", or not usable: noted on stderr) */
+  coil_cache_remote remote;    /* [cache] remote behind it (url "": none) */
   pthread_mutex_t lock;        /* slots, and the plugin calls the ABI serializes */
   int nslots;
   plugin_slot slots[16];
@@ -180,6 +181,7 @@ coil_session_new(const coil_session_options *o, coil_session **out, coil_diag *d
     else
       fprintf(stderr, "coil: note: compiling without the cache: %s\n", why.msg);
   }
+  coil_cache_remote_from_config(s->config, &s->remote);
   *out = s;
   return 0;
 bad:
@@ -449,7 +451,8 @@ coil_model_compile(coil_session *s, const char *file, const char *text, size_t l
   coil_plugin_options opts = slot_options(p);
   char load_path[4096];
   if (s->cache_dir) {
-    rc = coil_cache_get(s->cache_dir, p->lp->api.identity ? p->lp->api.identity(p->inst) : "", p->lp, p->inst, m->p,
+    coil_cache_where w = {.dir = s->cache_dir, .remote = &s->remote};
+    rc = coil_cache_fetch(&w, p->lp->api.identity ? p->lp->api.identity(p->inst) : "", p->lp, p->inst, m->p,
                         &opts, &m->dir, &m->entry_fd, NULL, d);
     if (rc == 0)
       coil_fd_path(m->entry_fd, m->dir, load_path, sizeof load_path);

@@ -40,6 +40,10 @@ static const char usage[] =
     "                          compile GRAPH to a Wrapper IR program; print a summary (--dump:\n"
     "                          graph.txt, ir_pre_fusion.txt, ir_post_fusion.txt, program.wir;\n"
     "                          -o: the program's text to FILE, - for stdout)\n"
+    "  compile GRAPH --backend NAME [-v] [--no-cache]\n"
+    "                          compile GRAPH with plugin NAME into the compile cache (and publish\n"
+    "                          it to [cache] remote): say whether it was there, locally or\n"
+    "                          remotely; -v: the local and remote cache's counts and times\n"
     "  compile GRAPH --backend NAME -o DIR [--embed-weights W]\n"
     "                          compile GRAPH with plugin NAME into the artifact directory DIR\n"
     "                          (replacing an artifact there); --embed-weights stores the params\n"
@@ -78,6 +82,7 @@ static const char usage[] =
     "  --dump DIR              write the compile stages' dumps to DIR (plugin backends)\n"
     "  --no-cache              compile even when the compile cache ([coil] cache_dir) has the\n"
     "                          artifact, and do not store it there\n"
+    "  -v                      say what the compile cache (local and [cache] remote) did\n"
     "  --weights FILE          safetensors file with the graph's param and buffer inputs\n"
     "  --inputs FILE           safetensors file with the graph's other inputs, by name\n"
     "  --out FILE              write the outputs (out0, out1, ...) to a safetensors file\n"
@@ -144,12 +149,15 @@ typedef struct backend_setup {
   const char **keys, **values; /* the plugin's options without `library` */
   coil_backend_opts list[COIL_BACKEND_MAX_LIST]; /* a list's backends and their options */
   char list_names[COIL_BACKEND_MAX_LIST][80];
+  coil_cache_remote remote;   /* [cache] remote */
 } backend_setup;
 static int setup_backend(backend_setup *b, const char *flag_backend, const char *config_file, coil_diag *d);
 static void backend_teardown(backend_setup *b);
 static int open_backend(const backend_setup *bs, coil_loaded_plugin **lp, coil_plugin **inst, coil_diag *d);
 static int plugin_compile(const backend_setup *bs, const coil_loaded_plugin *lp, coil_plugin *inst,
                           const coil_wir_program *p, const char *dump_dir, coil_diag *d);
+static int cached_compile(const backend_setup *bs, const coil_loaded_plugin *lp, coil_plugin *inst,
+                          const coil_wir_program *p, bool verbose, coil_diag *d);
 static int artifact_compile(const backend_setup *bs, const coil_loaded_plugin *lp, coil_plugin *inst,
                             const coil_graph *g, const coil_wir_program *p, const char *dir,
                             const char *weights, coil_diag *d);
@@ -192,10 +200,14 @@ static int
 cmd_compile(int argc, char **argv)
 {
   const char *graph = NULL, *dump_dir = NULL, *out = NULL, *backend = NULL, *embed = NULL;
-  bool fuse = true;
+  bool fuse = true, verbose = false, no_cache = false;
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--no-fuse") == 0)
       fuse = false;
+    else if (strcmp(argv[i], "-v") == 0)
+      verbose = true;
+    else if (strcmp(argv[i], "--no-cache") == 0)
+      no_cache = true;
     else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
       backend = argv[++i];
     else if (strcmp(argv[i], "--embed-weights") == 0 && i + 1 < argc)
@@ -284,8 +296,18 @@ cmd_compile(int argc, char **argv)
       printf("dumps in %s/: graph.txt attention.txt ir_pre_fusion.txt ir_post_fusion.txt program.wir\n", dump_dir);
   }
   int plugin_rc = 0;
+  /* without -o or --dump the compile goes through the compile cache, as coil run's does: it
+   * fills the local cache and, with [cache] remote, the team's */
+  bool cached = plugin && !artifact && !dump_dir && !no_cache && bs.env.cache_dir && *bs.env.cache_dir;
+  if (cached && coil_cache_prepare(bs.env.cache_dir, &d)) {
+    fprintf(stderr, "note: compiling without the cache: %s\n", d.msg);
+    d.msg[0] = 0;
+    cached = false;
+  }
   if (rc == 0 && artifact)
     plugin_rc = artifact_compile(&bs, lp, inst, g, p, out, embed, &d);
+  else if (rc == 0 && cached)
+    plugin_rc = cached_compile(&bs, lp, inst, p, verbose, &d);
   else if (rc == 0 && plugin)
     plugin_rc = plugin_compile(&bs, lp, inst, p, dump_dir, &d);
   if (plugin_rc) {
@@ -881,6 +903,8 @@ setup_backend(backend_setup *b, const char *flag_backend, const char *config_fil
   b->env.option_keys = b->keys;
   b->env.option_values = b->values;
   b->env.cache_dir = coil_config_get(b->config, "cache_dir"); /* "" turns the cache off */
+  coil_cache_remote_from_config(b->config, &b->remote);
+  b->env.remote = &b->remote;
   b->env.convolution = coil_config_get(b->config, "convolution");
   b->env.attention = coil_config_get(b->config, "attention");
   b->env.decompose_k = coil_config_get(b->config, "decompose_k");
@@ -946,6 +970,51 @@ plugin_compile(const backend_setup *bs, const coil_loaded_plugin *lp, coil_plugi
     rmdir(dir);
   }
   return rc;
+}
+
+/* -v: what the local and remote compile cache did (one line). */
+static void
+print_cache_counts(const backend_setup *bs, int compiles, const coil_cache_counts *c)
+{
+  char url[512] = "none";
+  if (bs->env.remote && bs->env.remote->url && *bs->env.remote->url)
+    coil_remote_redact(bs->env.remote->url, url, sizeof url);
+  printf("cache: compiles %d; local hit %d, remote hit %d, remote miss %d, rejected %d, errors %d, skipped %d; "
+         "published %d, already there %d; remote %s (%.3f ms)\n",
+         compiles, c->local_hits, c->remote_hits, c->remote_misses, c->remote_rejected, c->remote_errors,
+         c->remote_skipped, c->published, c->publish_raced, url, c->remote_ms);
+}
+
+/* Compiles p through the compile cache (and the remote one behind it): says where the entry
+ * came from and, verbose, what the caches did and how long it took. */
+static int
+cached_compile(const backend_setup *bs, const coil_loaded_plugin *lp, coil_plugin *inst,
+               const coil_wir_program *p, bool verbose, coil_diag *d)
+{
+  coil_plugin_options opts = backend_options(bs);
+  coil_cache_counts counts = {0};
+  coil_cache_where w = {.dir = bs->env.cache_dir, .remote = bs->env.remote, .counts = &counts};
+  const char *id = lp->api.identity ? lp->api.identity(inst) : "";
+  char *entry = NULL;
+  int fd = -1;
+  coil_cache_outcome how;
+  double t0 = now_seconds();
+  if (coil_cache_fetch(&w, id ? id : "", lp, inst, p, &opts, &entry, &fd, &how, d))
+    return -1;
+  double ms = 1e3 * (now_seconds() - t0);
+  static const char *const said[] = {
+      [COIL_CACHE_HIT] = "found in the local compile cache",
+      [COIL_CACHE_MISS] = "compiled it into the compile cache",
+      [COIL_CACHE_REBUILT] = "compiled it again into the compile cache (the entry there failed its check)",
+      [COIL_CACHE_REMOTE_HIT] = "fetched it from the remote cache into the local one",
+  };
+  printf("plugin %s %s: %s (%.3f ms)\n", bs->name, said[how], entry, ms);
+  if (verbose)
+    print_cache_counts(bs, how == COIL_CACHE_MISS || how == COIL_CACHE_REBUILT, &counts);
+  if (fd >= 0)
+    close(fd);
+  free(entry);
+  return 0;
 }
 
 /* ---- artifacts (core/artifact.h): coil compile --backend NAME -o DIR ---- */
@@ -1148,7 +1217,7 @@ cmd_run(int argc, char **argv)
   double rtol = -1, atol = -1;
   char *sizes[64];
   int nsizes = 0;
-  bool no_cache = false;
+  bool no_cache = false, verbose = false;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     bool has_val = i + 1 < argc;
@@ -1158,8 +1227,8 @@ cmd_run(int argc, char **argv)
       graph = a;
       continue;
     }
-    if (strcmp(a, "--no-cache") == 0) {
-      no_cache = true;
+    if (strcmp(a, "--no-cache") == 0 || strcmp(a, "-v") == 0) {
+      *(a[1] == 'v' ? &verbose : &no_cache) = true;
       continue;
     }
     if (!has_val)
@@ -1259,8 +1328,13 @@ cmd_run(int argc, char **argv)
     if (coil_artifact_run(art, (const char *const *)bs.env.dirs.dirs, bs.env.dirs.n, &opts, &all,
                           &outs, &d))
       goto done;
-  } else if (coil_backend_run(g, backend, &bs.env, &all, &outs, &d)) {
-    goto done;
+  } else {
+    coil_backend_stats stats = {0};
+    bs.env.stats = &stats;
+    if (coil_backend_run(g, backend, &bs.env, &all, &outs, &d))
+      goto done;
+    if (verbose)
+      print_cache_counts(&bs, stats.compiles, &stats.cache);
   }
   printf("graph %s on %s: %d output%s\n", sig.name, backend, outs.n, outs.n == 1 ? "" : "s");
   summarise(&sig, &outs);

@@ -15,9 +15,13 @@ if command -v pkg-config >/dev/null 2>&1; then
   pkg-config --exists libxxhash || missing+=(libxxhash-dev)
   pkg-config --exists libsodium || missing+=(libsodium-dev)
   pkg-config --exists openblas || missing+=(libopenblas-dev)
+  pkg-config --exists hiredis || missing+=(libhiredis-dev) # [cache] remote: the Redis client
 else
-  missing+=(libcjson-dev libinih-dev libcriterion-dev libxxhash-dev libsodium-dev libopenblas-dev)
+  missing+=(libcjson-dev libinih-dev libcriterion-dev libxxhash-dev libsodium-dev libopenblas-dev libhiredis-dev)
 fi
+# Tests only: the remote cache's tests start their own redis-server on a loopback port (the
+# package may also start a system service where systemd runs; the tests do not use it).
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 # Tests only: the fx plugin's Python is checked with python3 -m py_compile.
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 # OpenMP needs nothing more: gcc brings libgomp.

@@ -373,9 +373,11 @@ Test(config, command_line_errors)
   coil_config *c = coil_config_new();
   coil_diag d = {{0}};
   cr_assert_eq(coil_config_set(c, "mdoe", "default", &d), -1);
-  cr_assert_str_eq(d.msg, "command line: error: unknown key 'mdoe' in [coil] (known: backend, "
+  cr_assert_str_eq(d.msg, "command line: error: unknown option 'mdoe' (known: backend, "
                           "mode, plugin_path, cache_dir, debug_dump, verify, graph_capture, "
-                          "autotune, convolution, attention, decompose_k); did you mean 'mode'?");
+                          "autotune, convolution, attention, decompose_k, cache.remote, "
+                          "cache.remote_key_file, cache.remote_timeout_ms, cache.remote_max_entry, "
+                          "cache.remote_prefix, cache.remote_ttl, cache.remote_publish); did you mean 'mode'?");
   memset(&d, 0, sizeof d);
   cr_assert_eq(coil_config_set(c, "backend", "../evil", &d), -1);
   cr_assert_str_eq(d.msg, "command line: error: backend must be a plugin name (letters, digits, "
@@ -616,6 +618,15 @@ Test(config, explain_text)
       "convolution   = auto                     ; default\n"
       "attention     = auto                     ; default\n"
       "decompose_k   = auto                     ; default\n"
+      "\n"
+      "[cache]\n"
+      "remote            =          ; default\n"
+      "remote_key_file   =          ; default\n"
+      "remote_timeout_ms = 250      ; default\n"
+      "remote_max_entry  = 67108864 ; default\n"
+      "remote_prefix     = coil     ; default\n"
+      "remote_ttl        = 0        ; default\n"
+      "remote_publish    = true     ; default\n"
       "\n"
       "[plugin.cuda]\n"
       "arch    = sm_90           ; t.ini:4\n"

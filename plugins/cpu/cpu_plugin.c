@@ -293,9 +293,16 @@ create(const coil_plugin_create_args *args, coil_plugin **out)
   char real[4096];
   if (path[0] && realpath(path, real) && stat(real, &st) == 0)
     snprintf(path, sizeof path, "%s", real);
-  snprintf(p->identity, sizeof p->identity, "cpu " CPU_VERSION "; cc %.2000s size %lld mtime %lld; flags %s%.1000s",
+  /* -march=native is the CPU it resolves to: an entry shared through a remote cache must not
+   * reach a machine whose CPU lacks what the code uses */
+  char native[17] = "", cpu[32] = "";
+  if (!p->opts.portable) {
+    host_cpu(native);
+    snprintf(cpu, sizeof cpu, "(cpu %s) ", native);
+  }
+  snprintf(p->identity, sizeof p->identity, "cpu " CPU_VERSION "; cc %.2000s size %lld mtime %lld; flags %s%s%.1000s",
            path[0] ? path : cc, (long long)st.st_size, (long long)st.st_mtime, p->opts.portable ? "portable " : "-march=native ",
-           p->opts.cflags);
+           cpu, p->opts.cflags);
   p->llvm = use_llvm(&p->opts);
   if (p->llvm) {
     /* the code depends on cpu-llvm.so, the libLLVM it links and the CPU, not on cc: all three

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""A few Redis commands over a raw socket, binary-safe, for tools/tests/remote_cache.sh (the
+Debian image has redis-cli, whose --raw output is not byte-exact, and no Python redis module).
+
+  resp.py PORT get KEY FILE          the value of KEY into FILE (exit 1 when there is none)
+  resp.py PORT set KEY FILE          SET KEY to FILE's bytes
+  resp.py PORT resign KEY TEAMKEY WHAT
+      rewrite the coil entry at KEY and sign it again with the team key (64 hex digits in the
+      file TEAMKEY), as a holder of the key could: WHAT is "version" (the header names another
+      plugin version) or "extra" (bytes after the last file)
+  resp.py PORT fake MODE             a fake server on PORT: "garbage" answers every command with
+      bytes that are not RESP; "drop" reads a command and closes the connection
+"""
+import hashlib
+import socket
+import struct
+import sys
+
+
+def command(port, *args):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    s.sendall(out)
+    f = s.makefile("rb")
+    line = f.readline()
+    if line.startswith(b"$"):
+        n = int(line[1:])
+        if n < 0:
+            return None
+        data = f.read(n + 2)[:-2]
+        return data
+    if line.startswith(b"-"):
+        raise SystemExit("redis: " + line.decode().strip())
+    return line.strip()
+
+
+def mac(key, data):
+    return hashlib.blake2b(b"coil remote entry 1" + data, key=key, digest_size=32).digest()
+
+
+def resign(port, name, keyfile, what):
+    key = bytes.fromhex(open(keyfile).read().strip())
+    blob = command(port, "GET", name)
+    body = blob[:-32]
+    assert mac(key, body) == blob[-32:], "the entry's MAC does not check with this key"
+    if what == "version":
+        h = struct.unpack("<I", body[48:52])[0]
+        header = body[52:52 + h]
+        lines = [b"version 99.0.0" if l.startswith(b"version ") else l for l in header.split(b"\n")]
+        header = b"\n".join(lines)
+        body = body[:48] + struct.pack("<I", len(header)) + header + body[52 + h:]
+    elif what == "extra":
+        body = body + b"\0" * 7
+    command(port, "SET", name, body + mac(key, body))
+
+
+def fake(port, mode):
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", port))
+    srv.listen(16)
+    print("ready", flush=True)
+    while True:
+        c, _ = srv.accept()
+        try:
+            c.settimeout(5)
+            c.recv(65536)
+            if mode == "garbage":
+                c.sendall(b"HTTP/1.1 200 OK\r\n\r\nhello\r\n")
+        except OSError:
+            pass
+        c.close()
+
+
+def main():
+    port, op = int(sys.argv[1]), sys.argv[2]
+    if op == "get":
+        v = command(port, "GET", sys.argv[3])
+        if v is None:
+            sys.exit(1)
+        open(sys.argv[4], "wb").write(v)
+    elif op == "set":
+        command(port, "SET", sys.argv[3], open(sys.argv[4], "rb").read())
+    elif op == "resign":
+        resign(port, sys.argv[3], sys.argv[4], sys.argv[5])
+    elif op == "fake":
+        fake(port, sys.argv[3])
+    else:
+        sys.exit("unknown operation " + op)
+
+
+if __name__ == "__main__":
+    main()
