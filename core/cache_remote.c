@@ -164,9 +164,18 @@ coil_cache_remote_from_config(const coil_config *c, coil_cache_remote *out)
 
 /* ---- notes and the back-off ---- */
 
-static _Atomic int64_t down_until;  /* CLOCK_MONOTONIC ms before which the remote is skipped */
-static atomic_bool noted_outage;    /* a note was written for the current outage */
-static atomic_bool noted_setup;     /* a note was written about the key file or the URL */
+/* The back-off and the outage note are kept per remote (a host may hold sessions configured
+ * with different servers: one down must not silence the others), in a few slots named by a
+ * hash of the URL; more remotes than slots share them, which costs at worst a skipped lookup. */
+enum { REMOTE_SLOTS = 8 };
+typedef struct remote_state {
+  uint64_t url_hash;   /* 0: free */
+  int64_t down_until;  /* CLOCK_MONOTONIC ms before which this remote is skipped */
+  bool noted_outage;   /* a note was written for the current outage */
+} remote_state;
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+static remote_state states[REMOTE_SLOTS];
+static atomic_bool noted_setup; /* a note was written about the key file or the URL */
 
 static double
 now_ms(void)
@@ -179,16 +188,48 @@ now_ms(void)
 void
 coil_remote_reset(void)
 {
-  atomic_store(&down_until, 0);
-  atomic_store(&noted_outage, false);
+  pthread_mutex_lock(&state_lock);
+  memset(states, 0, sizeof states);
+  pthread_mutex_unlock(&state_lock);
   atomic_store(&noted_setup, false);
+}
+
+static uint64_t
+url_hash(const char *url)
+{
+  uint64_t h = 1469598103934665603u; /* FNV-1a */
+  for (const unsigned char *p = (const unsigned char *)url; *p; p++)
+    h = (h ^ *p) * 1099511628211u;
+  return h ? h : 1;
+}
+
+/* This remote's slot (state_lock held): its own, else a free one, else the one its hash names. */
+static remote_state *
+state_of(const char *url)
+{
+  uint64_t h = url_hash(url);
+  remote_state *free_one = NULL;
+  for (int i = 0; i < REMOTE_SLOTS; i++) {
+    if (states[i].url_hash == h)
+      return &states[i];
+    if (!free_one && states[i].url_hash == 0)
+      free_one = &states[i];
+  }
+  remote_state *s = free_one ? free_one : &states[h % REMOTE_SLOTS];
+  *s = (remote_state){.url_hash = h};
+  return s;
 }
 
 static void
 note_outage(const coil_cache_remote *r, const char *what, const char *why)
 {
-  atomic_store(&down_until, (int64_t)now_ms() + BACKOFF_SECONDS * 1000);
-  if (atomic_exchange(&noted_outage, true))
+  pthread_mutex_lock(&state_lock);
+  remote_state *st = state_of(r->url);
+  st->down_until = (int64_t)now_ms() + BACKOFF_SECONDS * 1000;
+  bool noted = st->noted_outage;
+  st->noted_outage = true;
+  pthread_mutex_unlock(&state_lock);
+  if (noted)
     return;
   char url[512];
   coil_remote_redact(r->url, url, sizeof url);
@@ -198,15 +239,20 @@ note_outage(const coil_cache_remote *r, const char *what, const char *why)
 }
 
 static bool
-in_backoff(void)
+in_backoff(const coil_cache_remote *r)
 {
-  return (int64_t)now_ms() < atomic_load(&down_until);
+  pthread_mutex_lock(&state_lock);
+  bool down = (int64_t)now_ms() < state_of(r->url)->down_until;
+  pthread_mutex_unlock(&state_lock);
+  return down;
 }
 
 static void
-healthy(void)
+healthy(const coil_cache_remote *r)
 {
-  atomic_store(&noted_outage, false);
+  pthread_mutex_lock(&state_lock);
+  state_of(r->url)->noted_outage = false;
+  pthread_mutex_unlock(&state_lock);
 }
 
 /* ---- the team key ---- */
@@ -746,7 +792,7 @@ coil_remote_fetch(const coil_cache_remote *r, int root, const char *cache_dir, c
   remote_setup s;
   if (!set_up(r, &s))
     return COIL_REMOTE_ABSENT;
-  if (in_backoff()) {
+  if (in_backoff(r)) {
     counts->remote_skipped++;
     set_down(&s);
     return COIL_REMOTE_ABSENT;
@@ -773,9 +819,9 @@ coil_remote_fetch(const coil_cache_remote *r, int root, const char *cache_dir, c
     note_outage(r, "fetch", msg);
   } else if (rep->type == REDIS_REPLY_NIL || (rep->type == REDIS_REPLY_STRING && rep->len == 0)) {
     counts->remote_misses++; /* GETRANGE of a missing key is "" */
-    healthy();
+    healthy(r);
   } else {
-    healthy();
+    healthy(r);
     char why[512] = "";
     char tmp[96];
     snprintf(tmp, sizeof tmp, ".%s.tmp-%ld-%08x", key, (long)getpid(), randombytes_random());
@@ -818,7 +864,7 @@ coil_remote_publish(const coil_cache_remote *r, int entry_fd, const char *dir, c
   remote_setup s;
   if (!r || !r->publish || !set_up(r, &s))
     return;
-  if (in_backoff()) {
+  if (in_backoff(r)) {
     counts->remote_skipped++;
     set_down(&s);
     return;
@@ -838,7 +884,7 @@ coil_remote_publish(const coil_cache_remote *r, int entry_fd, const char *dir, c
   }
   if (rep && rep->type == REDIS_REPLY_INTEGER && rep->integer > 0) {
     counts->publish_raced++;
-    healthy();
+    healthy(r);
   } else if (rep && rep->type == REDIS_REPLY_INTEGER) {
     freeReplyObject(rep);
     rep = NULL;
@@ -852,10 +898,10 @@ coil_remote_publish(const coil_cache_remote *r, int entry_fd, const char *dir, c
       rep = call(&k, r->ttl > 0 ? 6 : 4, argv, len);
       if (rep && rep->type == REDIS_REPLY_STATUS) {
         counts->published++;
-        healthy();
+        healthy(r);
       } else if (rep && rep->type == REDIS_REPLY_NIL) {
         counts->publish_raced++;
-        healthy();
+        healthy(r);
       } else if (rep) {
         counts->remote_errors++;
         snprintf(why, sizeof why, "SET answered: %.*s", rep->type == REDIS_REPLY_ERROR ? (int)(rep->len < 200 ? rep->len : 200) : 0,

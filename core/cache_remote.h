@@ -5,7 +5,7 @@
  * team's key, [cache] remote_key_file), checked before any of it is written to the local cache,
  * then sealed with the local cache's own key and checked again as a local entry is. Redis
  * unreachable, slow or answering garbage costs at most remote_timeout_ms an operation, one note
- * an outage, and 30 s without the remote; never a failed run (docs/reliability.md, "The remote
+ * an outage, and 30 s without that remote; never a failed run (docs/reliability.md, "The remote
  * cache").
  *
  * One connection per operation (hiredis contexts are not thread-safe; a loopback or LAN

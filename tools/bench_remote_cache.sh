@@ -5,19 +5,26 @@
 # process again). Times are coil_cache_fetch's own, as `coil compile -v` prints them (the
 # process's start and the graph's parse are not in them); median of ROUNDS rounds, each round
 # on a fresh key prefix so that its cold compile is cold in Redis too. Starts its own
-# redis-server on a loopback port.
+# redis-server on a loopback port. The local caches it fills live where the default cache does
+# (under ${XDG_CACHE_HOME:-$HOME/.cache}; COIL_BENCH_CACHE_PARENT picks another directory): a
+# remote hit creates a directory and seven files, and file creation costs differ between file
+# systems (on one VM here, 25 us in $HOME against 390 us in /tmp, both ext4 on one disk).
 #   tools/bench_remote_cache.sh [COIL_BINARY] [BACKEND] [ROUNDS]   (defaults build/tools/coil cpu 5)
 set -euo pipefail
 coil=${1:-build/tools/coil}
 backend=${2:-cpu}
 rounds=${3:-5}
 tmp=$(mktemp -d)
+parent=${COIL_BENCH_CACHE_PARENT:-${XDG_CACHE_HOME:-$HOME/.cache}}
+mkdir -p "$parent"
+caches=$(mktemp -d "$parent/coil-bench.XXXXXX")
 rpid=
-trap '[ -n "$rpid" ] && kill -KILL "$rpid" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap '[ -n "$rpid" ] && kill -KILL "$rpid" 2>/dev/null; rm -rf "$tmp" "$caches"' EXIT
 port=$((20000 + RANDOM % 40000))
 redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no --dir "$tmp" \
   --logfile "$tmp/redis.log" >/dev/null 2>&1 &
 rpid=$!
+disown "$rpid" # killed by the trap: no "Killed" line from the shell
 for i in $(seq 50); do redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
 od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$tmp/team.key"
 chmod 600 "$tmp/team.key"
@@ -79,17 +86,18 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 date -u +"%Y-%m-%d %H:%M UTC"
 echo "backend $backend, $rounds rounds, redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') on 127.0.0.1"
+echo "local caches under $caches ($(df -PT "$caches" | awk 'NR == 2 { print $2 }'))"
 printf '%-22s %10s %10s %10s %10s %12s\n' graph "cold ms" "remote ms" "local ms" "entry KiB" "cold/remote"
 for g in pointwise_gelu_affine softmax_lastdim layernorm sum_dim1 rmsnorm_residual_f32; do
   : >"$tmp/cold" && : >"$tmp/remote" && : >"$tmp/local"
   for r in $(seq "$rounds"); do
     export COIL_CACHE_REMOTE_PREFIX="bench-$$-$r"
-    rm -rf "$tmp/c1" "$tmp/c2"
-    ms "$tmp/$g.coil" "$tmp/c1" "compiled it into" >>"$tmp/cold"
-    ms "$tmp/$g.coil" "$tmp/c2" "fetched it from the remote" >>"$tmp/remote"
-    ms "$tmp/$g.coil" "$tmp/c2" "found in the local" >>"$tmp/local"
+    rm -rf "$caches/c1" "$caches/c2"
+    ms "$tmp/$g.coil" "$caches/c1" "compiled it into" >>"$tmp/cold"
+    ms "$tmp/$g.coil" "$caches/c2" "fetched it from the remote" >>"$tmp/remote"
+    ms "$tmp/$g.coil" "$caches/c2" "found in the local" >>"$tmp/local"
   done
-  kib=$(du -sk "$tmp/c2" | awk '{ print $1 }')
+  kib=$(du -sk "$caches/c2" | awk '{ print $1 }')
   cold=$(median <"$tmp/cold") remote=$(median <"$tmp/remote") local=$(median <"$tmp/local")
   printf '%-22s %10.2f %10.2f %10.2f %10s %11.1fx\n' "$g" "$cold" "$remote" "$local" "$kib" \
     "$(awk -v a="$cold" -v b="$remote" 'BEGIN { print a / b }')"

@@ -235,11 +235,24 @@ export COIL_CACHE_REMOTE="redis://127.0.0.1:$port"
 check "killed mid-publish: nothing in the new server" [ "$(redis-cli -p "$port" DBSIZE)" = 0 ]
 $resp "$fport" fake garbage >"$tmp/fake.out" 2>&1 &
 fpid=$!
-for i in $(seq 50); do grep -q ready "$tmp/fake.out" && break; sleep 0.1; done
+for i in $(seq 50); do grep -q ready "$tmp/fake.out" 2>/dev/null && break; sleep 0.1; done
 COIL_CACHE_REMOTE="redis://127.0.0.1:$fport" c f5 compile "$soft" --backend interp -v
 check "garbage answers: exit 0" rc_is 0
 check "garbage answers: one note" notes_are 1
 check "garbage answers: compiled locally" out_has "compiled it into the compile cache"
+kill -KILL "$fpid" 2>/dev/null
+wait "$fpid" 2>/dev/null
+fpid=
+# EPIPE on the publish: over a Unix socket a write to a closed peer raises SIGPIPE at once, which
+# would end the process with 141 if the cache did not hold it off
+$resp "$tmp/fake.sock" fake pipe >"$tmp/fake.out" 2>&1 &
+fpid=$!
+for i in $(seq 50); do grep -q ready "$tmp/fake.out" 2>/dev/null && break; sleep 0.1; done
+COIL_CACHE_REMOTE="unix://$tmp/fake.sock" c f6 run "$soft" --backend cpu -v
+check "EPIPE mid-publish: the server closed before the SET" grep -q "closed before the SET" "$tmp/fake.out"
+check "EPIPE mid-publish: exit 0 (not 141, SIGPIPE)" rc_is 0
+check "EPIPE mid-publish: one note, on the publish" bash -c "[ \"\$(grep -c 'coil: note: ' $tmp/err)\" = 1 ] && grep -q 'publish:' $tmp/err"
+check "EPIPE mid-publish: the run's outputs" out_has "graph"
 kill -KILL "$fpid" 2>/dev/null
 wait "$fpid" 2>/dev/null
 fpid=

@@ -10,6 +10,9 @@ Debian image has redis-cli, whose --raw output is not byte-exact, and no Python 
       plugin version) or "extra" (bytes after the last file)
   resp.py PORT fake MODE             a fake server on PORT: "garbage" answers every command with
       bytes that are not RESP; "drop" reads a command and closes the connection
+  resp.py PATH fake pipe             a fake server on the Unix socket PATH that answers a fetch
+      (GETRANGE) with a miss and a publish's EXISTS with 0, then closes the connection before the
+      SET arrives: the client's next write gets EPIPE, which raises SIGPIPE unless it is held off
 """
 import hashlib
 import socket
@@ -57,26 +60,45 @@ def resign(port, name, keyfile, what):
     command(port, "SET", name, body + mac(key, body))
 
 
-def fake(port, mode):
-    srv = socket.socket()
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("127.0.0.1", port))
+def fake(where, mode):
+    if mode == "pipe":
+        srv = socket.socket(socket.AF_UNIX)
+        srv.bind(where)
+    else:
+        srv = socket.socket()
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind(("127.0.0.1", int(where)))
     srv.listen(16)
     print("ready", flush=True)
     while True:
         c, _ = srv.accept()
         try:
             c.settimeout(5)
-            c.recv(65536)
-            if mode == "garbage":
-                c.sendall(b"HTTP/1.1 200 OK\r\n\r\nhello\r\n")
+            while True:
+                got = c.recv(65536)
+                if mode == "garbage":
+                    c.sendall(b"HTTP/1.1 200 OK\r\n\r\nhello\r\n")
+                if mode != "pipe" or not got:
+                    break
+                if b"GETRANGE" in got:
+                    c.sendall(b"$0\r\n\r\n")
+                elif b"EXISTS" in got:
+                    c.sendall(b":0\r\n")
+                    print("closed before the SET", flush=True)
+                    break
+                else:
+                    c.sendall(b"-ERR not this fake's\r\n")
         except OSError:
             pass
         c.close()
 
 
 def main():
-    port, op = int(sys.argv[1]), sys.argv[2]
+    where, op = sys.argv[1], sys.argv[2]
+    if op == "fake":
+        fake(where, sys.argv[3])
+        return
+    port = int(where)
     if op == "get":
         v = command(port, "GET", sys.argv[3])
         if v is None:
@@ -86,8 +108,6 @@ def main():
         command(port, "SET", sys.argv[3], open(sys.argv[4], "rb").read())
     elif op == "resign":
         resign(port, sys.argv[3], sys.argv[4], sys.argv[5])
-    elif op == "fake":
-        fake(port, sys.argv[3])
     else:
         sys.exit("unknown operation " + op)
 
