@@ -339,6 +339,7 @@ typedef struct conn {
   redisContext *c;
   double deadline;   /* now_ms() past which the operation has failed */
   int timeout_ms;
+  uint64_t max_reply; /* bytes a reply may hold buffered; 0: 64 KiB (set after connect_to) */
   char err[256];     /* why it failed */
 } conn;
 
@@ -420,6 +421,13 @@ call(conn *k, int argc, const char **argv, const size_t *len)
       return NULL;
     if (redisBufferRead(k->c) != REDIS_OK) {
       context_error(k);
+      return NULL;
+    }
+    /* hiredis keeps a bulk reply in its buffer until all of it has come: a server announcing
+     * (or sending) more than an entry may hold is cut off here, not after gigabytes. */
+    uint64_t limit = k->max_reply ? k->max_reply : 64 * 1024;
+    if (k->c->reader->len - k->c->reader->pos > limit) {
+      snprintf(k->err, sizeof k->err, "the reply is over %" PRIu64 " bytes (remote_max_entry and its header)", limit);
       return NULL;
     }
   }
@@ -805,6 +813,7 @@ coil_remote_fetch(const coil_cache_remote *r, int root, const char *cache_dir, c
   snprintf(last, sizeof last, "%" PRIu64, r->max_entry); /* GETRANGE's end is inclusive: max + 1 bytes at most */
   redisReply *rep = NULL;
   if (connect_to(&k, &s.url, r->timeout_ms) == 0) {
+    k.max_reply = r->max_entry + 1024; /* GETRANGE answers at most max_entry + 1 bytes, and "$N\r\n" */
     const char *argv[4] = {"GETRANGE", name, "0", last};
     size_t len[4] = {8, strlen(name), 1, strlen(last)};
     rep = call(&k, 4, argv, len);

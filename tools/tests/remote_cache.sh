@@ -243,6 +243,19 @@ check "garbage answers: compiled locally" out_has "compiled it into the compile 
 kill -KILL "$fpid" 2>/dev/null
 wait "$fpid" 2>/dev/null
 fpid=
+# a reply larger than any entry: cut off at remote_max_entry, not buffered until the deadline
+$resp "$fport" fake flood >"$tmp/fake.out" 2>&1 &
+fpid=$!
+for i in $(seq 50); do grep -q ready "$tmp/fake.out" 2>/dev/null && break; sleep 0.1; done
+COIL_CACHE_REMOTE="redis://127.0.0.1:$fport" COIL_CACHE_REMOTE_MAX_ENTRY=1M COIL_CACHE_REMOTE_TIMEOUT_MS=20000 \
+  c f7 compile "$soft" --backend interp -v
+check "flooding server: exit 0" rc_is 0
+check "flooding server: cut off at the entry limit" err_has "the reply is over 1049600 bytes"
+check "flooding server: well before the 20 s deadline" faster_than 5
+check "flooding server: compiled locally" out_has "compiled it into the compile cache"
+kill -KILL "$fpid" 2>/dev/null
+wait "$fpid" 2>/dev/null
+fpid=
 # EPIPE on the publish: over a Unix socket a write to a closed peer raises SIGPIPE at once, which
 # would end the process with 141 if the cache did not hold it off
 $resp "$tmp/fake.sock" fake pipe >"$tmp/fake.out" 2>&1 &

@@ -13,6 +13,8 @@ Debian image has redis-cli, whose --raw output is not byte-exact, and no Python 
   resp.py PATH fake pipe             a fake server on the Unix socket PATH that answers a fetch
       (GETRANGE) with a miss and a publish's EXISTS with 0, then closes the connection before the
       SET arrives: the client's next write gets EPIPE, which raises SIGPIPE unless it is held off
+  resp.py PORT fake flood            answers every command with a 2 GB bulk string's header and
+      then bytes for as long as the client reads them
 """
 import hashlib
 import socket
@@ -74,6 +76,15 @@ def fake(where, mode):
         c, _ = srv.accept()
         try:
             c.settimeout(5)
+            if mode == "flood":
+                c.recv(65536)
+                c.sendall(b"$2000000000\r\n")
+                chunk = b"x" * 65536
+                sent = 0
+                while sent < 2000000000:
+                    c.sendall(chunk)
+                    sent += len(chunk)
+                continue
             while True:
                 got = c.recv(65536)
                 if mode == "garbage":
