@@ -68,6 +68,18 @@ stop_redis() {
   rpid=
 }
 
+# start_fake WHERE MODE: tools/tests/resp.py's fake server on a port or a unix socket ($fpid)
+start_fake() {
+  $resp "$1" fake "$2" >"$tmp/fake.out" 2>&1 &
+  fpid=$!
+  for i in $(seq 50); do grep -q ready "$tmp/fake.out" 2>/dev/null && break; sleep 0.1; done
+}
+stop_fake() {
+  kill -KILL "$fpid" 2>/dev/null
+  wait "$fpid" 2>/dev/null
+  fpid=
+}
+
 # c NAME CMD...: runs coil with the local cache $tmp/NAME, timing it ($tmp/secs)
 c() {
   local dir=$1
@@ -233,42 +245,30 @@ check "killed mid-publish: the run's outputs" out_has "graph"
 start_redis
 export COIL_CACHE_REMOTE="redis://127.0.0.1:$port"
 check "killed mid-publish: nothing in the new server" [ "$(redis-cli -p "$port" DBSIZE)" = 0 ]
-$resp "$fport" fake garbage >"$tmp/fake.out" 2>&1 &
-fpid=$!
-for i in $(seq 50); do grep -q ready "$tmp/fake.out" 2>/dev/null && break; sleep 0.1; done
+start_fake "$fport" garbage
 COIL_CACHE_REMOTE="redis://127.0.0.1:$fport" c f5 compile "$soft" --backend interp -v
 check "garbage answers: exit 0" rc_is 0
 check "garbage answers: one note" notes_are 1
 check "garbage answers: compiled locally" out_has "compiled it into the compile cache"
-kill -KILL "$fpid" 2>/dev/null
-wait "$fpid" 2>/dev/null
-fpid=
+stop_fake
 # a reply larger than any entry: cut off at remote_max_entry, not buffered until the deadline
-$resp "$fport" fake flood >"$tmp/fake.out" 2>&1 &
-fpid=$!
-for i in $(seq 50); do grep -q ready "$tmp/fake.out" 2>/dev/null && break; sleep 0.1; done
+start_fake "$fport" flood
 COIL_CACHE_REMOTE="redis://127.0.0.1:$fport" COIL_CACHE_REMOTE_MAX_ENTRY=1M COIL_CACHE_REMOTE_TIMEOUT_MS=20000 \
   c f7 compile "$soft" --backend interp -v
 check "flooding server: exit 0" rc_is 0
 check "flooding server: cut off at the entry limit" err_has "the reply is over 1049600 bytes"
 check "flooding server: well before the 20 s deadline" faster_than 5
 check "flooding server: compiled locally" out_has "compiled it into the compile cache"
-kill -KILL "$fpid" 2>/dev/null
-wait "$fpid" 2>/dev/null
-fpid=
+stop_fake
 # EPIPE on the publish: over a Unix socket a write to a closed peer raises SIGPIPE at once, which
 # would end the process with 141 if the cache did not hold it off
-$resp "$tmp/fake.sock" fake pipe >"$tmp/fake.out" 2>&1 &
-fpid=$!
-for i in $(seq 50); do grep -q ready "$tmp/fake.out" 2>/dev/null && break; sleep 0.1; done
+start_fake "$tmp/fake.sock" pipe
 COIL_CACHE_REMOTE="unix://$tmp/fake.sock" c f6 run "$soft" --backend cpu -v
 check "EPIPE mid-publish: the server closed before the SET" grep -q "closed before the SET" "$tmp/fake.out"
 check "EPIPE mid-publish: exit 0 (not 141, SIGPIPE)" rc_is 0
 check "EPIPE mid-publish: one note, on the publish" bash -c "[ \"\$(grep -c 'coil: note: ' $tmp/err)\" = 1 ] && grep -q 'publish:' $tmp/err"
 check "EPIPE mid-publish: the run's outputs" out_has "graph"
-kill -KILL "$fpid" 2>/dev/null
-wait "$fpid" 2>/dev/null
-fpid=
+stop_fake
 
 # ---- 16 concurrent compilers of one graph publish once ----
 pids=()
