@@ -49,6 +49,7 @@ typedef struct conf_ctx {
   const char *source_dir;      /* where conformance/models lives */
   const char *convolution;     /* [coil] convolution of the ini file: auto, generated, library */
   const char *attention;       /* [coil] attention: the same choices, for coil.attention */
+  const char *matmul;          /* [coil] matmul: the same choices, for mm, bmm and addmm */
   const char *decompose_k;     /* [coil] decompose_k: auto, off or a slice count */
   uint64_t random_seed;        /* the random tier: graph i comes from seed random_seed + i */
   long random_count;           /* graphs to run */

@@ -283,7 +283,7 @@ conf_compile(const conf_ctx *c, const coil_loaded_plugin *lp, const coil_plugin 
 {
   coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS];
   coil_compile_options o = {.fuse = true, .verify = true};
-  coil_backend_compile_options(lp, inst, c->convolution, c->attention, claims, &o);
+  coil_backend_compile_options(lp, inst, c->convolution, c->attention, c->matmul, claims, &o);
   o.decompose_k = coil_backend_decompose_k(c->decompose_k);
   return coil_compile_graph(g, &o, d);
 }

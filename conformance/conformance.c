@@ -241,6 +241,7 @@ main(int argc, char **argv)
   c.option_values = v2;
   c.convolution = coil_config_get(cfg, "convolution");
   c.attention = coil_config_get(cfg, "attention");
+  c.matmul = coil_config_get(cfg, "matmul");
   c.decompose_k = coil_config_get(cfg, "decompose_k");
 
   int rc = 0;

@@ -32,12 +32,13 @@ toolchain_identity(const coil_loaded_plugin *lp, coil_plugin *inst)
 
 void
 coil_backend_compile_options(const coil_loaded_plugin *lp, const coil_plugin *inst,
-                              const char *convolution, const char *attention,
+                              const char *convolution, const char *attention, const char *matmul,
                               coil_library_claim *claims, coil_compile_options *o)
 {
-  /* convolution and attention: claimed per setting (auto asks the plugin) */
-  static const char *const chosen[] = {"aten.convolution.default", "coil.attention"};
-  const char *setting[] = {convolution, attention};
+  /* convolution, attention and the matmuls: claimed per setting (auto asks the plugin) */
+  static const char *const chosen[] = {"aten.convolution.default", "coil.attention", "aten.mm.default",
+                                       "aten.bmm.default"};
+  const char *setting[] = {convolution, attention, matmul, matmul};
   int n = 0;
   for (size_t c = 0; c < sizeof chosen / sizeof *chosen; c++) {
     const char *how = setting[c] ? setting[c] : "auto";
@@ -63,6 +64,11 @@ coil_backend_compile_options(const coil_loaded_plugin *lp, const coil_plugin *in
   }
   o->library = claims;
   o->nlibrary = n;
+  /* generated: never a library product; auto: where the plugin does not claim one (no plugin
+   * to ask: the library op, as a dump without a backend has always shown it) */
+  o->matmul_generated = matmul && strcmp(matmul, "generated") == 0 ? true
+                        : matmul && strcmp(matmul, "library") == 0 ? false
+                                                                   : lp != NULL;
   /* auto: the plugin's statement query may still refuse a fused call by its shapes */
   bool ask = !attention || strcmp(attention, "auto") == 0;
   o->plugin = ask ? lp : NULL;
@@ -173,7 +179,8 @@ coil_backend_run(const coil_graph *g, const char *backend, const coil_backend_en
   /* compiled for this plugin: what it claims as library calls decides what is generated */
   coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS];
   coil_compile_options copts = {.fuse = true, .verify = true, .dump_dir = env ? env->dump_dir : NULL};
-  coil_backend_compile_options(lp, inst, env ? env->convolution : NULL, env ? env->attention : NULL, claims, &copts);
+  coil_backend_compile_options(lp, inst, env ? env->convolution : NULL, env ? env->attention : NULL,
+                               env ? env->matmul : NULL, claims, &copts);
   copts.decompose_k = coil_backend_decompose_k(env ? env->decompose_k : NULL);
   if (!(p = coil_compile_graph(g, &copts, d)))
     goto done;
@@ -322,6 +329,7 @@ coil_backend_run_split(const coil_graph *g, const char *backends, const coil_bac
   const char *const *dirs = env ? (const char *const *)env->dirs.dirs : NULL;
   coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS], merged[COIL_BACKEND_MAX_CLAIMS];
   int nmerged = 0;
+  bool matmul_generated = false;
   for (int k = 0; k < nb; k++) {
     b[k].opts = (coil_plugin_options){.struct_size = sizeof b[k].opts};
     for (int j = 0; env && j < env->nbackends; j++)
@@ -338,7 +346,8 @@ coil_backend_run_split(const coil_graph *g, const char *backends, const coil_bac
     /* a library op any backend claims stays a library call (that backend will run it) */
     coil_compile_options one = {0};
     coil_backend_compile_options(b[k].lp, b[k].inst, env ? env->convolution : NULL, env ? env->attention : NULL,
-                                 claims, &one);
+                                 env ? env->matmul : NULL, claims, &one);
+    matmul_generated |= one.matmul_generated; /* products no backend claims: the loop nest */
     for (int c = 0; c < one.nlibrary; c++) {
       int m = 0;
       while (m < nmerged && strcmp(merged[m].op, claims[c].op) != 0)
@@ -354,7 +363,8 @@ coil_backend_run_split(const coil_graph *g, const char *backends, const coil_bac
   placing pc = {0};
   coil_compile_options first = {.fuse = false, .verify = true, .library = merged, .nlibrary = nmerged,
                                 .work_line = record_line, .work_user = &pc,
-                                .decompose_k = coil_backend_decompose_k(env ? env->decompose_k : NULL)};
+                                .decompose_k = coil_backend_decompose_k(env ? env->decompose_k : NULL),
+                                .matmul_generated = matmul_generated};
   coil_wir_program *p0 = coil_compile_graph(g, &first, d);
   if (!p0)
     goto done;
@@ -370,7 +380,8 @@ coil_backend_run_split(const coil_graph *g, const char *backends, const coil_bac
   coil_wir_free(p0);
   coil_compile_options copts = {.fuse = true, .verify = true, .dump_dir = env ? env->dump_dir : NULL,
                                 .library = merged, .nlibrary = nmerged, .placement = pc.placement,
-                                .nplacement = pc.nnodes, .decompose_k = first.decompose_k};
+                                .nplacement = pc.nnodes, .decompose_k = first.decompose_k,
+                                .matmul_generated = matmul_generated};
   p = coil_compile_graph(g, &copts, d);
   free(pc.line), free(pc.node), free(pc.placement);
   if (!p || coil_partition_plan(p, nb, names, claim_split, b, &pt, d))

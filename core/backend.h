@@ -34,6 +34,7 @@ typedef struct coil_backend_env {
   const coil_cache_remote *remote; /* [cache] remote behind cache_dir, or NULL */
   const char *convolution;         /* [coil] convolution: auto (also NULL), generated, library */
   const char *attention;           /* [coil] attention: the same choices, for coil.attention */
+  const char *matmul;              /* [coil] matmul: the same choices, for mm, bmm and addmm */
   const char *decompose_k;         /* [coil] decompose_k: auto (also NULL), off, or a split count */
   coil_backend_stats *stats;       /* counted into when not NULL */
   int nbackends;                   /* for a list of backends: each one's options */
@@ -41,16 +42,18 @@ typedef struct coil_backend_env {
 } coil_backend_env;
 
 /* Library ops the core can also generate (aten.convolution.default): at most this many claims. */
-#define COIL_BACKEND_MAX_CLAIMS 6
+#define COIL_BACKEND_MAX_CLAIMS 8
 
 /* Sets o->library and o->nlibrary (into claims, which o points at afterwards) for a program
  * that plugin lp will run, with [coil] convolution = `convolution`: "auto" or NULL claims the
  * dtypes for which the plugin's supports() says yes to aten.convolution.default (none when lp is
  * NULL: no plugin to ask), "library" every dtype, "generated" none. [coil] attention =
  * `attention` does the same for coil.attention, the fused attention the core matches in graphs
- * (core/attention.c). */
+ * (core/attention.c), and [coil] matmul = `matmul` for aten.mm.default and aten.bmm.default
+ * (o->matmul_generated: where they are not claimed, the core's loop nest; auto with lp NULL
+ * keeps the library op). */
 void coil_backend_compile_options(const coil_loaded_plugin *lp, const coil_plugin *inst,
-                                  const char *convolution, const char *attention,
+                                  const char *convolution, const char *attention, const char *matmul,
                                   coil_library_claim *claims,
                                   coil_compile_options *o);
 /* [coil] decompose_k as coil_compile_options.decompose_k: "auto" or NULL 0, "off" -1, "N" N. */

@@ -57,6 +57,9 @@ static const struct option {
      * decomposed bmm/softmax/bmm (generated), or the fused op whatever the plugin says */
     {"attention", TYPE_CHOICE, "auto", "COIL_ATTENTION",
      (const char *const[]){"auto", "generated", "library", NULL}, NULL},
+    /* matmul: mm, bmm and addmm as library products where the plugin claims them (auto), always
+     * the core's loop nest (generated), or always library products */
+    {"matmul", TYPE_CHOICE, "auto", "COIL_MATMUL", (const char *const[]){"auto", "generated", "library", NULL}, NULL},
     /* decompose_k: an mm as a batched product of K's slices and a sum (where the plugin claims
      * aten.bmm.dtype) in this many slices where K divides; auto (today: never) or off */
     {"decompose_k", TYPE_CHOICE, "auto", "COIL_DECOMPOSE_K",

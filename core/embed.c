@@ -399,7 +399,8 @@ compile_program(coil_session *s, const char *file, const char *text, size_t len,
   copts.dump_dir = dump && *dump ? dump : NULL;
   if (p) {
     coil_backend_compile_options(p->lp, p->inst, coil_config_get(s->config, "convolution"),
-                                 coil_config_get(s->config, "attention"), claims, &copts);
+                                 coil_config_get(s->config, "attention"), coil_config_get(s->config, "matmul"),
+                                 claims, &copts);
     copts.decompose_k = coil_backend_decompose_k(coil_config_get(s->config, "decompose_k"));
     p->models++; /* held from here: the caller releases it on error */
   }

@@ -1036,6 +1036,31 @@ mm_decomposed(lowering *L, lazy *a, lazy *b, int ks)
   return lz_reduce(L, part, red, false, COIL_REDUCE_SUM, COIL_F32);
 }
 
+/* a [.., M, K] @ b [.., K, N] as the core's own loop nest, for a target that does not claim the
+ * library op ([coil] matmul = generated, or a plugin without a GEMM): the products over
+ * [.., M, N, K] in acc and their sum over K, a reduction kernel like any other. Returns the sum,
+ * [.., M, N] in acc. */
+static lazy *
+mm_generated(lowering *L, lazy *a, lazy *b, coil_dtype acc)
+{
+  int r = a->rank; /* 2 (mm) or 3 (bmm) */
+  const coil_sym *sizes[4];
+  for (int i = 0; i < r - 1; i++)
+    sizes[i] = a->sizes[i];
+  sizes[r - 1] = b->sizes[r - 1];
+  sizes[r] = a->sizes[r - 1];
+  lazy *e = lz_new(L, acc, r + 1, sizes);
+  const coil_sym *ia[3], *ib[3];
+  for (int i = 0; i < r - 2; i++)
+    ia[i] = ib[i] = e->dvars[i];
+  ia[r - 2] = e->dvars[r - 2], ia[r - 1] = e->dvars[r];     /* a[.., m, k] */
+  ib[r - 2] = e->dvars[r], ib[r - 1] = e->dvars[r - 1];     /* b[.., k, n] */
+  e->expr = lx_op(L, COIL_KOP_MUL, acc, lx_cast(L, lz_at(L, a, ia), acc), lx_cast(L, lz_at(L, b, ib), acc), NULL);
+  bool red[COIL_MAX_RANK] = {false};
+  red[r] = true;
+  return lz_reduce(L, e, red, false, COIL_REDUCE_SUM, acc);
+}
+
 static int
 lower_matmul(lowering *L, const coil_node *n)
 {
@@ -1048,13 +1073,29 @@ lower_matmul(lowering *L, const coil_node *n)
     ma = op_arg(L, n, sub == 2 ? 1 : 0), mb = op_arg(L, n, sub == 2 ? 2 : 1);
     ks = decompose_k_splits(L, ma, mb, n->out->type.dtype);
   }
-  if (sub != 2 && !ks)
-    return lower_extern(L, n, sub ? "aten.bmm.default" : "aten.mm.default");
+  /* the library op where the target claims it for the output's dtype, else the loop nest */
+  const char *lib = sub == 1 ? "aten.bmm.default" : "aten.mm.default";
+  bool generated = !ks && L->opts && L->opts->matmul_generated && !coil_lower_is_library(L, lib, n->out->type.dtype);
+  if (sub != 2 && !ks && !generated)
+    return lower_extern(L, n, lib);
   lazy *bias = sub == 2 ? op_arg(L, n, 0) : NULL, *out = op_result(L, n, 0);
   coil_dtype acc = opmath_dtype(out->dtype);
+  if (sub == 1) { /* bmm, generated */
+    lazy *sum = mm_generated(L, op_arg(L, n, 0), op_arg(L, n, 1), acc);
+    out->expr = lx_cast(L, lz_at(L, sum, out->dvars), out->dtype);
+    op_set_value(L, n, out);
+    return 0;
+  }
   const coil_sym *idx[2] = {out->dvars[0], out->dvars[1]};
   const lexpr *mm;
-  if (ks) {
+  if (generated) {
+    mm = lz_at(L, mm_generated(L, ma, mb, acc), idx);
+    if (sub == 0) {
+      out->expr = lx_cast(L, mm, out->dtype);
+      op_set_value(L, n, out);
+      return 0;
+    }
+  } else if (ks) {
     mm = lz_at(L, mm_decomposed(L, ma, mb, ks), idx);
     if (sub == 0) {
       out->expr = lx_cast(L, mm, out->dtype);

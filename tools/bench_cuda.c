@@ -496,7 +496,7 @@ bench_graph(const gpu_graph *gg, const char *plugin_dir, bool compile_only, resu
    * convolution where it loads) becomes a library call, as --convolution says */
   coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS];
   coil_compile_options co = {.fuse = true, .verify = true};
-  coil_backend_compile_options(lp, inst, convolution, attention, claims, &co);
+  coil_backend_compile_options(lp, inst, convolution, attention, "auto", claims, &co);
   co.decompose_k = coil_backend_decompose_k(decompose_k);
   double t0 = now();
   coil_graph *g = coil_graph_parse(gg->name, gg->text, strlen(gg->text), &d);

@@ -253,7 +253,7 @@ cmd_compile(int argc, char **argv)
   if (!dump_dir)
     dump_dir = bs.env.dump_dir; /* [coil] debug_dump, COIL_DEBUG_DUMP */
   coil_compile_options o = {.fuse = fuse, .verify = true, .dump_dir = dump_dir};
-  coil_backend_compile_options(lp, inst, bs.env.convolution, bs.env.attention, claims, &o);
+  coil_backend_compile_options(lp, inst, bs.env.convolution, bs.env.attention, bs.env.matmul, claims, &o);
   o.decompose_k = coil_backend_decompose_k(bs.env.decompose_k);
   coil_wir_program *p = g ? coil_compile_graph(g, &o, &d) : NULL;
   double t2 = now_seconds();
@@ -907,6 +907,7 @@ setup_backend(backend_setup *b, const char *flag_backend, const char *config_fil
   b->env.remote = &b->remote;
   b->env.convolution = coil_config_get(b->config, "convolution");
   b->env.attention = coil_config_get(b->config, "attention");
+  b->env.matmul = coil_config_get(b->config, "matmul");
   b->env.decompose_k = coil_config_get(b->config, "decompose_k");
   const char *dump = coil_config_get(b->config, "debug_dump"); /* --dump overrides it */
   b->env.dump_dir = dump && *dump ? dump : NULL;

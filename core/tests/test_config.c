@@ -375,7 +375,7 @@ Test(config, command_line_errors)
   cr_assert_eq(coil_config_set(c, "mdoe", "default", &d), -1);
   cr_assert_str_eq(d.msg, "command line: error: unknown option 'mdoe' (known: backend, "
                           "mode, plugin_path, cache_dir, debug_dump, verify, graph_capture, "
-                          "autotune, convolution, attention, decompose_k, cache.remote, "
+                          "autotune, convolution, attention, matmul, decompose_k, cache.remote, "
                           "cache.remote_key_file, cache.remote_timeout_ms, cache.remote_max_entry, "
                           "cache.remote_prefix, cache.remote_ttl, cache.remote_publish); did you mean 'mode'?");
   memset(&d, 0, sizeof d);
@@ -617,6 +617,7 @@ Test(config, explain_text)
       "autotune      = true                     ; mode preset 'max-autotune'\n"
       "convolution   = auto                     ; default\n"
       "attention     = auto                     ; default\n"
+      "matmul        = auto                     ; default\n"
       "decompose_k   = auto                     ; default\n"
       "\n"
       "[cache]\n"

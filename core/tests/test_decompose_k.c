@@ -163,6 +163,73 @@ Test(decompose_k, the_setting_and_the_claim)
   cr_expect_eq(coil_backend_decompose_k("16"), 16);
   coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS];
   coil_compile_options o = {0};
-  coil_backend_compile_options(NULL, NULL, NULL, NULL, claims, &o);
+  coil_backend_compile_options(NULL, NULL, NULL, NULL, NULL, claims, &o);
   cr_expect_eq(o.nlibrary, 0, "no plugin to ask: nothing claimed");
+}
+
+/* [coil] matmul (core/lower_ops.c mm_generated): with matmul_generated, a product the claims do
+ * not name for its dtype is the core's loop nest (no extern_call, a reduction kernel over K);
+ * one they name stays aten.mm.default. Values: conformance_cpu_matmul_generated (op and model
+ * tiers against ref and PyTorch's outputs). */
+static int
+extern_calls(const coil_wir_program *p)
+{
+  int n = 0;
+  for (int i = 0; i < p->nlines; i++)
+    n += p->lines[i].kind == COIL_LINE_EXTERN_CALL;
+  return n;
+}
+
+Test(matmul, generated_where_not_claimed)
+{
+  coil_graph *g = mm_graph("f16", 64, 96, 32, true);
+  coil_diag d = {0};
+  coil_compile_options o = {.fuse = true, .verify = true, .matmul_generated = true};
+  coil_wir_program *p = coil_compile_graph(g, &o, &d);
+  cr_assert_not_null(p, "%s", d.msg);
+  cr_expect_eq(extern_calls(p), 0, "no library product");
+  bool over_k = false;
+  int64_t r = 0;
+  for (int k = 0; k < p->nkernels; k++)
+    over_k |= p->kernels[k].kind != COIL_KERNEL_POINTWISE && p->kernels[k].nr == 1 &&
+              coil_sym_is_const(p->kernels[k].rsize[0], &r) && r == 96;
+  cr_expect(over_k, "a reduction kernel over K = 96");
+  coil_wir_free(p);
+
+  const coil_library_claim mm16 = {"aten.mm.default", 1u << COIL_F16};
+  o.library = &mm16, o.nlibrary = 1;
+  p = coil_compile_graph(g, &o, &d);
+  cr_assert_not_null(p, "%s", d.msg);
+  cr_expect_str_eq(extern_call(p)->op, "aten.mm.default", "claimed for f16: the library product");
+  coil_wir_free(p);
+
+  const coil_library_claim mm32 = {"aten.mm.default", 1u << COIL_F32};
+  o.library = &mm32;
+  p = coil_compile_graph(g, &o, &d);
+  cr_assert_not_null(p, "%s", d.msg);
+  cr_expect_eq(extern_calls(p), 0, "claimed for another dtype only: generated");
+  coil_wir_free(p);
+
+  o.matmul_generated = false, o.library = NULL, o.nlibrary = 0; /* the default: always the library op */
+  p = coil_compile_graph(g, &o, &d);
+  cr_assert_not_null(p, "%s", d.msg);
+  cr_expect_str_eq(extern_call(p)->op, "aten.mm.default");
+  coil_wir_free(p);
+  coil_graph_free(g);
+}
+
+Test(matmul, the_setting_decides)
+{
+  coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS];
+  coil_compile_options o = {0};
+  coil_backend_compile_options(NULL, NULL, NULL, NULL, "generated", claims, &o);
+  cr_expect(o.matmul_generated);
+  cr_expect_eq(o.nlibrary, 0);
+  coil_backend_compile_options(NULL, NULL, NULL, NULL, "library", claims, &o);
+  cr_expect(!o.matmul_generated);
+  cr_expect_eq(o.nlibrary, 2, "aten.mm.default and aten.bmm.default, every dtype");
+  coil_backend_compile_options(NULL, NULL, NULL, NULL, "auto", claims, &o);
+  cr_expect(!o.matmul_generated, "auto without a plugin to ask: the library op, as before");
+  coil_backend_compile_options(NULL, NULL, NULL, NULL, NULL, claims, &o);
+  cr_expect(!o.matmul_generated);
 }

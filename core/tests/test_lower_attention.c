@@ -255,14 +255,14 @@ Test(attention, the_setting_decides_the_claims)
 {
   coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS];
   coil_compile_options o = {0};
-  coil_backend_compile_options(NULL, NULL, "generated", "library", claims, &o);
+  coil_backend_compile_options(NULL, NULL, "generated", "library", NULL, claims, &o);
   cr_assert_eq(o.nlibrary, 1);
   cr_expect_str_eq(o.library[0].op, "coil.attention");
-  coil_backend_compile_options(NULL, NULL, "library", "library", claims, &o);
+  coil_backend_compile_options(NULL, NULL, "library", "library", NULL, claims, &o);
   cr_expect_eq(o.nlibrary, 2);
-  coil_backend_compile_options(NULL, NULL, NULL, "generated", claims, &o);
+  coil_backend_compile_options(NULL, NULL, NULL, "generated", NULL, claims, &o);
   cr_expect_eq(o.nlibrary, 0);
-  coil_backend_compile_options(NULL, NULL, NULL, "auto", claims, &o);
+  coil_backend_compile_options(NULL, NULL, NULL, "auto", NULL, claims, &o);
   cr_expect_eq(o.nlibrary, 0, "auto without a plugin to ask");
 }
 

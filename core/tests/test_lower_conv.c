@@ -191,16 +191,16 @@ Test(lower_conv, the_setting_decides_the_claims)
 {
   coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS];
   coil_compile_options o = {0};
-  coil_backend_compile_options(NULL, NULL, "library", NULL, claims, &o);
+  coil_backend_compile_options(NULL, NULL, "library", NULL, NULL, claims, &o);
   cr_assert_eq(o.nlibrary, 1);
   cr_expect_str_eq(o.library[0].op, "aten.convolution.default");
   cr_expect(o.library[0].dtypes >> COIL_F32 & 1u);
   cr_expect(o.library[0].dtypes >> COIL_BF16 & 1u);
-  coil_backend_compile_options(NULL, NULL, "generated", NULL, claims, &o);
+  coil_backend_compile_options(NULL, NULL, "generated", NULL, NULL, claims, &o);
   cr_expect_eq(o.nlibrary, 0);
-  coil_backend_compile_options(NULL, NULL, "auto", NULL, claims, &o);
+  coil_backend_compile_options(NULL, NULL, "auto", NULL, NULL, claims, &o);
   cr_expect_eq(o.nlibrary, 0, "auto without a plugin to ask generates");
-  coil_backend_compile_options(NULL, NULL, NULL, NULL, claims, &o);
+  coil_backend_compile_options(NULL, NULL, NULL, NULL, NULL, claims, &o);
   cr_expect_eq(o.nlibrary, 0);
 }
 

@@ -159,10 +159,19 @@ Test(partition, a_statement_no_backend_claims_is_an_error_naming_it)
   coil_graph *g = load(text);
   coil_backend_env env = env_with("host");
   coil_diag d = {{0}};
+  /* template claims no product: [coil] matmul = auto makes the mm the core's reduction kernel,
+   * which template cannot run either */
+  cr_assert_neq(coil_backend_run_split(g, "template,template", &env, NULL, NULL, NULL, &d), 0);
+  cr_assert(strstr(d.msg, "no backend claims line") && strstr(d.msg, "coil_per_fused_mm_0") &&
+                strstr(d.msg, "template: kernel coil_per_fused_mm_0: 'reduce.sum' on f32"),
+            "%s", d.msg);
+  env.matmul = "library"; /* the library op, which no backend claims */
+  d = (coil_diag){{0}};
   cr_assert_neq(coil_backend_run_split(g, "template,template", &env, NULL, NULL, NULL, &d), 0);
   cr_assert(strstr(d.msg, "no backend claims line") && strstr(d.msg, "aten.mm.default") &&
                 strstr(d.msg, "template: library op 'aten.mm.default' on f32"),
             "%s", d.msg);
+  env.matmul = NULL;
   d = (coil_diag){{0}};
   cr_assert_neq(coil_backend_run_split(g, "template,,cpu", &env, NULL, NULL, NULL, &d), 0);
   cr_assert(strstr(d.msg, "names separated by commas"), "%s", d.msg);

@@ -233,11 +233,17 @@ identity(coil_plugin *self)
 /* Every kernel op and reduction on every dtype, mm and bmm on floats, coil.attention on floats,
  * convolution on floats where cuDNN 9 loads (a program compiled with it then needs cuDNN to run;
  * `[coil] convolution = generated` keeps convolutions in generated kernels). Nothing without
- * NVRTC. */
+ * NVRTC. With `gemm = generated`, mm only in the dtypes the wgmma template takes (f16, bf16) and
+ * no bmm: the core compiles the others as its own loop nest ([coil] matmul = auto), so no
+ * product needs cuBLAS at compile (a run whose operands fail the template's run-time checks
+ * still takes cuBLASLt). */
 static coil_support
 supports(const coil_plugin *self, const char *op, coil_dtype dtype)
 {
-  (void)self;
+  if (self && self->opt.gemm == CUDA_GEMM_GENERATED &&
+      (strcmp(op, "aten.bmm.default") == 0 ||
+       (strcmp(op, "aten.mm.default") == 0 && dtype != COIL_F16 && dtype != COIL_BF16)))
+    return COIL_UNSUPPORTED;
   if ((unsigned)dtype >= COIL_DTYPE_COUNT || !cuda_nvrtc_get(NULL))
     return COIL_UNSUPPORTED;
   if (coil_kop_from_name(op, strlen(op)) >= 0)

@@ -134,6 +134,11 @@ typedef struct coil_compile_options {
    * back). N > 1: N slices wherever N divides K; 0 (auto) and -1 (off): one product (auto may
    * get a rule where a measurement supports one: docs/config.md). */
   int decompose_k;
+  /* [coil] matmul: false (the default), every mm, bmm and addmm product is an extern_call of
+   * aten.mm.default / aten.bmm.default; true, only where `library` claims that op for the
+   * result's dtype, and the core's own loop nest (a sum over K, a reduction kernel) elsewhere,
+   * so a plugin without a GEMM still runs them. */
+  bool matmul_generated;
 } coil_compile_options;
 
 /* Lowers, schedules and emits g as a Wrapper IR program (owned by the caller: coil_wir_free).
