@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "artifact.h"
 #include "artifact_trust.h"
@@ -194,20 +195,12 @@ coil_remote_reset(void)
   atomic_store(&noted_setup, false);
 }
 
-static uint64_t
-url_hash(const char *url)
-{
-  uint64_t h = 1469598103934665603u; /* FNV-1a */
-  for (const unsigned char *p = (const unsigned char *)url; *p; p++)
-    h = (h ^ *p) * 1099511628211u;
-  return h ? h : 1;
-}
-
 /* This remote's slot (state_lock held): its own, else a free one, else the one its hash names. */
 static remote_state *
 state_of(const char *url)
 {
-  uint64_t h = url_hash(url);
+  uint64_t h = XXH3_64bits(url, strlen(url));
+  h += h == 0; /* 0 marks a free slot */
   remote_state *free_one = NULL;
   for (int i = 0; i < REMOTE_SLOTS; i++) {
     if (states[i].url_hash == h)
