@@ -1067,12 +1067,9 @@ lower_matmul(lowering *L, const coil_node *n)
   for (int i = 0; i < L->nattention; i++)
     if (&L->g->nodes[L->attention[i].node] == n && coil_lower_is_library(L, "coil.attention", n->out->type.dtype))
       return lower_attention(L, n, &L->attention[i]);
-  int sub = n->op->sub, ks = 0;
-  lazy *ma = NULL, *mb = NULL;
-  if (sub != 1) {
-    ma = op_arg(L, n, sub == 2 ? 1 : 0), mb = op_arg(L, n, sub == 2 ? 2 : 1);
-    ks = decompose_k_splits(L, ma, mb, n->out->type.dtype);
-  }
+  int sub = n->op->sub; /* 0 mm, 1 bmm, 2 addmm */
+  lazy *ma = op_arg(L, n, sub == 2 ? 1 : 0), *mb = op_arg(L, n, sub == 2 ? 2 : 1);
+  int ks = sub != 1 ? decompose_k_splits(L, ma, mb, n->out->type.dtype) : 0;
   /* the library op where the target claims it for the output's dtype, else the loop nest */
   const char *lib = sub == 1 ? "aten.bmm.default" : "aten.mm.default";
   bool generated = !ks && L->opts && L->opts->matmul_generated && !coil_lower_is_library(L, lib, n->out->type.dtype);
@@ -1080,24 +1077,10 @@ lower_matmul(lowering *L, const coil_node *n)
     return lower_extern(L, n, lib);
   lazy *bias = sub == 2 ? op_arg(L, n, 0) : NULL, *out = op_result(L, n, 0);
   coil_dtype acc = opmath_dtype(out->dtype);
-  if (sub == 1) { /* bmm, generated */
-    lazy *sum = mm_generated(L, op_arg(L, n, 0), op_arg(L, n, 1), acc);
-    out->expr = lx_cast(L, lz_at(L, sum, out->dvars), out->dtype);
-    op_set_value(L, n, out);
-    return 0;
-  }
-  const coil_sym *idx[2] = {out->dvars[0], out->dvars[1]};
   const lexpr *mm;
-  if (generated) {
-    mm = lz_at(L, mm_generated(L, ma, mb, acc), idx);
-    if (sub == 0) {
-      out->expr = lx_cast(L, mm, out->dtype);
-      op_set_value(L, n, out);
-      return 0;
-    }
-  } else if (ks) {
-    mm = lz_at(L, mm_decomposed(L, ma, mb, ks), idx);
-    if (sub == 0) {
+  if (generated || ks) { /* a sum in acc (decompose-K: over the slices' f32 partials) */
+    mm = lz_at(L, generated ? mm_generated(L, ma, mb, acc) : mm_decomposed(L, ma, mb, ks), out->dvars);
+    if (sub != 2) {
       out->expr = lx_cast(L, mm, out->dtype);
       op_set_value(L, n, out);
       return 0;
@@ -1106,6 +1089,7 @@ lower_matmul(lowering *L, const coil_node *n)
     int a = lz_as_view(L, ma), b = lz_as_view(L, mb);
     int mmb = lbuf_new(L, out->dtype, 2, out->sizes);
     extern2(L, "aten.mm.default", a, b, mmb);
+    const coil_sym *const *idx = out->dvars;
     mm = lx_cast(L, lx_load(L, mmb, coil_sym_add(L->sym, coil_sym_mul(L->sym, idx[0], out->sizes[1]), idx[1])), acc);
   }
   double alpha = num(op_lit(n, "alpha")), beta = num(op_lit(n, "beta"));
