@@ -19,6 +19,7 @@
  * Kernels take their params (pointers) then their size symbols (int64). The launch picks the grid
  * and a block of warp..256 threads (a multiple of the warp: the shuffles use full warps); the
  * plans (gpu_plan.c) say which layout each kernel gets. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@ typedef struct {
   bool *per_r;
   bool *done; /* reduces computed with an earlier one (welford pairs) */
   char **names; /* per value: its C name: vN, or vN[j] for a row held in registers */
+  bool i32;     /* x variables and indices in 32 bits (index32) */
 } kgen;
 
 /* A persistent kernel's x points per block (> 1: a warp or a thread each), the threads that share
@@ -68,6 +70,13 @@ indent(coil_strbuf *b, int n)
 {
   for (int i = 0; i < n; i++)
     coil_strbuf_puts(b, "  ");
+}
+
+/* The type of x variables and the lane shadows. */
+static const char *
+ity(const kgen *g)
+{
+  return g->i32 ? "int32_t" : "int64_t";
 }
 
 static const char *
@@ -126,14 +135,14 @@ unravel(kgen *g, const char *flat, int n, const coil_sym *const *vars, const coi
   if (n == 0)
     return;
   indent(b, depth);
-  coil_strbuf_printf(b, "int64_t %s_rem = %s;\n", flat, flat);
+  coil_strbuf_printf(b, "%s %s_rem = %s;\n", g->i32 ? "uint32_t" : "int64_t", flat, flat);
   for (int i = n - 1; i >= 0; i--) {
     indent(b, depth);
     if (i == 0) {
-      coil_strbuf_printf(b, "const int64_t %s = %s_rem;\n", var(g, vars[i]), flat);
+      coil_strbuf_printf(b, "const %s %s = %s_rem;\n", ity(g), var(g, vars[i]), flat);
       break;
     }
-    coil_strbuf_printf(b, "const int64_t %s = %s_rem %% (", var(g, vars[i]), flat);
+    coil_strbuf_printf(b, "const %s %s = %s_rem %% (", ity(g), var(g, vars[i]), flat);
     coil_c_index(g->p, sizes[i], b);
     coil_strbuf_printf(b, ");\n");
     indent(b, depth);
@@ -180,7 +189,7 @@ open_lanes(kgen *g, int depth, const char *shadow)
   coil_strbuf *b = g->b;
   if (shadow) {
     indent(b, depth);
-    coil_strbuf_printf(b, "const int64_t coil_lane0 = %s;\n", shadow);
+    coil_strbuf_printf(b, "const %s coil_lane0 = %s;\n", ity(g), shadow);
   }
   indent(b, depth);
   coil_strbuf_printf(b, "#pragma unroll\n");
@@ -192,7 +201,7 @@ open_lanes(kgen *g, int depth, const char *shadow)
   }
   if (shadow) {
     indent(b, depth + 1);
-    coil_strbuf_printf(b, "const int64_t %s = coil_lane0 + l;\n", shadow);
+    coil_strbuf_printf(b, "const %s %s = coil_lane0 + l;\n", ity(g), shadow);
   }
 }
 
@@ -469,9 +478,51 @@ emit_lanes(kgen *g, const int *seg, int n, int nvars, const coil_sym *const *var
   }
 }
 
+/* Whether s and each of its subexpressions provably lie in 32 bits (from the loop ranges). */
+static bool
+fits_i32(const coil_symctx *c, const coil_sym *s)
+{
+  int64_t lo, hi;
+  coil_sym_bounds(c, s, &lo, &hi);
+  if (lo < INT32_MIN || hi > INT32_MAX)
+    return false;
+  for (int i = 0; i < s->nargs; i++)
+    if (!fits_i32(c, s->args[i]))
+      return false;
+  return true;
+}
+
+/* Whether a pointwise kernel of tiles of `tile` elements can run as one tile a block with 32-bit
+ * indices: the grid covers the largest x extent the loop ranges allow (coil_gpu_grid_blocks gives
+ * ceil(xnumel / tile) blocks up to 2^22), the last tile ends below 2^31, no indirect index (its
+ * value comes from a tensor), and every load, store and index value, term by term, fits in 32
+ * bits. On an H200 the 64-bit grid-stride form ran gelu(x*w+b) 8192^2 at 0.983x Inductor, this
+ * one at 0.996x (tools/device/gelu_variants.sh, 2026-12-03): fewer instructions per element. */
+static bool
+index32(const kgen *g, int64_t tile)
+{
+  const coil_kernel *k = g->k;
+  if (coil_kernel_has_indirect(k))
+    return false;
+  int64_t n = 1, lo, hi;
+  for (int i = 0; i < k->nx; i++) {
+    coil_sym_bounds(g->p->sym, k->xsize[i], &lo, &hi);
+    if (hi < 0 || hi > INT32_MAX || (hi && n > INT32_MAX / hi))
+      return false;
+    n *= hi;
+  }
+  if ((n + tile - 1) / tile > (1 << 22) || n + tile > INT32_MAX)
+    return false;
+  for (int i = 0; i < k->ninsts; i++)
+    if (k->insts[i].index && !fits_i32(g->p->sym, k->insts[i].index))
+      return false;
+  return true;
+}
+
 /* POINTWISE: tiles of threads * per_thread elements, or with vec > 1 of threads *
  * vec_per_thread vectors of vec; full tiles unmasked (every load of a thread issued up front),
- * the last partial tile, if the extent allows one, masked and not unrolled. */
+ * the last partial tile, if the extent allows one, masked and not unrolled. Where index32 holds,
+ * block b takes tile b alone with 32-bit indices; otherwise blocks stride over the tiles. */
 static void
 emit_pointwise(kgen *g)
 {
@@ -481,8 +532,13 @@ emit_pointwise(kgen *g)
   unsigned T = g->plan.threads;
   int P = vec ? g->plan.vec_per_thread : g->plan.per_thread, V = vec ? g->plan.vec : 1;
   unsigned tile = T * (unsigned)(P * V);
-  coil_strbuf_printf(b, "  for (int64_t xbase = (int64_t)%s * %u; xbase < xnumel; xbase += (int64_t)%s * %u) {\n",
-                     g->dl->block_idx, tile, g->dl->grid_dim, tile);
+  g->i32 = index32(g, tile);
+  const char *xt = g->i32 ? "uint32_t" : "int64_t";
+  if (g->i32)
+    coil_strbuf_printf(b, "  {\n    const uint32_t xbase = (uint32_t)%s * %uu;\n", g->dl->block_idx, tile);
+  else
+    coil_strbuf_printf(b, "  for (int64_t xbase = (int64_t)%s * %u; xbase < xnumel; xbase += (int64_t)%s * %u) {\n",
+                       g->dl->block_idx, tile, g->dl->grid_dim, tile);
   bool full = whole_tiles(k, tile);
   int *all = malloc(((size_t)k->ninsts + 1) * sizeof *all);
   for (int i = 0; i < k->ninsts; i++)
@@ -496,9 +552,9 @@ emit_pointwise(kgen *g)
       coil_strbuf_printf(b, "    if (xbase + %u <= xnumel) {\n", tile);
     coil_strbuf_printf(b, "#pragma unroll%s\n      for (int j = 0; j < %d; j++) {\n", masked ? " 1" : "", P);
     if (vec)
-      coil_strbuf_printf(b, "        const int64_t xindex = xbase + ((int64_t)j * %u + %s) * %d;\n", T, g->dl->thread_idx, V);
+      coil_strbuf_printf(b, "        const %s xindex = xbase + ((%s)j * %u + %s) * %d;\n", xt, xt, T, g->dl->thread_idx, V);
     else
-      coil_strbuf_printf(b, "        const int64_t xindex = xbase + (int64_t)j * %u + %s;\n", T, g->dl->thread_idx);
+      coil_strbuf_printf(b, "        const %s xindex = xbase + (%s)j * %u + %s;\n", xt, xt, T, g->dl->thread_idx);
     int d = masked ? 5 : 4;
     if (masked)
       coil_strbuf_puts(b, "        if (xindex < xnumel) {\n");
@@ -514,6 +570,7 @@ emit_pointwise(kgen *g)
     coil_strbuf_puts(b, "      }\n");
   }
   free(all);
+  g->i32 = false;
   coil_strbuf_puts(b, "    }\n  }\n}\n\n");
 }
 
@@ -945,7 +1002,7 @@ emit_kernel(const coil_gpu_dialect *dl, const coil_wir_program *p, const coil_ke
 {
   coil_c_set_loop_ranges(p, k);
   kgen g = {dl, p, k, {0}, b, calloc((size_t)k->ninsts + 1, sizeof(bool)), calloc((size_t)k->ninsts + 1, sizeof(bool)),
-            calloc((size_t)k->ninsts + 1, sizeof(char *))};
+            calloc((size_t)k->ninsts + 1, sizeof(char *)), false};
   if (pl)
     g.plan = *pl;
   else
@@ -1016,7 +1073,7 @@ coil_gpu_gemm_epilogue_source(const coil_gpu_dialect *dl, const coil_wir_program
   const coil_kernel *k = &p->kernels[kc->kernel];
   coil_c_set_loop_ranges(p, k);
   kgen g = {dl, p, k, {.kind = COIL_GPU_POINTWISE, .threads = 0, .vec = 1}, out, NULL, NULL,
-            calloc((size_t)k->ninsts + 1, sizeof(char *))};
+            calloc((size_t)k->ninsts + 1, sizeof(char *)), false};
   for (int i = 0; i < k->ninsts; i++) {
     g.names[i] = malloc(40);
     snprintf(g.names[i], 40, "v%d", i);

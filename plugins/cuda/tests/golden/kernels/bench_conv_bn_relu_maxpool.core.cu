@@ -203,19 +203,20 @@ extern "C" __global__ void __launch_bounds__(256)
 coil_poi_fused_convolution_0(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (8) * (58) * (58) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
+  {
+    const uint32_t xbase = (uint32_t)blockIdx.x * 1024u;
     {
 #pragma unroll
       for (int j = 0; j < 4; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 256 + threadIdx.x;
-        int64_t xindex_rem = xindex;
-        const int64_t x3 = xindex_rem % (64);
+        const uint32_t xindex = xbase + (uint32_t)j * 256 + threadIdx.x;
+        uint32_t xindex_rem = xindex;
+        const int32_t x3 = xindex_rem % (64);
         xindex_rem /= (64);
-        const int64_t x2 = xindex_rem % (58);
+        const int32_t x2 = xindex_rem % (58);
         xindex_rem /= (58);
-        const int64_t x1 = xindex_rem % (58);
+        const int32_t x1 = xindex_rem % (58);
         xindex_rem /= (58);
-        const int64_t x0 = xindex_rem;
+        const int32_t x0 = xindex_rem;
         const int64_t v0 = (int64_t)(x1 - 1);
         const int64_t v1 = (int64_t)(0);
         const bool v2 = (v0 >= v1);

@@ -203,25 +203,26 @@ extern "C" __global__ void __launch_bounds__(256)
 coil_poi_fused__native_batch_norm_legit_no_training_abs_relu_0(const float *__restrict__ in0, const float *__restrict__ in1, const float *__restrict__ in2, const float *__restrict__ in3, const float *__restrict__ in4, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (8) * (64) * (56) * (56);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
+  {
+    const uint32_t xbase = (uint32_t)blockIdx.x * 1024u;
     {
 #pragma unroll
       for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + ((int64_t)j * 256 + threadIdx.x) * 4;
-        int64_t xindex_rem = xindex;
-        const int64_t x3 = xindex_rem % (56);
+        const uint32_t xindex = xbase + ((uint32_t)j * 256 + threadIdx.x) * 4;
+        uint32_t xindex_rem = xindex;
+        const int32_t x3 = xindex_rem % (56);
         xindex_rem /= (56);
-        const int64_t x2 = xindex_rem % (56);
+        const int32_t x2 = xindex_rem % (56);
         xindex_rem /= (56);
-        const int64_t x1 = xindex_rem % (64);
+        const int32_t x1 = xindex_rem % (64);
         xindex_rem /= (64);
-        const int64_t x0 = xindex_rem;
+        const int32_t x0 = xindex_rem;
         const coil_vec<float, 4> t0 = *(const coil_vec<float, 4> *)&in0[200704*x0 + 3136*x1 + 56*x2 + x3];
         coil_vec<float, 4> t14;
-        const int64_t coil_lane0 = x3;
+        const int32_t coil_lane0 = x3;
         #pragma unroll
         for (int l = 0; l < 4; l++) {
-          const int64_t x3 = coil_lane0 + l;
+          const int32_t x3 = coil_lane0 + l;
           const float v0 = t0.e[l];
           const float v1 = in1[x1];
           const float v2 = (v0 - v1);
@@ -249,19 +250,20 @@ extern "C" __global__ void __launch_bounds__(256)
 coil_poi_fused__native_batch_norm_legit_no_training_abs_relu_0__unaligned(const float *__restrict__ in0, const float *__restrict__ in1, const float *__restrict__ in2, const float *__restrict__ in3, const float *__restrict__ in4, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (8) * (64) * (56) * (56);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
+  {
+    const uint32_t xbase = (uint32_t)blockIdx.x * 1024u;
     {
 #pragma unroll
       for (int j = 0; j < 4; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 256 + threadIdx.x;
-        int64_t xindex_rem = xindex;
-        const int64_t x3 = xindex_rem % (56);
+        const uint32_t xindex = xbase + (uint32_t)j * 256 + threadIdx.x;
+        uint32_t xindex_rem = xindex;
+        const int32_t x3 = xindex_rem % (56);
         xindex_rem /= (56);
-        const int64_t x2 = xindex_rem % (56);
+        const int32_t x2 = xindex_rem % (56);
         xindex_rem /= (56);
-        const int64_t x1 = xindex_rem % (64);
+        const int32_t x1 = xindex_rem % (64);
         xindex_rem /= (64);
-        const int64_t x0 = xindex_rem;
+        const int32_t x0 = xindex_rem;
         const float v0 = in0[200704*x0 + 3136*x1 + 56*x2 + x3];
         const float v1 = in1[x1];
         const float v2 = (v0 - v1);

@@ -203,21 +203,22 @@ extern "C" __global__ void __launch_bounds__(256)
 coil_poi_fused_gelu_0(const uint16_t *__restrict__ in0, uint16_t *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (4096) * (4096);
-  for (int64_t xbase = (int64_t)blockIdx.x * 2048; xbase < xnumel; xbase += (int64_t)gridDim.x * 2048) {
+  {
+    const uint32_t xbase = (uint32_t)blockIdx.x * 4096u;
     {
 #pragma unroll
-      for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + ((int64_t)j * 256 + threadIdx.x) * 8;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (4096);
+      for (int j = 0; j < 2; j++) {
+        const uint32_t xindex = xbase + ((uint32_t)j * 256 + threadIdx.x) * 8;
+        uint32_t xindex_rem = xindex;
+        const int32_t x1 = xindex_rem % (4096);
         xindex_rem /= (4096);
-        const int64_t x0 = xindex_rem;
+        const int32_t x0 = xindex_rem;
         const coil_vec<uint16_t, 8> t1 = *(const coil_vec<uint16_t, 8> *)&in0[4096*x0 + x1];
         coil_vec<uint16_t, 8> t11;
-        const int64_t coil_lane0 = x1;
+        const int32_t coil_lane0 = x1;
         #pragma unroll
         for (int l = 0; l < 8; l++) {
-          const int64_t x1 = coil_lane0 + l;
+          const int32_t x1 = coil_lane0 + l;
           const float v0 = 0x1p-1f;
           const float v1 = coil_h2f(t1.e[l]);
           const float v2 = (float)(v1);
@@ -242,15 +243,16 @@ extern "C" __global__ void __launch_bounds__(256)
 coil_poi_fused_gelu_0__unaligned(const uint16_t *__restrict__ in0, uint16_t *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (4096) * (4096);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
+  {
+    const uint32_t xbase = (uint32_t)blockIdx.x * 1024u;
     {
 #pragma unroll
       for (int j = 0; j < 4; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 256 + threadIdx.x;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (4096);
+        const uint32_t xindex = xbase + (uint32_t)j * 256 + threadIdx.x;
+        uint32_t xindex_rem = xindex;
+        const int32_t x1 = xindex_rem % (4096);
         xindex_rem /= (4096);
-        const int64_t x0 = xindex_rem;
+        const int32_t x0 = xindex_rem;
         const float v0 = 0x1p-1f;
         const float v1 = coil_h2f(in0[4096*x0 + x1]);
         const float v2 = (float)(v1);

@@ -203,15 +203,16 @@ extern "C" __global__ void __launch_bounds__(128)
 coil_poi_fused_relu_0(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 128; xbase < xnumel; xbase += (int64_t)gridDim.x * 128) {
+  {
+    const uint32_t xbase = (uint32_t)blockIdx.x * 128u;
     {
 #pragma unroll
       for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 128 + threadIdx.x;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (64);
+        const uint32_t xindex = xbase + (uint32_t)j * 128 + threadIdx.x;
+        uint32_t xindex_rem = xindex;
+        const int32_t x1 = xindex_rem % (64);
         xindex_rem /= (64);
-        const int64_t x0 = xindex_rem;
+        const int32_t x0 = xindex_rem;
         const float v0 = in0[64*x0 + x1];
         const float v1 = (v0 != v0 ? v0 : v0 > 0 ? v0 : (float)0);
         out0[64*x0 + x1] = v1;
@@ -225,15 +226,16 @@ extern "C" __global__ void __launch_bounds__(128)
 coil_poi_fused_relu_1(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 128; xbase < xnumel; xbase += (int64_t)gridDim.x * 128) {
+  {
+    const uint32_t xbase = (uint32_t)blockIdx.x * 128u;
     {
 #pragma unroll
       for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 128 + threadIdx.x;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (64);
+        const uint32_t xindex = xbase + (uint32_t)j * 128 + threadIdx.x;
+        uint32_t xindex_rem = xindex;
+        const int32_t x1 = xindex_rem % (64);
         xindex_rem /= (64);
-        const int64_t x0 = xindex_rem;
+        const int32_t x0 = xindex_rem;
         const float v0 = in0[64*x0 + x1];
         const float v1 = (v0 != v0 ? v0 : v0 > 0 ? v0 : (float)0);
         out0[64*x0 + x1] = v1;
@@ -247,15 +249,16 @@ extern "C" __global__ void __launch_bounds__(128)
 coil_poi_fused_relu_2(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 128; xbase < xnumel; xbase += (int64_t)gridDim.x * 128) {
+  {
+    const uint32_t xbase = (uint32_t)blockIdx.x * 128u;
     {
 #pragma unroll
       for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 128 + threadIdx.x;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (64);
+        const uint32_t xindex = xbase + (uint32_t)j * 128 + threadIdx.x;
+        uint32_t xindex_rem = xindex;
+        const int32_t x1 = xindex_rem % (64);
         xindex_rem /= (64);
-        const int64_t x0 = xindex_rem;
+        const int32_t x0 = xindex_rem;
         const float v0 = in0[64*x0 + x1];
         const float v1 = (v0 != v0 ? v0 : v0 > 0 ? v0 : (float)0);
         out0[64*x0 + x1] = v1;
@@ -269,15 +272,16 @@ extern "C" __global__ void __launch_bounds__(128)
 coil_poi_fused_relu_3(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 128; xbase < xnumel; xbase += (int64_t)gridDim.x * 128) {
+  {
+    const uint32_t xbase = (uint32_t)blockIdx.x * 128u;
     {
 #pragma unroll
       for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 128 + threadIdx.x;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (64);
+        const uint32_t xindex = xbase + (uint32_t)j * 128 + threadIdx.x;
+        uint32_t xindex_rem = xindex;
+        const int32_t x1 = xindex_rem % (64);
         xindex_rem /= (64);
-        const int64_t x0 = xindex_rem;
+        const int32_t x0 = xindex_rem;
         const float v0 = in0[64*x0 + x1];
         const float v1 = (v0 != v0 ? v0 : v0 > 0 ? v0 : (float)0);
         out0[64*x0 + x1] = v1;
@@ -291,15 +295,16 @@ extern "C" __global__ void __launch_bounds__(128)
 coil_poi_fused_relu_4(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 128; xbase < xnumel; xbase += (int64_t)gridDim.x * 128) {
+  {
+    const uint32_t xbase = (uint32_t)blockIdx.x * 128u;
     {
 #pragma unroll
       for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 128 + threadIdx.x;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (64);
+        const uint32_t xindex = xbase + (uint32_t)j * 128 + threadIdx.x;
+        uint32_t xindex_rem = xindex;
+        const int32_t x1 = xindex_rem % (64);
         xindex_rem /= (64);
-        const int64_t x0 = xindex_rem;
+        const int32_t x0 = xindex_rem;
         const float v0 = in0[64*x0 + x1];
         const float v1 = (v0 != v0 ? v0 : v0 > 0 ? v0 : (float)0);
         out0[64*x0 + x1] = v1;
@@ -313,15 +318,16 @@ extern "C" __global__ void __launch_bounds__(128)
 coil_poi_fused_relu_5(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 128; xbase < xnumel; xbase += (int64_t)gridDim.x * 128) {
+  {
+    const uint32_t xbase = (uint32_t)blockIdx.x * 128u;
     {
 #pragma unroll
       for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 128 + threadIdx.x;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (64);
+        const uint32_t xindex = xbase + (uint32_t)j * 128 + threadIdx.x;
+        uint32_t xindex_rem = xindex;
+        const int32_t x1 = xindex_rem % (64);
         xindex_rem /= (64);
-        const int64_t x0 = xindex_rem;
+        const int32_t x0 = xindex_rem;
         const float v0 = in0[64*x0 + x1];
         const float v1 = (v0 != v0 ? v0 : v0 > 0 ? v0 : (float)0);
         out0[64*x0 + x1] = v1;
@@ -335,15 +341,16 @@ extern "C" __global__ void __launch_bounds__(128)
 coil_poi_fused_relu_6(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 128; xbase < xnumel; xbase += (int64_t)gridDim.x * 128) {
+  {
+    const uint32_t xbase = (uint32_t)blockIdx.x * 128u;
     {
 #pragma unroll
       for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 128 + threadIdx.x;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (64);
+        const uint32_t xindex = xbase + (uint32_t)j * 128 + threadIdx.x;
+        uint32_t xindex_rem = xindex;
+        const int32_t x1 = xindex_rem % (64);
         xindex_rem /= (64);
-        const int64_t x0 = xindex_rem;
+        const int32_t x0 = xindex_rem;
         const float v0 = in0[64*x0 + x1];
         const float v1 = (v0 != v0 ? v0 : v0 > 0 ? v0 : (float)0);
         out0[64*x0 + x1] = v1;
@@ -357,15 +364,16 @@ extern "C" __global__ void __launch_bounds__(128)
 coil_poi_fused_relu_7(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (64) * (64);
-  for (int64_t xbase = (int64_t)blockIdx.x * 128; xbase < xnumel; xbase += (int64_t)gridDim.x * 128) {
+  {
+    const uint32_t xbase = (uint32_t)blockIdx.x * 128u;
     {
 #pragma unroll
       for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 128 + threadIdx.x;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (64);
+        const uint32_t xindex = xbase + (uint32_t)j * 128 + threadIdx.x;
+        uint32_t xindex_rem = xindex;
+        const int32_t x1 = xindex_rem % (64);
         xindex_rem /= (64);
-        const int64_t x0 = xindex_rem;
+        const int32_t x0 = xindex_rem;
         const float v0 = in0[64*x0 + x1];
         const float v1 = (v0 != v0 ? v0 : v0 > 0 ? v0 : (float)0);
         out0[64*x0 + x1] = v1;

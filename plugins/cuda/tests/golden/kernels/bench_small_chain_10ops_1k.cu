@@ -203,13 +203,14 @@ extern "C" __global__ void __launch_bounds__(128)
 coil_poi_fused_sin_mul_add_0(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (1024);
-  for (int64_t xbase = (int64_t)blockIdx.x * 128; xbase < xnumel; xbase += (int64_t)gridDim.x * 128) {
+  {
+    const uint32_t xbase = (uint32_t)blockIdx.x * 128u;
     {
 #pragma unroll
       for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 128 + threadIdx.x;
-        int64_t xindex_rem = xindex;
-        const int64_t x0 = xindex_rem;
+        const uint32_t xindex = xbase + (uint32_t)j * 128 + threadIdx.x;
+        uint32_t xindex_rem = xindex;
+        const int32_t x0 = xindex_rem;
         const float v0 = in0[x0];
         const float v1 = coil_sinf_ool(v0);
         const float v2 = 0x1.028f5cp+0f;

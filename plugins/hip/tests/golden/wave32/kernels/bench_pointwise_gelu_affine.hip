@@ -235,23 +235,24 @@ extern "C" __global__ void __launch_bounds__(256)
 coil_poi_fused_mul_add_gelu_0(const float *__restrict__ in0, const float *__restrict__ in1, const float *__restrict__ in2, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (8192) * (8192);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
+  {
+    const uint32_t xbase = (uint32_t)blockIdx.x * 2048u;
     {
 #pragma unroll
-      for (int j = 0; j < 1; j++) {
-        const int64_t xindex = xbase + ((int64_t)j * 256 + threadIdx.x) * 4;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (8192);
+      for (int j = 0; j < 2; j++) {
+        const uint32_t xindex = xbase + ((uint32_t)j * 256 + threadIdx.x) * 4;
+        uint32_t xindex_rem = xindex;
+        const int32_t x1 = xindex_rem % (8192);
         xindex_rem /= (8192);
-        const int64_t x0 = xindex_rem;
+        const int32_t x0 = xindex_rem;
         const coil_vec<float, 4> t1 = *(const coil_vec<float, 4> *)&in0[8192*x0 + x1];
         const coil_vec<float, 4> t2 = *(const coil_vec<float, 4> *)&in1[x1];
         const coil_vec<float, 4> t4 = *(const coil_vec<float, 4> *)&in2[x1];
         coil_vec<float, 4> t13;
-        const int64_t coil_lane0 = x1;
+        const int32_t coil_lane0 = x1;
         #pragma unroll
         for (int l = 0; l < 4; l++) {
-          const int64_t x1 = coil_lane0 + l;
+          const int32_t x1 = coil_lane0 + l;
           const float v0 = 0x1p-1f;
           const float v1 = t1.e[l];
           const float v2 = t2.e[l];
@@ -278,15 +279,16 @@ extern "C" __global__ void __launch_bounds__(256)
 coil_poi_fused_mul_add_gelu_0__unaligned(const float *__restrict__ in0, const float *__restrict__ in1, const float *__restrict__ in2, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (8192) * (8192);
-  for (int64_t xbase = (int64_t)blockIdx.x * 1024; xbase < xnumel; xbase += (int64_t)gridDim.x * 1024) {
+  {
+    const uint32_t xbase = (uint32_t)blockIdx.x * 1024u;
     {
 #pragma unroll
       for (int j = 0; j < 4; j++) {
-        const int64_t xindex = xbase + (int64_t)j * 256 + threadIdx.x;
-        int64_t xindex_rem = xindex;
-        const int64_t x1 = xindex_rem % (8192);
+        const uint32_t xindex = xbase + (uint32_t)j * 256 + threadIdx.x;
+        uint32_t xindex_rem = xindex;
+        const int32_t x1 = xindex_rem % (8192);
         xindex_rem /= (8192);
-        const int64_t x0 = xindex_rem;
+        const int32_t x0 = xindex_rem;
         const float v0 = 0x1p-1f;
         const float v1 = in0[8192*x0 + x1];
         const float v2 = in1[x1];
