@@ -497,7 +497,8 @@ fits_i32(const coil_symctx *c, const coil_sym *s)
  * ceil(xnumel / tile) blocks up to 2^22), the last tile ends below 2^31, no indirect index (its
  * value comes from a tensor), and every load, store and index value, term by term, fits in 32
  * bits. On an H200 the 64-bit grid-stride form ran gelu(x*w+b) 8192^2 at 0.983x Inductor, this
- * one at 0.996x (tools/device/gelu_variants.sh, 2026-12-03): fewer instructions per element. */
+ * one at 0.990x (do_bench beside Inductor, tools/device/gelu_variants.sh, 2026-12-03): fewer
+ * instructions per element. */
 static bool
 index32(const kgen *g, int64_t tile)
 {

@@ -204,10 +204,10 @@ coil_poi_fused_gelu_0(const uint16_t *__restrict__ in0, uint16_t *__restrict__ o
 {
   const int64_t xnumel = (int64_t)1 * (4096) * (4096);
   {
-    const uint32_t xbase = (uint32_t)blockIdx.x * 4096u;
+    const uint32_t xbase = (uint32_t)blockIdx.x * 2048u;
     {
 #pragma unroll
-      for (int j = 0; j < 2; j++) {
+      for (int j = 0; j < 1; j++) {
         const uint32_t xindex = xbase + ((uint32_t)j * 256 + threadIdx.x) * 8;
         uint32_t xindex_rem = xindex;
         const int32_t x1 = xindex_rem % (4096);

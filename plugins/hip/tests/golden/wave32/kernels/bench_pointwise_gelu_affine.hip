@@ -236,10 +236,10 @@ coil_poi_fused_mul_add_gelu_0(const float *__restrict__ in0, const float *__rest
 {
   const int64_t xnumel = (int64_t)1 * (8192) * (8192);
   {
-    const uint32_t xbase = (uint32_t)blockIdx.x * 2048u;
+    const uint32_t xbase = (uint32_t)blockIdx.x * 1024u;
     {
 #pragma unroll
-      for (int j = 0; j < 2; j++) {
+      for (int j = 0; j < 1; j++) {
         const uint32_t xindex = xbase + ((uint32_t)j * 256 + threadIdx.x) * 4;
         uint32_t xindex_rem = xindex;
         const int32_t x1 = xindex_rem % (8192);
