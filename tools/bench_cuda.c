@@ -21,7 +21,8 @@
  *              plugin's emit-only table still runs NVRTC); CI runs it. Graphs compile as
  *              `coil run --backend cuda` compiles them: what the plugin claims (convolution
  *              through cuDNN where it loads) is a library call; --convolution generated|library
- *              overrides that as [coil] convolution does.
+ *              overrides that as [coil] convolution does, --matmul as [coil] matmul does (generated:
+ *              every product the core's own loop nest, not cuBLAS).
  *
  * Inputs are standard normal values (a fixed seed), as the anchor's torch.randn, so that both
  * sides compute on data of one distribution (a GEMM's power, and so its clock, depends on its
@@ -476,6 +477,7 @@ static bool autotune; /* --autotune: compile with coil.autotune = true (mode max
 static const char *backend = "cuda"; /* --backend: cuda, or hip (on HIP's NVIDIA platform here) */
 static const char *convolution = "auto"; /* --convolution: [coil] convolution for these compiles */
 static const char *attention = "auto";   /* --attention: [coil] attention */
+static const char *matmul = "auto";      /* --matmul: [coil] matmul */
 static const char *decompose_k = "auto"; /* --decompose-k: [coil] decompose_k */
 
 static int
@@ -496,7 +498,7 @@ bench_graph(const gpu_graph *gg, const char *plugin_dir, bool compile_only, resu
    * convolution where it loads) becomes a library call, as --convolution says */
   coil_library_claim claims[COIL_BACKEND_MAX_CLAIMS];
   coil_compile_options co = {.fuse = true, .verify = true};
-  coil_backend_compile_options(lp, inst, convolution, attention, "auto", claims, &co);
+  coil_backend_compile_options(lp, inst, convolution, attention, matmul, claims, &co);
   co.decompose_k = coil_backend_decompose_k(decompose_k);
   double t0 = now();
   coil_graph *g = coil_graph_parse(gg->name, gg->text, strlen(gg->text), &d);
@@ -595,6 +597,9 @@ coil_bench_cuda(int argc, char **argv, const char *plugin_dir)
     else if (strcmp(argv[i], "--attention") == 0 && i + 1 < argc &&
              (!strcmp(argv[i + 1], "auto") || !strcmp(argv[i + 1], "generated") || !strcmp(argv[i + 1], "library")))
       attention = argv[++i];
+    else if (strcmp(argv[i], "--matmul") == 0 && i + 1 < argc &&
+             (!strcmp(argv[i + 1], "auto") || !strcmp(argv[i + 1], "generated") || !strcmp(argv[i + 1], "library")))
+      matmul = argv[++i];
     else if (strcmp(argv[i], "--decompose-k") == 0 && i + 1 < argc &&
              (!strcmp(argv[i + 1], "auto") || !strcmp(argv[i + 1], "off") || atoi(argv[i + 1]) > 1))
       decompose_k = argv[++i];
@@ -603,7 +608,7 @@ coil_bench_cuda(int argc, char **argv, const char *plugin_dir)
     else {
       fprintf(stderr, "coil: usage: coil bench --backend cuda|hip [--compile-only] [--autotune] [--json FILE] [--only NAME[,NAME...]]\n"
                       "       [--convolution auto|generated|library] [--attention auto|generated|library]\n"
-                      "       [--decompose-k auto|off|N]\n");
+                      "       [--matmul auto|generated|library] [--decompose-k auto|off|N]\n");
       return 2;
     }
   }

@@ -64,6 +64,7 @@ static const char usage[] =
     "                          compile times and kernel times, codegen = cc beside llvm\n"
     "  bench --backend cuda [--compile-only] [--autotune] [--json FILE] [--only NAME]\n"
     "        [--convolution auto|generated|library] [--attention auto|generated|library]\n"
+    "        [--matmul auto|generated|library] [--decompose-k auto|off|N]\n"
     "                          the cuda plugin on the GPU benchmark graphs: kernel time, GB/s,\n"
     "                          host time per call, with CUDA graphs, compile times\n"
     "  bench --conv [--rounds N] [--threads T]\n"
