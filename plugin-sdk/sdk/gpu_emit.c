@@ -478,17 +478,28 @@ emit_lanes(kgen *g, const int *seg, int n, int nvars, const coil_sym *const *var
   }
 }
 
-/* Whether s and each of its subexpressions provably lie in 32 bits (from the loop ranges). */
+/* Whether s and each of its subexpressions provably lie in 32 bits (from the loop ranges),
+ * including the partial sums and products C forms on the way (a + b - c, c * x * y): for a sum
+ * the largest magnitudes of its terms add, for a product those of its factors multiply, below 2^31. */
 static bool
 fits_i32(const coil_symctx *c, const coil_sym *s)
 {
-  int64_t lo, hi;
+  int64_t lo, hi, acc = s->kind == COIL_SYM_MUL ? 1 : 0;
   coil_sym_bounds(c, s, &lo, &hi);
   if (lo < INT32_MIN || hi > INT32_MAX)
     return false;
-  for (int i = 0; i < s->nargs; i++)
+  for (int i = 0; i < s->nargs; i++) {
     if (!fits_i32(c, s->args[i]))
       return false;
+    coil_sym_bounds(c, s->args[i], &lo, &hi);
+    int64_t m = -lo > hi ? -lo : hi; /* |arg| <= m < 2^31 */
+    if (s->kind == COIL_SYM_ADD)
+      acc += m;
+    else if (s->kind == COIL_SYM_MUL)
+      acc = m && acc > INT32_MAX / m ? (int64_t)INT32_MAX + 1 : acc * m;
+    if (acc > INT32_MAX)
+      return false;
+  }
   return true;
 }
 
