@@ -233,16 +233,19 @@ identity(coil_plugin *self)
 /* Every kernel op and reduction on every dtype, mm and bmm on floats, coil.attention on floats,
  * convolution on floats where cuDNN 9 loads (a program compiled with it then needs cuDNN to run;
  * `[coil] convolution = generated` keeps convolutions in generated kernels). Nothing without
- * NVRTC. With `gemm = generated`, mm only in the dtypes the wgmma template takes (f16, bf16) and
- * no bmm: the core compiles the others as its own loop nest ([coil] matmul = auto), so no
- * product needs cuBLAS at compile (a run whose operands fail the template's run-time checks
- * still takes cuBLASLt). */
+ * NVRTC. With `gemm = generated`, mm only in the dtypes the wgmma template takes (f16, bf16),
+ * and only when the target is sm_90, the template's one arch, and no bmm: the core compiles the
+ * others as its own loop nest ([coil] matmul = auto), so no product needs cuBLAS at compile (a
+ * line the template's compile or run-time checks refuse, an odd K or a misaligned operand, still
+ * takes cuBLASLt). */
 static coil_support
 supports(const coil_plugin *self, const char *op, coil_dtype dtype)
 {
+  /* the arch is decided lazily, once per instance, under its lock: hence the cast */
   if (self && self->opt.gemm == CUDA_GEMM_GENERATED &&
       (strcmp(op, "aten.bmm.default") == 0 ||
-       (strcmp(op, "aten.mm.default") == 0 && dtype != COIL_F16 && dtype != COIL_BF16)))
+       (strcmp(op, "aten.mm.default") == 0 &&
+        ((dtype != COIL_F16 && dtype != COIL_BF16) || strcmp(arch_of((coil_plugin *)self), "sm_90") != 0))))
     return COIL_UNSUPPORTED;
   if ((unsigned)dtype >= COIL_DTYPE_COUNT || !cuda_nvrtc_get(NULL))
     return COIL_UNSUPPORTED;

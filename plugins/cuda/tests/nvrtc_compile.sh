@@ -83,5 +83,28 @@ fi
 shape persistent '  %y = aten._softmax.default(%x, -1, False)\n' 'f32[64, 1024]' 'const int64_t rbase' 'coil_block_reduce' '__unaligned('
 shape transpose '  %t = aten.t.default(%x)\n  %y = aten.clone.default(%t)\n' 'f32[96, 80]' '__shared__ float tile0\[32\]\[33\]'
 shape looped '  %y = aten.sum.dim_IntList(%x, [1])\n' 'f32[4, 100000]' 'rindex += blockDim.x'
+# pointwise kernels whose indices provably fit 32 bits take one tile a block (no grid-stride loop)
+shape pointwise_i32 '  %y = aten.relu.default(%x)\n' 'f32[1024, 1024]' 'const uint32_t xbase' 'const int32_t x1'
 echo "layout checks: $failed failed so far"
+
+# which products the plugin claims (the rest the core's loop nest, [coil] matmul = auto): with
+# gemm = auto every mm and bmm is a library call; with gemm = generated only the f16 mm on sm_90
+# (the wgmma template's), and on another arch none, so that mode never needs cuBLAS at compile
+printf 'coil 1\ngraph g(%%a: f16[64, 128], %%b: f16[128, 64], %%c: f32[64, 128], %%d: f32[128, 64], %%e: f16[2, 64, 128], %%f: f16[2, 128, 64]) {\n  %%x = aten.mm.default(%%a, %%b)\n  %%y = aten.mm.default(%%c, %%d)\n  %%z = aten.bmm.default(%%e, %%f)\n  return (%%x, %%y, %%z)\n}\n' >"$tmp/mm.coil"
+claims() { # GEMM ARCH WANT: the extern_call ops of the program, in order
+  printf '[plugin.cuda]\narch = %s\ngemm = %s\n' "$2" "$1" >"$tmp/mm.ini"
+  rm -rf "$tmp/mmd"
+  local got
+  if ! COIL_CONFIG="$tmp/mm.ini" "$coil" compile "$tmp/mm.coil" --backend cuda --dump "$tmp/mmd" >"$tmp/log" 2>&1; then
+    echo "FAIL: products with gemm = $1 on $2 do not compile:"; tail -3 "$tmp/log"; failed=$((failed + 1)); return
+  fi
+  got=$(grep -o 'extern_call [a-z_.]*' "$tmp/mmd/program.wir" | cut -d' ' -f2 | tr '\n' ' ')
+  if [ "$got" != "$3" ]; then
+    echo "FAIL: gemm = $1 on $2: library products '$got', expected '$3'"; failed=$((failed + 1))
+  fi
+}
+claims auto sm_90 'aten.mm.default aten.mm.default aten.bmm.default '
+claims generated sm_90 'aten.mm.default '
+claims generated sm_80 ''
+echo "all checks: $failed failed"
 [ $failed -eq 0 ] && [ $ok -gt 10 ]
