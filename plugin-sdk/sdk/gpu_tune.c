@@ -126,6 +126,15 @@ run_worker(const char *worker, const char *spec, int first, int n, double *ms, c
   return done;
 }
 
+void
+coil_gpu_tune_run(const char *worker, const char *spec, int n, double *ms, coil_strbuf *log)
+{
+  for (int i = 0; i < n; i++)
+    ms[i] = -1;
+  for (int first = 0; first < n;)
+    first += run_worker(worker, spec, first, n, ms, log);
+}
+
 static int64_t
 const_product(int n, const coil_sym *const *s)
 {
@@ -231,10 +240,7 @@ coil_gpu_tune_kernel(const coil_gpu_dialect *dl, const coil_wir_program *p, int 
     return;
   }
   double ms[MAX_CANDIDATES];
-  for (int i = 0; i < n; i++)
-    ms[i] = -1;
-  for (int first = 0; first < n;)
-    first += run_worker(worker, spec, first, n, ms, log);
+  coil_gpu_tune_run(worker, spec, n, ms, log);
   remove_tree(dir);
   int win = -1;
   for (int i = 0; i < n; i++) {

@@ -71,6 +71,17 @@ enum { CUDA_GEMM_AUTO, CUDA_GEMM_LIBRARY, CUDA_GEMM_GENERATED };
 
 #define CUDA_BLAS_WORKSPACE ((size_t)32 << 20)
 
+/* max-autotune with gemm = auto (cuda_tune.c): each mm line the generated GEMM could take
+ * (cuda_gemm_choices), timed in coil-cuda-tune as the whole program with that line alone
+ * generated against the program with none; *force (per line: 1 generated, 0 the library)
+ * where a time decided, NULL where nothing could be timed (the cost rule then decides). */
+void cuda_tune_gemm(coil_plugin *self, const coil_wir_program *p, const cuda_options *opt, signed char **force,
+                    coil_strbuf *log);
+/* A compile of p into dir with options opt, the generated GEMMs as force says (NULL: as
+ * opt->gemm says); tuned: what tuning logged before (tuning.log's head), or NULL. */
+coil_error *cuda_build(coil_plugin *self, const coil_wir_program *p, const cuda_options *opt, const signed char *force,
+                       const char *dir, const char *tuned);
+
 
 /* A loaded artifact: the program, one module per kernel, the stream it runs on. */
 struct coil_artifact {
@@ -231,7 +242,18 @@ coil_error *cuda_attention_run(coil_gpu_run *c, const coil_line *l);
  * and gemm.cu (every kernel's source, readable). */
 #define CUDA_GEMM_ARCH "sm_90a"
 typedef struct cuda_gemm_build cuda_gemm_build;
-coil_error *cuda_gemm_plan(const coil_wir_program *p, const cuda_options *opt, const char *arch, cuda_gemm_build **out);
+/* force: NULL (option gemm decides), or per line 1 (generated where the checks pass) or 0 (the
+ * library): max-autotune's choice (cuda_tune_gemm). */
+coil_error *cuda_gemm_plan(const coil_wir_program *p, const cuda_options *opt, const char *arch, const signed char *force,
+                           cuda_gemm_build **out);
+/* The mm lines the generated GEMM could take on arch (its checks pass), up to max: for
+ * max-autotune, which times each against the library. */
+typedef struct {
+  int line;
+  bool rule;      /* the cost rule (gemm = auto) takes it */
+  char what[640]; /* "MxNxK f16[, B transposed][, epilogue KERNEL]", for the log */
+} cuda_gemm_choice;
+int cuda_gemm_choices(const coil_wir_program *p, const char *arch, cuda_gemm_choice *out, int max);
 int cuda_gemm_nkernels(const cuda_gemm_build *b);
 const char *cuda_gemm_kernel_name(const cuda_gemm_build *b, int i);
 /* kernel i's NVRTC source: the prelude, the fused kernel's body, the template filled in */

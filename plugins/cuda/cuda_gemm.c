@@ -136,11 +136,51 @@ kernel_for(cuda_gemm_build *b, const char *name, int mm_line, int kernel_line, c
   return b->nkernels++;
 }
 
+/* Whether the cost rule (gemm = auto) takes a line of product mnk that passed the checks. */
+static bool
+rule_takes(const int64_t *mnk, const coil_gpu_gemm_epilogue *e, const coil_gpu_epilogue *lt)
+{
+  int64_t tiles = (mnk[0] + TILE_M - 1) / TILE_M * ((mnk[1] + TILE_N - 1) / TILE_N);
+  return e->kernel_line >= 0 && lt->kernel_line < 0 && tiles >= 2 * RULE_SMS && mnk[2] >= RULE_MIN_K;
+}
+
+int
+cuda_gemm_choices(const coil_wir_program *p, const char *arch, cuda_gemm_choice *out, int max)
+{
+  if (strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) != 90)
+    return 0;
+  coil_gpu_gemm_epilogue *epi = calloc((size_t)p->nlines + 1, sizeof *epi);
+  coil_gpu_epilogue *lt = calloc((size_t)p->nlines + 1, sizeof *lt);
+  int n = 0;
+  if (epi && lt) {
+    coil_gpu_find_gemm_epilogues(p, epi);
+    coil_gpu_find_epilogues(p, lt);
+    for (int l = 0; l < p->nlines && n < max; l++) {
+      int64_t mnk[3];
+      coil_dtype dt;
+      bool bt;
+      if (refusal(p, &p->lines[l], 90, mnk, &dt, &bt))
+        continue;
+      cuda_gemm_choice *c = &out[n++];
+      c->line = l;
+      c->rule = rule_takes(mnk, &epi[l], &lt[l]);
+      int k = epi[l].kernel_line;
+      snprintf(c->what, sizeof c->what, "%" PRId64 "x%" PRId64 "x%" PRId64 " %s%s%s%s", mnk[0], mnk[1], mnk[2],
+               dt == COIL_BF16 ? "bf16" : "f16", bt ? ", B transposed" : "", k >= 0 ? ", epilogue " : "",
+               k >= 0 ? p->kernels[p->lines[k].kernel].name : "");
+    }
+  }
+  free(epi);
+  free(lt);
+  return n;
+}
+
 coil_error *
-cuda_gemm_plan(const coil_wir_program *p, const cuda_options *opt, const char *arch, cuda_gemm_build **out)
+cuda_gemm_plan(const coil_wir_program *p, const cuda_options *opt, const char *arch, const signed char *force,
+               cuda_gemm_build **out)
 {
   *out = NULL;
-  if (opt->gemm == CUDA_GEMM_LIBRARY || strncmp(arch, "sm_", 3) != 0)
+  if ((!force && opt->gemm == CUDA_GEMM_LIBRARY) || strncmp(arch, "sm_", 3) != 0)
     return NULL;
   int sm = atoi(arch + 3), nmm = 0;
   for (int l = 0; l < p->nlines; l++)
@@ -168,9 +208,7 @@ cuda_gemm_plan(const coil_wir_program *p, const cuda_options *opt, const char *a
       continue;
     const coil_gpu_gemm_epilogue *e = &b->epi[l];
     bool fold = e->kernel_line >= 0;
-    int64_t tiles = (mnk[0] + TILE_M - 1) / TILE_M * ((mnk[1] + TILE_N - 1) / TILE_N);
-    if (opt->gemm == CUDA_GEMM_AUTO &&
-        (!fold || lt[l].kernel_line >= 0 || tiles < 2 * RULE_SMS || mnk[2] < RULE_MIN_K))
+    if (force ? !force[l] : opt->gemm == CUDA_GEMM_AUTO && !rule_takes(mnk, e, &lt[l]))
       continue;
     char name[600];
     if (fold) { /* named after the kernel it holds: coil_gemm_wg_poi_fused_gelu_0 */

@@ -402,25 +402,18 @@ compile_worker(void *arg)
   }
 }
 
-static coil_error *
-compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const coil_wir_program *p)
+coil_error *
+cuda_build(coil_plugin *self, const coil_wir_program *p, const cuda_options *o, const signed char *force,
+           const char *dir, const char *tuned)
 {
-  cuda_options opt = self->opt;
-  snprintf(opt.arch, sizeof opt.arch, "%s", arch_of(self));
-  coil_error *e = parse_options(COIL_STRUCT_HAS(args, coil_plugin_compile_args, options) ? args->options : NULL, &opt);
-  if (e)
-    return e;
+  const cuda_options opt = *o;
   const char *arch = opt.arch;
-  for (int l = 0; l < p->nlines; l++) {
-    char why_not[256];
-    if (p->lines[l].kind == COIL_LINE_EXTERN_CALL && !cuda_blas_line_ok(p, &p->lines[l], why_not, sizeof why_not))
-      return coil_sdk_error(COIL_ERR_UNSUPPORTED, "cuda: line %d: %s", l + 1, why_not);
-  }
+  coil_error *e;
   cuda_attn_build *attn = NULL;
   if ((e = cuda_attention_plan(p, &opt, arch, &attn)))
     return e;
   cuda_gemm_build *gemm = NULL;
-  if ((e = cuda_gemm_plan(p, &opt, arch, &gemm))) {
+  if ((e = cuda_gemm_plan(p, &opt, arch, force, &gemm))) {
     cuda_attention_build_free(attn);
     return e;
   }
@@ -435,6 +428,8 @@ compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const c
   /* each kernel's plan: the default, or with max-autotune the fastest candidate on this GPU */
   coil_gpu_plan *plans = calloc((size_t)p->nkernels + 1, sizeof *plans);
   coil_strbuf tlog = {0}, ptext = {0};
+  if (tuned)
+    coil_strbuf_puts(&tlog, tuned);
   if (!plans) {
     cuda_attention_build_free(attn);
     cuda_gemm_build_free(gemm);
@@ -451,7 +446,7 @@ compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const c
   }
   compile_job j = {.p = p, .plans = plans, .attn = attn, .gemm = gemm, .gemm_failed = gemm_failed, .host = self->host,
                    .total = p->nkernels + cuda_attention_nkernels(attn) + cuda_gemm_nkernels(gemm), .arch = arch,
-                   .dir = args->artifact_dir};
+                   .dir = dir};
   pthread_mutex_init(&j.lock, NULL);
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   int nt = cpus > COMPILE_THREADS ? COMPILE_THREADS : cpus < 8 ? 8 : (int)cpus;
@@ -476,15 +471,15 @@ compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const c
     if (!gemm_failed[k])
       coil_strbuf_printf(&files, ", \"g%d.cubin\"", k);
   /* the sources (kept on failure too, for the message to point at), the program, the manifest */
-  e = coil_sdk_write_file(args->artifact_dir, "kernels.cu", all.s ? all.s : "");
+  e = coil_sdk_write_file(dir, "kernels.cu", all.s ? all.s : "");
   coil_strbuf_free(&all);
   if (!e && attn) {
-    e = cuda_attention_write(attn, args->artifact_dir);
+    e = cuda_attention_write(attn, dir);
     coil_strbuf_puts(&files, ", \"attention.cu\", \"attention.txt\"");
   }
   cuda_attention_build_free(attn);
   if (!e && gemm) {
-    e = cuda_gemm_write(gemm, p, gemm_failed, args->artifact_dir);
+    e = cuda_gemm_write(gemm, p, gemm_failed, dir);
     coil_strbuf_puts(&files, ", \"gemm.cu\", \"gemm.txt\"");
   }
   cuda_gemm_build_free(gemm);
@@ -495,12 +490,12 @@ compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const c
     coil_sdk_error_free(j.err);
   char *text = e ? NULL : coil_wir_print(p);
   if (!e)
-    e = coil_sdk_write_file(args->artifact_dir, "program.wir", text);
+    e = coil_sdk_write_file(dir, "program.wir", text);
   free(text);
   if (!e) /* the launch plans load reads (the tuned ones with max-autotune) */
-    e = coil_sdk_write_file(args->artifact_dir, "plans.txt", ptext.s ? ptext.s : "");
+    e = coil_sdk_write_file(dir, "plans.txt", ptext.s ? ptext.s : "");
   if (!e && opt.autotune) {
-    e = coil_sdk_write_file(args->artifact_dir, "tuning.log", tlog.s ? tlog.s : "");
+    e = coil_sdk_write_file(dir, "tuning.log", tlog.s ? tlog.s : "");
     coil_strbuf_puts(&files, ", \"tuning.log\"");
   }
   coil_strbuf_free(&ptext);
@@ -514,11 +509,35 @@ compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const c
                "{\"plugin\": \"cuda\", \"plugin_version\": \"" CUDA_VERSION_STR "\", \"wir_version\": \"%d.%d\", "
                "\"arch\": \"%s\", \"files\": [\"kernels.cu\", \"program.wir\", \"plans.txt\"%s]}\n",
                p->version_major, p->version_minor, arch, files.s ? files.s : "");
-      e = coil_sdk_write_file(args->artifact_dir, COIL_ARTIFACT_MANIFEST, manifest);
+      e = coil_sdk_write_file(dir, COIL_ARTIFACT_MANIFEST, manifest);
       free(manifest);
     }
   }
   coil_strbuf_free(&files);
+  return e;
+}
+
+static coil_error *
+compile_program(coil_plugin *self, const coil_plugin_compile_args *args, const coil_wir_program *p)
+{
+  cuda_options opt = self->opt;
+  snprintf(opt.arch, sizeof opt.arch, "%s", arch_of(self));
+  coil_error *e = parse_options(COIL_STRUCT_HAS(args, coil_plugin_compile_args, options) ? args->options : NULL, &opt);
+  if (e)
+    return e;
+  for (int l = 0; l < p->nlines; l++) {
+    char why_not[256];
+    if (p->lines[l].kind == COIL_LINE_EXTERN_CALL && !cuda_blas_line_ok(p, &p->lines[l], why_not, sizeof why_not))
+      return coil_sdk_error(COIL_ERR_UNSUPPORTED, "cuda: line %d: %s", l + 1, why_not);
+  }
+  /* max-autotune with gemm = auto: each mm line the generated GEMM could take, timed both ways */
+  signed char *force = NULL;
+  coil_strbuf glog = {0};
+  if (opt.autotune && opt.gemm == CUDA_GEMM_AUTO)
+    cuda_tune_gemm(self, p, &opt, &force, &glog);
+  e = cuda_build(self, p, &opt, force, args->artifact_dir, glog.s);
+  free(force);
+  coil_strbuf_free(&glog);
   return e;
 }
 

@@ -1,7 +1,16 @@
 /* tune_main.c — coil-cuda-tune, the cuda plugin's autotuning worker (mode max-autotune): coil-sdk's
  * worker (coil/coil_gpu_tune.h: the spec, the timing loop, what it prints) over the CUDA driver.
  *
- *   coil-cuda-tune SPEC FIRST */
+ *   coil-cuda-tune SPEC FIRST
+ *
+ * A spec whose first line is `graphs PLUGIN` times whole artifacts instead (cuda_tune.c's GEMM
+ * choice): the plugin at PLUGIN is opened through its entry, as a host would, and each
+ * `artifact DIR` line (`artifact -`: one that did not compile) is loaded and run on the same
+ * inputs (`in DTYPE RANK SIZES... STRIDES...` lines, random values) into the same outputs
+ * (`out` lines), on the legacy stream; `result I MS` is the median of 5 batches, each timed
+ * between two events, of enough back-to-back runs to take about 20 ms. */
+#include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +30,7 @@ init(const char *path)
   if (!(cu = cuda_driver_get(&why)))
     return why;
   if (cu->DeviceGet(&dev, 0) || cu->DevicePrimaryCtxRetain(&ctx, dev) || cu->CtxSetCurrent(ctx) ||
-      cu->ModuleLoad(&mod, path) || cu->EventCreate(&e0, 0) || cu->EventCreate(&e1, 0))
+      (path && cu->ModuleLoad(&mod, path)) || cu->EventCreate(&e0, 0) || cu->EventCreate(&e1, 0))
     return "cannot set up the GPU or load the candidates";
   return NULL;
 }
@@ -72,9 +81,200 @@ time_launches(void *fn, unsigned grid, unsigned block, void **params, int launch
   return r ? r : cu->EventElapsedTime(ms, e0, e1);
 }
 
+/* ---- whole artifacts ---- */
+
+#define MAXT 64
+
+typedef struct {
+  coil_plugin_tensor t;
+  int64_t sizes[COIL_MAX_RANK], strides[COIL_MAX_RANK];
+  size_t bytes;
+} tensor;
+
+/* Random values a GEMM and its epilogue stay finite on: magnitudes in [0.25, 1) with random
+ * signs for floats (a product's timing may depend on its data's bits), zero for integers and
+ * bools (indices in range). */
+static int
+fill_random(tensor *x, uint64_t *seed)
+{
+  unsigned char *h = calloc(x->bytes ? x->bytes : 1, 1);
+  if (!h)
+    return 1;
+  size_t es = coil_dtype_size((coil_dtype)x->t.dtype), n = x->bytes / (es ? es : 1);
+  for (size_t i = 0; i < n; i++) {
+    *seed ^= *seed << 13, *seed ^= *seed >> 7, *seed ^= *seed << 17;
+    uint32_t r = (uint32_t)(*seed >> 32);
+    if (x->t.dtype == COIL_F16) {
+      uint16_t v = (uint16_t)((r >> 31) << 15 | (13u + (r & 1)) << 10 | ((r >> 1) & 0x3ff));
+      memcpy(h + 2 * i, &v, 2);
+    } else if (x->t.dtype == COIL_F32 || x->t.dtype == COIL_BF16) {
+      uint32_t v = (r >> 31) << 31 | (125u + (r & 1)) << 23 | ((r >> 1) & 0x7fffff);
+      if (x->t.dtype == COIL_BF16) {
+        uint16_t b = (uint16_t)(v >> 16);
+        memcpy(h + 2 * i, &b, 2);
+      } else {
+        memcpy(h + 4 * i, &v, 4);
+      }
+    } else if (x->t.dtype == COIL_F64) {
+      double v = (0.25 + 0.75 * (double)(r & 0xffffff) / 16777216.0) * ((r >> 31) ? -1 : 1);
+      memcpy(h + 8 * i, &v, 8);
+    }
+  }
+  CUdeviceptr d = 0;
+  int r = x->bytes && (cu->MemAlloc(&d, x->bytes) || cu->MemcpyHtoDAsync(d, h, x->bytes, NULL) || cu->StreamSynchronize(NULL));
+  free(h);
+  x->t.data = (void *)(uintptr_t)d;
+  return r;
+}
+
+static bool
+read_tensor(const char *line, tensor *x)
+{
+  int dt, rank, used;
+  if (sscanf(line, "%*s %d %d%n", &dt, &rank, &used) != 2 || rank < 0 || rank > COIL_MAX_RANK)
+    return false;
+  line += used;
+  int64_t hi = 0;
+  bool empty = false;
+  for (int pass = 0; pass < 2; pass++)
+    for (int d = 0; d < rank; d++) {
+      long long v;
+      if (sscanf(line, "%lld%n", &v, &used) != 1 || v < 0)
+        return false;
+      line += used;
+      (pass ? x->strides : x->sizes)[d] = v;
+    }
+  for (int d = 0; d < rank; d++)
+    empty = empty || x->sizes[d] == 0, hi += (x->sizes[d] - 1) * x->strides[d];
+  size_t es = coil_dtype_size((coil_dtype)dt);
+  if (!es)
+    return false;
+  x->bytes = empty ? 0 : (size_t)(hi + 1) * es;
+  x->t = (coil_plugin_tensor){.struct_size = sizeof x->t, .dtype = dt, .rank = rank, .sizes = x->sizes,
+                              .strides = x->strides, .device_type = COIL_DEVICE_CUDA, .device_index = 0};
+  return true;
+}
+
+static int
+cmp_float(const void *a, const void *b)
+{
+  float x = *(const float *)a, y = *(const float *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int
+graphs_main(FILE *f, const char *plugin_path, int first)
+{
+  static tensor ts[MAXT];
+  const coil_plugin_tensor *in[MAXT], *out[MAXT];
+  static char dirs[MAXT][4096];
+  int nin = 0, nout = 0, nart = 0;
+  char line[8192];
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    bool is_in = strncmp(line, "in ", 3) == 0, is_out = strncmp(line, "out ", 4) == 0;
+    tensor *x = &ts[nin + nout < MAXT ? nin + nout : 0];
+    if ((is_in || is_out) && nin + nout < MAXT && read_tensor(line, x)) {
+      if (is_in)
+        in[nin++] = &x->t;
+      else
+        out[nout++] = &x->t;
+      continue;
+    }
+    if (strncmp(line, "artifact ", 9) == 0 && nart < MAXT && strlen(line + 9) < sizeof dirs[0]) {
+      strcpy(dirs[nart++], line + 9);
+      continue;
+    }
+    fprintf(stderr, "coil-cuda-tune: cannot read spec line: %s\n", line);
+    return 2;
+  }
+  const char *why = init(NULL);
+  if (why) {
+    printf("nogpu %s\n", why);
+    return 1;
+  }
+  void *so = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
+  coil_plugin_entry_fn *entry = so ? (coil_plugin_entry_fn *)dlsym(so, "coil_plugin_entry") : NULL;
+  static const coil_host_api host = {.struct_size = sizeof host, .abi_major = COIL_PLUGIN_ABI_MAJOR,
+                                     .abi_minor = COIL_PLUGIN_ABI_MINOR, .wir_major = COIL_WIR_VERSION_MAJOR,
+                                     .wir_minor = COIL_WIR_VERSION_MINOR, .host_version = "coil-cuda-tune"};
+  const char *why_not = "no entry";
+  const coil_plugin_api *api = entry ? entry(COIL_PLUGIN_ABI_MAJOR, COIL_PLUGIN_ABI_MINOR, &host, &why_not) : NULL;
+  coil_plugin *pl = NULL;
+  coil_plugin_create_args ca = {.struct_size = sizeof ca, .host = &host};
+  if (!api || !api->load || api->create(&ca, &pl)) {
+    printf("nogpu cannot open the plugin %s: %s\n", plugin_path, so ? why_not : dlerror());
+    return 1;
+  }
+  uint64_t seed = 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < nin + nout; i++)
+    if (fill_random(&ts[i], &seed)) {
+      printf("nogpu cannot allocate %zu bytes\n", ts[i].bytes);
+      return 1;
+    }
+  coil_plugin_run_args ra = {.struct_size = sizeof ra, .ninputs = (size_t)nin, .inputs = in, .noutputs = (size_t)nout,
+                             .outputs = out, .has_stream = 1, .stream = NULL};
+  for (int c = first; c < nart; c++) {
+    coil_artifact *a = NULL;
+    coil_plugin_load_args la = {.struct_size = sizeof la, .artifact_dir = dirs[c]};
+    coil_error *e = strcmp(dirs[c], "-") == 0 ? NULL : api->load(pl, &la, &a);
+    if (!a) {
+      printf("failed %d %s\n", c, e ? api->error_message(e) : "it did not compile");
+      if (e)
+        api->error_free(e);
+      fflush(stdout);
+      continue;
+    }
+    for (int w = 0; w < 3 && !e; w++)
+      e = api->run(a, &ra);
+    int r = e ? 0 : cu->StreamSynchronize(NULL);
+    int reps = 1;
+    float t[5] = {0};
+    if (!e && !r) { /* one run's time sets the batch: about 20 ms of runs, 1 to 200 of them */
+      float one = 0;
+      r = cu->EventRecord(e0, NULL);
+      e = r ? NULL : api->run(a, &ra);
+      if (!e && !r && !(r = cu->EventRecord(e1, NULL)) && !(r = cu->EventSynchronize(e1)))
+        r = cu->EventElapsedTime(&one, e0, e1);
+      reps = one > 0.1f ? (int)(20.0f / one) : 200;
+      reps = reps < 1 ? 1 : reps > 200 ? 200 : reps;
+    }
+    for (int k = 0; k < 5 && !e && !r; k++) {
+      r = cu->EventRecord(e0, NULL);
+      for (int i = 0; i < reps && !e && !r; i++)
+        e = api->run(a, &ra);
+      if (!e && !r && !(r = cu->EventRecord(e1, NULL)) && !(r = cu->EventSynchronize(e1)))
+        r = cu->EventElapsedTime(&t[k], e0, e1);
+      t[k] /= (float)reps;
+    }
+    if (e || r) { /* the context may be poisoned: report and stop; the parent restarts us */
+      if (e)
+        printf("failed %d %s\n", c, api->error_message(e));
+      else
+        printf("failed %d GPU error %d\n", c, r);
+      return 1;
+    }
+    api->artifact_free(a);
+    qsort(t, 5, sizeof *t, cmp_float);
+    printf("result %d %.6f\n", c, t[2]);
+    fflush(stdout);
+  }
+  return 0;
+}
+
 int
 main(int argc, char **argv)
 {
+  FILE *f = argc == 3 ? fopen(argv[1], "r") : NULL;
+  char head[4200];
+  if (f && fgets(head, sizeof head, f) && strncmp(head, "graphs ", 7) == 0) {
+    head[strcspn(head, "\n")] = 0;
+    int rc = graphs_main(f, head + 7, atoi(argv[2]));
+    fclose(f);
+    return rc;
+  }
+  if (f)
+    fclose(f);
   static const coil_gpu_tune_runtime rt = {.name = "coil-cuda-tune", .init = init, .function = function,
                                            .alloc_fill = alloc_fill, .launch = launch, .sync = sync,
                                            .time = time_launches};

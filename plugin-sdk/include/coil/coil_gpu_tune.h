@@ -41,6 +41,13 @@ typedef struct coil_gpu_tuner {
 void coil_gpu_tune_kernel(const coil_gpu_dialect *dl, const coil_wir_program *p, int k, const coil_gpu_tuner *t,
                           coil_gpu_plan *best, coil_strbuf *log);
 
+/* Runs WORKER SPEC FIRST until each of the spec's n candidates was timed or failed, restarting
+ * it (from the next candidate) after a crash or a hang: ms[i] the time of candidate i, or -1.
+ * For plugins that time things of their own with a worker of this protocol (cuda: whole
+ * artifacts, to choose its generated GEMMs); each run of the worker has 20 s plus 2 s a
+ * candidate left to it. */
+void coil_gpu_tune_run(const char *worker, const char *spec, int n, double *ms, coil_strbuf *log);
+
 /* The worker NAME in the directory of the shared object holding symbol (a plugin's worker is
  * installed beside it); false when it is not there. */
 bool coil_gpu_tune_worker_beside(const void *symbol, const char *name, char *out, size_t n);

@@ -169,7 +169,7 @@ gemm_text(const coil_wir_program *p, coil_strbuf *out)
 {
   cuda_options opt = {.gemm = CUDA_GEMM_GENERATED};
   cuda_gemm_build *b = NULL;
-  coil_error *e = cuda_gemm_plan(p, &opt, "sm_90", &b);
+  coil_error *e = cuda_gemm_plan(p, &opt, "sm_90", NULL, &b);
   if (e || !b) {
     coil_sdk_error_free(e);
     return false;

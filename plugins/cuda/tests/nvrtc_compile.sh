@@ -58,6 +58,20 @@ elif ! grep -q "^k0 " "$tmp/tuned/plans.txt" || ! grep -q "candidate 1:" "$tmp/t
 else
   echo "max-autotune: $(grep -c 'candidate [0-9]*:' "$tmp/tuned/tuning.log") candidates logged; $(grep -m1 -E 'no candidate timed|chosen' "$tmp/tuned/tuning.log")"
 fi
+# max-autotune with mm lines the generated GEMM can take: each is listed for timing against the
+# library; without a GPU none is timed (nor compiled) and the cost rule decides, as gemm = auto
+rm -rf "$tmp/tuned"
+if ! COIL_MODE=max-autotune compile "$src/plugins/cuda/tests/golden/graphs/bench_mlp_fp16.coil" "$tmp/tuned"; then
+  echo "FAIL: max-autotune compile of the MLP:"; tail -3 "$tmp/log"; failed=$((failed + 1))
+elif ! grep -q "^generated GEMMs: 2 mm lines" "$tmp/tuned/tuning.log" ||
+  ! grep -q "the cost rule decides" "$tmp/tuned/tuning.log" ||
+  [ "$(grep -c '^kernel .* coil_gemm_wg_poi_fused_gelu_0 ' "$tmp/tuned/gemm.txt")" != 1 ] ||
+  [ "$(grep -c '^line ' "$tmp/tuned/gemm.txt")" != 1 ]; then
+  echo "FAIL: max-autotune's GEMM choice without a GPU is not the cost rule's (the first mm with its gelu):"
+  cat "$tmp/tuned/tuning.log" "$tmp/tuned/gemm.txt" | head -12; failed=$((failed + 1))
+else
+  echo "max-autotune GEMM choice: $(grep -m1 'the cost rule decides' "$tmp/tuned/tuning.log" | sed 's/^ *//')"
+fi
 # the code generator picks the layout the plan says: 16-byte vectors with a scalar variant for
 # unaligned params, rows in registers read as vectors, shared-memory tiles for transposing copies
 shape() { # NAME GRAPH-BODY INPUT PATTERN...

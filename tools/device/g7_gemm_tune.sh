@@ -1,0 +1,73 @@
+#!/bin/bash
+# On the GPU machine, from the repository root, carrying .deps (tools/device/pack.sh): max-autotune's
+# choice between the cuda plugin's generated GEMM and cuBLASLt (plugins/cuda/cuda_tune.c,
+# cuda_tune_gemm), in one call:
+#   choose  COIL_MODE=max-autotune coil compile on GEMM graphs (the MLP in f16 and bf16, a plain
+#           4096^3 mm, gelu(x @ w.t()), an odd 1999 x 1032 x 520 gelu, 8 x (64^2 mm + relu)): the
+#           compile's wall time, tuning.log's GEMM lines and the gemm.txt each chose
+#   bench   coil bench --only mlp_fp16 default, --autotune, default, --autotune (kernel_ms)
+#   conf    coil-conformance on cuda under max-autotune: the op tier's mm/addmm/linear/matmul
+#           cases, then the model tier
+# Every step under `timeout`; logs under $OUT (summary.log first).
+#   usage: g7_gemm_tune.sh [choose] [bench] [conf]   (default: all three)
+cd "$(dirname "$0")/../.." || exit 1
+deps=.deps
+[ -x "$deps/coil" ] || { echo "no $deps/coil: run tools/device/pack.sh and carry .deps"; exit 1; }
+nv=$(ls /usr/local/cuda/lib64/libnvrtc.so.1[0-9] 2>/dev/null | head -1)
+[ -n "$nv" ] || nv=$(find / -name 'libnvrtc.so.1[0-9]*' -not -path '/proc/*' 2>/dev/null | head -1)
+export LD_LIBRARY_PATH=$PWD/$deps/lib:$(dirname "${nv:-/x/x}") COIL_PLUGIN_PATH=$PWD/$deps/plugins
+export COIL_CACHE_DIR=/tmp/coil-cache-$$
+unset COIL_CUDA_GEMM COIL_MODE
+out=${OUT:-/tmp/g7tune}
+work=/tmp/g7tune_work
+rm -rf "$work"
+mkdir -p "$out" "$work"
+sum=$out/summary.log
+: >"$sum"
+note() { echo "$*" | tee -a "$sum"; }
+{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; } 2>&1 | tee -a "$sum"
+graph() { # NAME BODY INPUTS
+  printf 'coil 1\ngraph g(%s) {\n%b}\n' "$3" "$2" >"$work/$1.coil"
+}
+graph mlp_bf16 '  %h = aten.mm.default(%x, %w1)\n  %g = aten.gelu.default(%h)\n  %y = aten.mm.default(%g, %w2)\n  return (%y)\n' \
+  '%x: bf16[4096, 4096], %w1: bf16[4096, 4096], %w2: bf16[4096, 4096]'
+graph mm_plain '  %y = aten.mm.default(%x, %w)\n  return (%y)\n' '%x: f16[4096, 4096], %w: f16[4096, 4096]'
+graph gelu_wt '  %t = aten.permute.default(%w, [1, 0])\n  %h = aten.mm.default(%x, %t)\n  %y = aten.gelu.default(%h)\n  return (%y)\n' \
+  '%x: f16[4096, 4096], %w: f16[4096, 4096]'
+graph gelu_odd '  %h = aten.mm.default(%x, %w)\n  %y = aten.gelu.default(%h)\n  return (%y)\n' '%x: f16[1999, 520], %w: f16[520, 1032]'
+cp plugins/cuda/tests/golden/graphs/bench_mlp_fp16.coil "$work/mlp_fp16.coil"
+cp plugins/cuda/tests/golden/graphs/bench_small_8mm_64.coil "$work/small_8mm.coil"
+steps=${*:-choose bench conf}
+for s in $steps; do
+  case $s in
+  choose)
+    for g in mlp_fp16 mlp_bf16 mm_plain gelu_wt gelu_odd small_8mm; do
+      t0=$(date +%s.%N)
+      COIL_MODE=max-autotune timeout 120 "$deps/coil" compile "$work/$g.coil" --backend cuda -o "$work/art_$g" \
+        >"$out/compile_$g.log" 2>&1
+      rc=$?
+      t1=$(date +%s.%N)
+      note "== $g: max-autotune compile exit $rc, $(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s"
+      sed -n '/^generated GEMMs/,/^kernel /p' "$work/art_$g/tuning.log" 2>/dev/null | grep -v '^kernel ' | tee -a "$sum"
+      if [ -f "$work/art_$g/gemm.txt" ]; then grep '^kernel\|^line' "$work/art_$g/gemm.txt" | tee -a "$sum"
+      else note "  (no gemm.txt: every mm on the library)"; fi
+      cp "$work/art_$g/tuning.log" "$out/tuning_$g.log" 2>/dev/null
+    done ;;
+  bench)
+    for r in 1 2; do
+      for a in "" --autotune; do
+        timeout 150 "$deps/coil" bench --backend cuda --only mlp_fp16 $a >"$out/bench_mlp${a}_$r.log" 2>&1
+        note "coil bench mlp_fp16 ${a:-default} round $r (exit $?): $(grep -m1 mlp_fp16 "$out/bench_mlp${a}_$r.log")"
+      done
+    done ;;
+  conf)
+    COIL_MODE=max-autotune timeout 180 "$deps/coil-conformance" --plugin cuda --source-dir . --tier op -j 16 \
+      --filter 'op/aten\.(mm|addmm|linear|matmul)[^/]*/' >"$out/conf_op_tuned.log" 2>&1
+    note "conformance op mm|addmm|linear|matmul, max-autotune (exit $?): $(tail -n 1 "$out/conf_op_tuned.log")"
+    grep -E "FAIL|crash|timeout" "$out/conf_op_tuned.log" | head -10 | tee -a "$sum"
+    COIL_MODE=max-autotune timeout 150 "$deps/coil-conformance" --plugin cuda --source-dir . --tier model -j 16 \
+      >"$out/conf_model_tuned.log" 2>&1
+    note "conformance model tier, max-autotune (exit $?): $(tail -n 1 "$out/conf_model_tuned.log")"
+    grep -E "FAIL|crash|timeout" "$out/conf_model_tuned.log" | head -10 | tee -a "$sum" ;;
+  esac
+done
