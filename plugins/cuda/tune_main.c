@@ -6,10 +6,12 @@
  * A spec whose first line is `graphs PLUGIN` times whole artifacts instead (cuda_tune.c's GEMM
  * choice): the plugin at PLUGIN is opened through its entry, as a host would, and each
  * `artifact DIR` line (`artifact -`: one that did not compile) is loaded and run on the same
- * inputs (`in DTYPE RANK SIZES... STRIDES...` lines, random values) into the same outputs
- * (`out` lines), on the legacy stream; `result I MS` is the median of 5 batches, each timed
- * between two events, of enough back-to-back runs to take about 20 ms. */
+ * inputs (`in DTYPE RANK SIZES... STRIDES...` lines, standard normal values) into the same
+ * outputs (`out` lines), on the legacy stream, measured as coil bench and triton's do_bench
+ * measure: `result I MS` is the median of 41 runs, each after a 256 MiB L2 flush and alone
+ * between two events. */
 #include <dlfcn.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +86,8 @@ time_launches(void *fn, unsigned grid, unsigned block, void **params, int launch
 /* ---- whole artifacts ---- */
 
 #define MAXT 64
+#define RUNS 41                     /* timed runs of an artifact: the median is its time */
+#define FLUSH_BYTES ((size_t)256 << 20) /* written before each run, as triton's do_bench */
 
 typedef struct {
   coil_plugin_tensor t;
@@ -91,9 +95,37 @@ typedef struct {
   size_t bytes;
 } tensor;
 
-/* Random values a GEMM and its epilogue stay finite on: magnitudes in [0.25, 1) with random
- * signs for floats (a product's timing may depend on its data's bits), zero for integers and
- * bools (indices in range). */
+/* Standard normal values (Box-Muller on xorshift64), as torch.randn and coil bench draw them: a
+ * GEMM's power, and so its clock, depends on its data's bits. Zero for integers and bools
+ * (indices in range). */
+static double
+normal(uint64_t *seed)
+{
+  double u[2];
+  for (int k = 0; k < 2; k++) {
+    *seed ^= *seed << 13, *seed ^= *seed >> 7, *seed ^= *seed << 17;
+    u[k] = ((double)(*seed >> 11) + 0.5) / 9007199254740992.0; /* (0, 1) */
+  }
+  return sqrt(-2.0 * log(u[0])) * cos(6.283185307179586 * u[1]);
+}
+
+/* f32 to f16, rounded to nearest; magnitudes below f16's normal range become zero (timing
+ * data only) */
+static uint16_t
+to_f16(float f)
+{
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u, m = x & 0x7fffffu;
+  int e = (int)((x >> 23) & 0xff) - 127 + 15;
+  if (e <= 0)
+    return (uint16_t)sign;
+  if (e >= 31)
+    return (uint16_t)(sign | 0x7c00u);
+  uint32_t h = sign | (uint32_t)e << 10 | m >> 13;
+  return (uint16_t)(h + ((m >> 12) & 1)); /* a carry into the exponent is still right */
+}
+
 static int
 fill_random(tensor *x, uint64_t *seed)
 {
@@ -101,24 +133,18 @@ fill_random(tensor *x, uint64_t *seed)
   if (!h)
     return 1;
   size_t es = coil_dtype_size((coil_dtype)x->t.dtype), n = x->bytes / (es ? es : 1);
-  for (size_t i = 0; i < n; i++) {
-    *seed ^= *seed << 13, *seed ^= *seed >> 7, *seed ^= *seed << 17;
-    uint32_t r = (uint32_t)(*seed >> 32);
-    if (x->t.dtype == COIL_F16) {
-      uint16_t v = (uint16_t)((r >> 31) << 15 | (13u + (r & 1)) << 10 | ((r >> 1) & 0x3ff));
-      memcpy(h + 2 * i, &v, 2);
-    } else if (x->t.dtype == COIL_F32 || x->t.dtype == COIL_BF16) {
-      uint32_t v = (r >> 31) << 31 | (125u + (r & 1)) << 23 | ((r >> 1) & 0x7fffff);
-      if (x->t.dtype == COIL_BF16) {
-        uint16_t b = (uint16_t)(v >> 16);
-        memcpy(h + 2 * i, &b, 2);
-      } else {
-        memcpy(h + 4 * i, &v, 4);
-      }
-    } else if (x->t.dtype == COIL_F64) {
-      double v = (0.25 + 0.75 * (double)(r & 0xffffff) / 16777216.0) * ((r >> 31) ? -1 : 1);
+  for (size_t i = 0; i < n && coil_dtype_is_float((coil_dtype)x->t.dtype); i++) {
+    double v = normal(seed);
+    float f = (float)v;
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    uint16_t hv = x->t.dtype == COIL_F16 ? to_f16(f) : (uint16_t)((b + 0x7fffu + ((b >> 16) & 1)) >> 16);
+    if (x->t.dtype == COIL_F64)
       memcpy(h + 8 * i, &v, 8);
-    }
+    else if (es == 4)
+      memcpy(h + 4 * i, &f, 4);
+    else if (es == 2)
+      memcpy(h + 2 * i, &hv, 2);
   }
   CUdeviceptr d = 0;
   int r = x->bytes && (cu->MemAlloc(&d, x->bytes) || cu->MemcpyHtoDAsync(d, h, x->bytes, NULL) || cu->StreamSynchronize(NULL));
@@ -206,6 +232,11 @@ graphs_main(FILE *f, const char *plugin_path, int first)
     printf("nogpu cannot open the plugin %s: %s\n", plugin_path, so ? why_not : dlerror());
     return 1;
   }
+  CUdeviceptr flush = 0;
+  if (cu->MemAlloc(&flush, FLUSH_BYTES)) {
+    printf("nogpu cannot allocate the L2 flush's %d MiB\n", (int)(FLUSH_BYTES >> 20));
+    return 1;
+  }
   uint64_t seed = 0x9e3779b97f4a7c15ull;
   for (int i = 0; i < nin + nout; i++)
     if (fill_random(&ts[i], &seed)) {
@@ -228,24 +259,13 @@ graphs_main(FILE *f, const char *plugin_path, int first)
     for (int w = 0; w < 3 && !e; w++)
       e = api->run(a, &ra);
     int r = e ? 0 : cu->StreamSynchronize(NULL);
-    int reps = 1;
-    float t[5] = {0};
-    if (!e && !r) { /* one run's time sets the batch: about 20 ms of runs, 1 to 200 of them */
-      float one = 0;
-      r = cu->EventRecord(e0, NULL);
+    float t[RUNS];
+    for (int k = 0; k < RUNS && !e && !r; k++) { /* each run after an L2 flush, alone between its events */
+      if (!(r = cu->MemsetD8Async(flush, (unsigned char)k, FLUSH_BYTES, NULL)))
+        r = cu->EventRecord(e0, NULL);
       e = r ? NULL : api->run(a, &ra);
       if (!e && !r && !(r = cu->EventRecord(e1, NULL)) && !(r = cu->EventSynchronize(e1)))
-        r = cu->EventElapsedTime(&one, e0, e1);
-      reps = one > 0.1f ? (int)(20.0f / one) : 200;
-      reps = reps < 1 ? 1 : reps > 200 ? 200 : reps;
-    }
-    for (int k = 0; k < 5 && !e && !r; k++) {
-      r = cu->EventRecord(e0, NULL);
-      for (int i = 0; i < reps && !e && !r; i++)
-        e = api->run(a, &ra);
-      if (!e && !r && !(r = cu->EventRecord(e1, NULL)) && !(r = cu->EventSynchronize(e1)))
         r = cu->EventElapsedTime(&t[k], e0, e1);
-      t[k] /= (float)reps;
     }
     if (e || r) { /* the context may be poisoned: report and stop; the parent restarts us */
       if (e)
@@ -255,8 +275,8 @@ graphs_main(FILE *f, const char *plugin_path, int first)
       return 1;
     }
     api->artifact_free(a);
-    qsort(t, 5, sizeof *t, cmp_float);
-    printf("result %d %.6f\n", c, t[2]);
+    qsort(t, RUNS, sizeof *t, cmp_float);
+    printf("result %d %.6f\n", c, t[RUNS / 2]);
     fflush(stdout);
   }
   return 0;

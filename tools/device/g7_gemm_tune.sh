@@ -8,6 +8,12 @@
 #   bench   coil bench --only mlp_fp16 default, --autotune, default, --autotune (kernel_ms)
 #   conf    coil-conformance on cuda under max-autotune: the op tier's mm/addmm/linear/matmul
 #           cases, then the model tier
+#   m06     m06_bert_tiny tuned 8 times at once (COIL_AUTOTUNE=true coil compile, then coil run
+#           --expect against PyTorch's outputs): plans.txt and tuning.log of each, kernels.cu
+#           of any that fails (a tuned plan that computes wrongly)
+#   redop   the op tier's reductions (one case in 3) under COIL_AUTOTUNE=true
+#   modes   the model tier under reduce-overhead, under autotune alone, and m06_bert_tiny under
+#           max-autotune again (which of the mode's two settings a difference comes from)
 # Every step under `timeout`; logs under $OUT (summary.log first).
 #   usage: g7_gemm_tune.sh [choose] [bench] [conf]   (default: all three)
 cd "$(dirname "$0")/../.." || exit 1
@@ -18,11 +24,13 @@ nv=$(ls /usr/local/cuda/lib64/libnvrtc.so.1[0-9] 2>/dev/null | head -1)
 export LD_LIBRARY_PATH=$PWD/$deps/lib:$(dirname "${nv:-/x/x}") COIL_PLUGIN_PATH=$PWD/$deps/plugins
 export COIL_CACHE_DIR=/tmp/coil-cache-$$
 unset COIL_CUDA_GEMM COIL_MODE
-out=${OUT:-/tmp/g7tune}
+res=${OUT:-/tmp/g7tune}
 work=/tmp/g7tune_work
+out=$work/logs # packed into $res/logs.tar.gz at the end (few files come back from $OUT)
 rm -rf "$work"
-mkdir -p "$out" "$work"
-sum=$out/summary.log
+mkdir -p "$res" "$out"
+sum=$res/summary.log
+trap 'tar czf "$res/logs.tar.gz" -C "$out" .' EXIT
 : >"$sum"
 note() { echo "$*" | tee -a "$sum"; }
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; } 2>&1 | tee -a "$sum"
@@ -69,5 +77,37 @@ for s in $steps; do
       >"$out/conf_model_tuned.log" 2>&1
     note "conformance model tier, max-autotune (exit $?): $(tail -n 1 "$out/conf_model_tuned.log")"
     grep -E "FAIL|crash|timeout" "$out/conf_model_tuned.log" | head -10 | tee -a "$sum" ;;
+  m06)
+    m=conformance/models/m06_bert_tiny
+    for i in 1 2 3 4 5 6 7 8; do
+      (
+        a=$work/m06_$i
+        COIL_AUTOTUNE=true timeout 200 "$deps/coil" compile $m/graph.coil --backend cuda -o "$a" >"$out/m06_compile_$i.log" 2>&1
+        timeout 60 "$deps/coil" run "$a" --weights $m/weights.safetensors --inputs $m/inputs.safetensors \
+          --expect $m/expected.safetensors >"$out/m06_run_$i.log" 2>&1
+        rc=$?
+        mkdir -p "$out/m06_$i"
+        cp "$a/plans.txt" "$a/tuning.log" "$out/m06_$i/" 2>/dev/null
+        [ $rc -eq 0 ] || cp "$a/kernels.cu" "$out/m06_$i/"
+        echo "m06 tuned $i: run exit $rc: $(grep -m1 '^out0:' "$out/m06_run_$i.log")" >"$out/m06_$i/result"
+      ) &
+    done
+    wait
+    cat "$out"/m06_*/result | tee -a "$sum"
+    md5sum "$out"/m06_*/plans.txt | awk '{print $1}' | sort | uniq -c | tee -a "$sum" ;;
+  redop)
+    COIL_AUTOTUNE=true timeout 200 "$deps/coil-conformance" --plugin cuda --source-dir . --tier op -j 16 --sample 3 \
+      --filter 'op/aten\.(sum|mean|amax|amin|max|min|prod|var|std|norm|_softmax|_log_softmax|native_layer_norm|cumsum|argmax|argmin|logsumexp)[^/]*/' \
+      >"$out/conf_op_red_tuned.log" 2>&1
+    note "conformance op reductions --sample 3, autotune (exit $?): $(tail -n 1 "$out/conf_op_red_tuned.log")"
+    grep -E "FAIL|crash|timeout" "$out/conf_op_red_tuned.log" | head -10 | tee -a "$sum" ;;
+  modes)
+    for m in "COIL_MODE=reduce-overhead" "COIL_AUTOTUNE=true" "COIL_GRAPH_CAPTURE=true COIL_AUTOTUNE=true"; do
+      tag=$(echo "$m" | tr ' =' '__')
+      env $m timeout 150 "$deps/coil-conformance" --plugin cuda --source-dir . --tier model -j 16 \
+        >"$out/conf_model_$tag.log" 2>&1
+      note "conformance model tier, $m (exit $?): $(tail -n 1 "$out/conf_model_$tag.log")"
+      grep -E "FAIL|crash|timeout" "$out/conf_model_$tag.log" | head -10 | tee -a "$sum"
+    done ;;
   esac
 done
