@@ -187,6 +187,20 @@ coil_gpu_tune_kernel(const coil_gpu_dialect *dl, const coil_wir_program *p, int 
     coil_strbuf_puts(log, "  default plan: nothing else to try\n");
     return;
   }
+  const char *force = getenv("COIL_GPU_TUNE_CANDIDATE"); /* testing: every tuned plan must compute right */
+  if (force && *force) {
+    char *end;
+    long i = strtol(force, &end, 10);
+    if (*end || i < 0) {
+      coil_strbuf_printf(log, "  default plan: COIL_GPU_TUNE_CANDIDATE=%s is not a candidate number\n", force);
+      return;
+    }
+    int c = i < n ? (int)i : n - 1;
+    *best = cands[c];
+    coil_strbuf_printf(log, "  chosen: candidate %d of %d, forced by COIL_GPU_TUNE_CANDIDATE=%s (nothing timed)\n", c, n,
+                       force);
+    return;
+  }
   const char *tmp = getenv("TMPDIR");
   char dir[4096];
   snprintf(dir, sizeof dir, "%s/coil-%s-tune-XXXXXX", tmp && *tmp ? tmp : "/tmp", t->name);

@@ -15,7 +15,9 @@
  * the cost rule of docs/gemm-wgmma-notes.md: the checks, a foldable epilogue that cuBLASLt's
  * fixed ones cannot do (coil_gpu_find_epilogues finds none there), at least 2 x 132 tiles of
  * 128 x 256 (an H200's and an H100 SXM's SMs: the compile may run without a GPU) and K >= 1024.
- * Outside that region nothing was measured, so cuBLASLt keeps it.
+ * Outside that region nothing was measured, so cuBLASLt keeps it. With max-autotune, `auto`
+ * times instead (cuda_tune.c, cuda_gemm_choices): each line the checks pass, generated or not,
+ * as the whole program; `force` then says per line.
  *
  * The checks, from the program: sm_90; aten.mm.default whose operands and output are all f16 or
  * all bf16; A [M, K] with strides [K, 1]; B [K, N] with [N, 1] (row-major, as x @ w passes it)

@@ -13,7 +13,8 @@
  * generated (mm lines through the generated wgmma GEMM with the next kernel folded in:
  * cuda_gemm.c; default from $COIL_CUDA_GEMM where set). From the host:
  * coil.graph_capture (mode reduce-overhead) captures runs into CUDA graphs (cuda_run.c),
- * coil.autotune (mode max-autotune) times candidate plans at compile (cuda_tune.c); other keys
+ * coil.autotune (mode max-autotune) times candidate plans at compile, and with gemm = auto each
+ * mm line's generated GEMM against the library (cuda_tune.c); other keys
  * starting with "coil." are accepted and ignored.
  *
  * An artifact: kernels.cu (every kernel, readable), k<i>.cubin per kernel, plans.txt (each
@@ -223,10 +224,10 @@ identity(coil_plugin *self)
   if (nv)
     nv->Version(&ma, &mi);
   const char *k = getenv("COIL_CUDA_ATTENTION_KERNEL"), *t = getenv("COIL_CUDA_ATTENTION_TILE");
-  const char *g = getenv("COIL_CUDA_GEMM");
-  snprintf(self->identity, sizeof self->identity, "nvrtc %d.%d %s%s%s%s%s%s%.32s", ma, mi, arch_of(self),
+  const char *g = getenv("COIL_CUDA_GEMM"), *c = getenv("COIL_GPU_TUNE_CANDIDATE"); /* c: coil_gpu_tune.h */
+  snprintf(self->identity, sizeof self->identity, "nvrtc %d.%d %s%s%s%s%s%s%.32s%s%.8s", ma, mi, arch_of(self),
            k && *k ? " attention " : "", k && *k ? k : "", t && *t ? " tile " : "", t && *t ? t : "", g && *g ? " gemm " : "",
-           g && *g ? g : "");
+           g && *g ? g : "", c && *c ? " tune-candidate " : "", c && *c ? c : "");
   return self->identity;
 }
 

@@ -233,6 +233,9 @@ identity(coil_plugin *self)
   coil_strbuf_printf(&s, "%s %d.%d", o.platform == HIP_NVIDIA ? "nvrtc" : "hiprtc", ma, mi);
   for (int i = 0; i < o.narchs; i++)
     coil_strbuf_printf(&s, " %s", o.archs[i]);
+  const char *c = getenv("COIL_GPU_TUNE_CANDIDATE"); /* a tuned plan forced (coil_gpu_tune.h) */
+  if (c && *c)
+    coil_strbuf_printf(&s, " tune-candidate %.8s", c);
   snprintf(self->identity, sizeof self->identity, "%s", s.s ? s.s : "");
   coil_strbuf_free(&s);
   return self->identity;

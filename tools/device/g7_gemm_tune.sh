@@ -12,6 +12,8 @@
 #           --expect against PyTorch's outputs): plans.txt and tuning.log of each, kernels.cu
 #           of any that fails (a tuned plan that computes wrongly)
 #   redop   the op tier's reductions (one case in 3) under COIL_AUTOTUNE=true
+#   force   the model tier with every kernel on its tuned candidate I (COIL_GPU_TUNE_CANDIDATE,
+#           I = 1..$FORCE_MAX, default 15; nothing timed)
 #   modes   the model tier under reduce-overhead, under autotune alone, and m06_bert_tiny under
 #           max-autotune again (which of the mode's two settings a difference comes from)
 # Every step under `timeout`; logs under $OUT (summary.log first).
@@ -101,6 +103,13 @@ for s in $steps; do
       >"$out/conf_op_red_tuned.log" 2>&1
     note "conformance op reductions --sample 3, autotune (exit $?): $(tail -n 1 "$out/conf_op_red_tuned.log")"
     grep -E "FAIL|crash|timeout" "$out/conf_op_red_tuned.log" | head -10 | tee -a "$sum" ;;
+  force)
+    for i in $(seq 1 ${FORCE_MAX:-15}); do
+      COIL_AUTOTUNE=true COIL_GPU_TUNE_CANDIDATE=$i timeout 90 "$deps/coil-conformance" --plugin cuda --source-dir . \
+        --tier model -j 16 >"$out/conf_model_cand$i.log" 2>&1
+      note "conformance model tier, every kernel's tuned candidate $i (exit $?): $(tail -n 1 "$out/conf_model_cand$i.log")"
+      grep -E "FAIL|crash|timeout" "$out/conf_model_cand$i.log" | head -10 | tee -a "$sum"
+    done ;;
   modes)
     for m in "COIL_MODE=reduce-overhead" "COIL_AUTOTUNE=true" "COIL_GRAPH_CAPTURE=true COIL_AUTOTUNE=true"; do
       tag=$(echo "$m" | tr ' =' '__')

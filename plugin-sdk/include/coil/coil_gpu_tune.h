@@ -37,7 +37,9 @@ typedef struct coil_gpu_tuner {
 
 /* Kernel k's plan: the default, or the fastest candidate on this GPU when tuning could time
  * them (another candidate must be at least 2 % faster than the default). Appends what it did
- * to log. */
+ * to log. For testing, $COIL_GPU_TUNE_CANDIDATE=I takes candidate I (the last where there are
+ * fewer) without timing anything: a conformance run under it checks the plans tuning can pick,
+ * which a timed run picks by chance. */
 void coil_gpu_tune_kernel(const coil_gpu_dialect *dl, const coil_wir_program *p, int k, const coil_gpu_tuner *t,
                           coil_gpu_plan *best, coil_strbuf *log);
 

@@ -58,6 +58,17 @@ elif ! grep -q "^k0 " "$tmp/tuned/plans.txt" || ! grep -q "candidate 1:" "$tmp/t
 else
   echo "max-autotune: $(grep -c 'candidate [0-9]*:' "$tmp/tuned/tuning.log") candidates logged; $(grep -m1 -E 'no candidate timed|chosen' "$tmp/tuned/tuning.log")"
 fi
+# COIL_GPU_TUNE_CANDIDATE=I takes candidate I untimed (for conformance runs over the tuned plans):
+# the softmax's candidate 1 differs from its default plan
+rm -rf "$tmp/forced"
+if ! COIL_GPU_TUNE_CANDIDATE=1 COIL_MODE=max-autotune compile "$tmp/sm.coil" "$tmp/forced"; then
+  echo "FAIL: max-autotune compile with COIL_GPU_TUNE_CANDIDATE=1:"; tail -3 "$tmp/log"; failed=$((failed + 1))
+elif ! grep -q "chosen: candidate 1 of [0-9]*, forced by COIL_GPU_TUNE_CANDIDATE=1" "$tmp/forced/tuning.log" ||
+  cmp -s "$tmp/forced/plans.txt" "$tmp/tuned/plans.txt"; then
+  echo "FAIL: COIL_GPU_TUNE_CANDIDATE=1 did not take candidate 1:"; head -3 "$tmp/forced/tuning.log"; failed=$((failed + 1))
+else
+  echo "COIL_GPU_TUNE_CANDIDATE=1: $(head -c 80 "$tmp/forced/plans.txt") (default $(head -c 80 "$tmp/tuned/plans.txt"))"
+fi
 # max-autotune with mm lines the generated GEMM can take: each is listed for timing against the
 # library; without a GPU none is timed (nor compiled) and the cost rule decides, as gemm = auto
 rm -rf "$tmp/tuned"
