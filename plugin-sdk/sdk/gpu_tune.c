@@ -190,9 +190,15 @@ coil_gpu_tune_kernel(const coil_gpu_dialect *dl, const coil_wir_program *p, int 
   const char *force = getenv("COIL_GPU_TUNE_CANDIDATE"); /* testing: every tuned plan must compute right */
   if (force && *force) {
     char *end;
-    long i = strtol(force, &end, 10);
+    long i = strtol(force, &end, 10), only = k;
+    if (*end == '@')
+      only = strtol(end + 1, &end, 10);
     if (*end || i < 0) {
-      coil_strbuf_printf(log, "  default plan: COIL_GPU_TUNE_CANDIDATE=%s is not a candidate number\n", force);
+      coil_strbuf_printf(log, "  default plan: COIL_GPU_TUNE_CANDIDATE=%s is not I or I@KERNEL\n", force);
+      return;
+    }
+    if (only != k) {
+      coil_strbuf_printf(log, "  default plan: COIL_GPU_TUNE_CANDIDATE=%s names another kernel\n", force);
       return;
     }
     int c = i < n ? (int)i : n - 1;

@@ -14,6 +14,8 @@
 #   redop   the op tier's reductions (one case in 3) under COIL_AUTOTUNE=true
 #   force   the model tier with every kernel on its tuned candidate I (COIL_GPU_TUNE_CANDIDATE,
 #           I = 1..$FORCE_MAX, default 15; nothing timed)
+#   sweep   each kernel of $SWEEP_MODELS (default m06_bert_tiny) alone on each of its candidates,
+#           run twice with coil run --expect
 #   modes   the model tier under reduce-overhead, under autotune alone, and m06_bert_tiny under
 #           max-autotune again (which of the mode's two settings a difference comes from)
 # Every step under `timeout`; logs under $OUT (summary.log first).
@@ -110,6 +112,35 @@ for s in $steps; do
       note "conformance model tier, every kernel's tuned candidate $i (exit $?): $(tail -n 1 "$out/conf_model_cand$i.log")"
       grep -E "FAIL|crash|timeout" "$out/conf_model_cand$i.log" | head -10 | tee -a "$sum"
     done ;;
+  sweep)
+    # each kernel of each model alone on each of its candidates (COIL_GPU_TUNE_CANDIDATE=I@K), run
+    # twice against PyTorch's outputs: which plan computes wrongly, and whether it does so every time
+    one() { # MODEL K I
+      local m=conformance/models/$1 a=$work/sw_$1_$2_$3
+      COIL_AUTOTUNE=true COIL_GPU_TUNE_CANDIDATE=$3@$2 timeout 60 "$deps/coil" compile $m/graph.coil --backend cuda -o "$a" \
+        >"$a.compile.log" 2>&1 || { echo "$1 k$2 c$3: compile failed"; return; }
+      local got=$(grep -m1 "forced by" "$a/tuning.log" | sed 's/.*chosen: candidate \([0-9]* of [0-9]*\).*/\1/')
+      [ -n "$got" ] || { rm -rf "$a"; return; } # kernel K has no candidates (or no such kernel)
+      [ "${got%% of *}" = "$3" ] || { rm -rf "$a"; return; } # I past the last: already tried
+      local r1 r2
+      timeout 30 "$deps/coil" run "$a" --weights $m/weights.safetensors --inputs $m/inputs.safetensors \
+        --expect $m/expected.safetensors >"$a.run1.log" 2>&1; r1=$?
+      timeout 30 "$deps/coil" run "$a" --weights $m/weights.safetensors --inputs $m/inputs.safetensors \
+        --expect $m/expected.safetensors >"$a.run2.log" 2>&1; r2=$?
+      local plan=$(grep "^k$2 " "$a/plans.txt")
+      echo "$1 k$2 candidate $got [$plan]: runs exit $r1 $r2 $(grep -m1 -h 'MISMATCH' "$a.run1.log" "$a.run2.log" | head -1)"
+      if [ $r1 -ne 0 ] || [ $r2 -ne 0 ]; then mkdir -p "$out/sweep_$1_$2_$3"; cp "$a/kernels.cu" "$a/plans.txt" "$a.run1.log" "$a.run2.log" "$out/sweep_$1_$2_$3/"; fi
+      rm -rf "$a"
+    }
+    export -f one; export work deps out
+    for mdl in ${SWEEP_MODELS:-m06_bert_tiny}; do
+      COIL_AUTOTUNE=true COIL_GPU_TUNE_CANDIDATE=0@-1 "$deps/coil" compile conformance/models/$mdl/graph.coil --backend cuda \
+        -o "$work/nk_$mdl" >/dev/null 2>&1
+      nk=$(grep -c '^kernel ' "$work/nk_$mdl/tuning.log")
+      for k in $(seq 0 $((nk - 1))); do for i in $(seq 1 11); do echo "$mdl $k $i"; done; done
+    done | timeout ${SWEEP_TIMEOUT:-300} xargs -P 8 -n 3 bash -c 'one "$@"' _ >"$out/sweep.log" 2>&1
+    note "sweep: $(grep -c 'runs exit' "$out/sweep.log") plans run, $(grep 'runs exit' "$out/sweep.log" | grep -vc 'runs exit 0 0') failing"
+    grep 'runs exit' "$out/sweep.log" | grep -v 'runs exit 0 0' | sort | head -40 | tee -a "$sum" ;;
   modes)
     for m in "COIL_MODE=reduce-overhead" "COIL_AUTOTUNE=true" "COIL_GRAPH_CAPTURE=true COIL_AUTOTUNE=true"; do
       tag=$(echo "$m" | tr ' =' '__')

@@ -39,7 +39,8 @@ typedef struct coil_gpu_tuner {
  * them (another candidate must be at least 2 % faster than the default). Appends what it did
  * to log. For testing, $COIL_GPU_TUNE_CANDIDATE=I takes candidate I (the last where there are
  * fewer) without timing anything: a conformance run under it checks the plans tuning can pick,
- * which a timed run picks by chance. */
+ * which a timed run picks by chance. I@K does so for kernel K (its index) alone; the other
+ * kernels keep their default plans, untimed. */
 void coil_gpu_tune_kernel(const coil_gpu_dialect *dl, const coil_wir_program *p, int k, const coil_gpu_tuner *t,
                           coil_gpu_plan *best, coil_strbuf *log);
 

@@ -112,14 +112,16 @@ template <typename T, typename Op> __device__ __forceinline__ T coil_block_reduc
   return s[0];
 }
 /* a warp's reduction (persistent kernels with a row per warp): the shuffle tree, then lane 0's
- * result to every lane through the warp's own slot of shared memory */
+ * result to every lane through the warp's own 32 bytes of shared memory, at the same place
+ * whatever T is (warps are not synchronized with each other: slots indexed by T would let one
+ * warp's bool land in another's float) */
 template <typename T, typename Op> __device__ __forceinline__ T coil_warp_reduce(T v, Op op, void *smem) {
-  T *s = (T *)smem;
+  T *s = (T *)((unsigned char *)smem + 32 * (threadIdx.x >> 5));
   for (int o = 16; o > 0; o >>= 1) v = op(v, coil_shfl(v, o));
   __syncwarp();
-  if ((threadIdx.x & 31) == 0) s[threadIdx.x >> 5] = v;
+  if ((threadIdx.x & 31) == 0) *s = v;
   __syncwarp();
-  return s[threadIdx.x >> 5];
+  return *s;
 }
 template <typename T, typename Op> __device__ __forceinline__ T coil_own_reduce(T v, Op, void *) { return v; }
 /* scans: a warp's inclusive scan (shuffles); lane 31's value to every lane; the combination of
