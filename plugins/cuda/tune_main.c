@@ -85,7 +85,8 @@ time_launches(void *fn, unsigned grid, unsigned block, void **params, int launch
 
 /* ---- whole artifacts ---- */
 
-#define MAXT 64
+#define MAXT 4096 /* inputs and outputs: a model's params are inputs */
+#define MAXA 32   /* artifacts: cuda_tune.c times at most 16 */
 #define RUNS 41                     /* timed runs of an artifact: the median is its time */
 #define FLUSH_BYTES ((size_t)256 << 20) /* written before each run, as triton's do_bench */
 
@@ -192,8 +193,8 @@ static int
 graphs_main(FILE *f, const char *plugin_path, int first)
 {
   static tensor ts[MAXT];
-  const coil_plugin_tensor *in[MAXT], *out[MAXT];
-  static char dirs[MAXT][4096];
+  static const coil_plugin_tensor *in[MAXT], *out[MAXT];
+  static char dirs[MAXA][4096];
   int nin = 0, nout = 0, nart = 0;
   char line[8192];
   while (fgets(line, sizeof line, f)) {
@@ -207,7 +208,7 @@ graphs_main(FILE *f, const char *plugin_path, int first)
         out[nout++] = &x->t;
       continue;
     }
-    if (strncmp(line, "artifact ", 9) == 0 && nart < MAXT && strlen(line + 9) < sizeof dirs[0]) {
+    if (strncmp(line, "artifact ", 9) == 0 && nart < MAXA && strlen(line + 9) < sizeof dirs[0]) {
       strcpy(dirs[nart++], line + 9);
       continue;
     }

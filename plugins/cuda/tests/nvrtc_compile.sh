@@ -83,6 +83,16 @@ elif ! grep -q "^generated GEMMs: 2 mm lines" "$tmp/tuned/tuning.log" ||
 else
   echo "max-autotune GEMM choice: $(grep -m1 'the cost rule decides' "$tmp/tuned/tuning.log" | sed 's/^ *//')"
 fi
+# the worker reads a whole-artifact spec (cuda_tune.c writes it) to the end before it needs a GPU:
+# here it must say "nogpu", not that a line is unreadable
+worker=$(find "$(dirname "$coil")/.." -name coil-cuda-tune -type f 2>/dev/null | head -1)
+if [ -n "$worker" ]; then
+  printf 'graphs /nonexistent/libcoil_cuda.so\nin 7 2 4 8 8 1\nin 7 1 8 1\nout 7 2 4 8 8 1\nartifact %s\nartifact -\n' "$tmp/tuned" >"$tmp/gspec"
+  "$worker" "$tmp/gspec" 0 >"$tmp/gout" 2>&1
+  if ! grep -q "^nogpu " "$tmp/gout"; then
+    echo "FAIL: coil-cuda-tune on a graphs spec:"; cat "$tmp/gout"; failed=$((failed + 1))
+  fi
+fi
 # the code generator picks the layout the plan says: 16-byte vectors with a scalar variant for
 # unaligned params, rows in registers read as vectors, shared-memory tiles for transposing copies
 shape() { # NAME GRAPH-BODY INPUT PATTERN...
