@@ -413,6 +413,51 @@ whole_tiles(const coil_kernel *k, int64_t tile)
   return n > 0 && n % tile == 0;
 }
 
+/* Whether index e is the row-major flattening of vars over sizes, the flat index the kernel
+ * unravelled them from (then its name is printed instead: the multiply-adds go and, in 32 bits,
+ * the signed sum's widening; on an H200 the gelu(x*w+b) kernel's two-vector form went from 34
+ * registers to 32, 6 blocks of 256 an SM to 8, tools/device/gelu_variants.sh, 2026-12-04). Sizes
+ * inside the innermost variable's stride must be constants; variables of size 1 may be absent. */
+static bool
+flat_index(const coil_sym *e, int n, const coil_sym *const *vars, const coil_sym *const *sizes)
+{
+  enum { MAXV = 64 };
+  int64_t stride[MAXV], one;
+  bool seen[MAXV] = {false};
+  if (n < 1 || n > MAXV)
+    return false;
+  stride[n - 1] = 1;
+  for (int i = n - 2; i >= 0; i--) {
+    int64_t s;
+    if (!coil_sym_is_const(sizes[i + 1], &s) || s < 1 || stride[i + 1] > INT64_MAX / s)
+      return false;
+    stride[i] = stride[i + 1] * s;
+  }
+  int nt = e->kind == COIL_SYM_ADD ? e->nargs : 1;
+  for (int t = 0; t < nt; t++) {
+    const coil_sym *term = e->kind == COIL_SYM_ADD ? e->args[t] : e, *v = term;
+    int64_t coef = 1;
+    if (term->kind == COIL_SYM_MUL && term->nargs == 2) {
+      int c = term->args[0]->kind == COIL_SYM_CONST ? 0 : 1;
+      if (term->args[c]->kind != COIL_SYM_CONST)
+        return false;
+      coef = term->args[c]->value, v = term->args[1 - c];
+    }
+    if (v->kind != COIL_SYM_VAR)
+      return false;
+    int i = 0;
+    while (i < n && vars[i]->var != v->var)
+      i++;
+    if (i == n || seen[i] || coef != stride[i])
+      return false;
+    seen[i] = true;
+  }
+  for (int i = 0; i < n; i++)
+    if (!seen[i] && !(coil_sym_is_const(sizes[i], &one) && one == 1))
+      return false;
+  return true;
+}
+
 /* One vector position of a vectorised kernel, its first element `flat` (xindex or rbase,
  * unravelled over vars here): the unit-stride loads of instructions seg[0..n) along the innermost
  * of vars as one aligned vector each, then per lane (that variable shadowed) the instructions,
@@ -469,7 +514,10 @@ emit_lanes(kgen *g, const int *seg, int n, int nvars, const coil_sym *const *var
         coil_strbuf_printf(b, "const coil_vec<%s, %d> t%d = *(const coil_vec<%s, %d> *)&%s[", st, V, seg[s], st, V, name);
       else
         coil_strbuf_printf(b, "*(coil_vec<%s, %d> *)&%s[", st, V, name);
-      coil_c_index(g->p, in->index, b);
+      if (flat_index(in->index, nvars, vars, sizes))
+        coil_strbuf_puts(b, flat);
+      else
+        coil_c_index(g->p, in->index, b);
       if (pass == 0)
         coil_strbuf_puts(b, "];\n");
       else

@@ -236,10 +236,14 @@ coil_gpu_plan_kernel(const coil_gpu_dialect *dl, const coil_wir_program *p, cons
          128 threads, one element each, against 7.2 us in one block of 256 x 4; H100, g7_chain):
          one element a thread, spread over as many SMs as the elements allow */
       *out = (coil_gpu_plan){COIL_GPU_POINTWISE, 128, 1, 1, 1, 0, 0};
-    else /* one vector a thread: two ran gelu(x*w+b) 8192^2 f32 at 0.95x Inductor against 0.98x
-            (H200, coil bench, 2026-12-03), though a hand-written two-vector kernel ran at 1.003x
-            beside Inductor in tools/device/gelu_variants.sh; max-autotune still tries two */
-      *out = (coil_gpu_plan){COIL_GPU_POINTWISE, 256, 4, vector_width(dl, k, k->nx, k->xvars, k->xsize), 1, 0, 0};
+    else {
+      /* large vectorised kernels: two vectors a thread. gelu(x*w+b) 8192^2 f32 on an H200 beside
+         Inductor (do_bench, tools/device/gelu_variants.sh, 2026-12-04): 0.995x with one, 1.007x
+         with two, once loads and stores at the flat index (gpu_emit.c's flat_index) brought the
+         two-vector kernel from 34 registers (6 blocks an SM) to 31; with 34 it ran at 0.956x */
+      int v = vector_width(dl, k, k->nx, k->xvars, k->xsize);
+      *out = (coil_gpu_plan){COIL_GPU_POINTWISE, 256, 4, v, v > 1 && xn >= COIL_GPU_TWO_VEC_X ? 2 : 1, 0, 0};
+    }
     return;
   }
   int64_t r = gpu_fixed_rnumel(k), xn = fixed_xnumel(k);

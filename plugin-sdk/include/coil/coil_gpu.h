@@ -66,7 +66,8 @@ typedef struct coil_gpu_dialect {
  *               flight before the first use; blocks stride over the tiles, or, where the grid
  *               covers them and every index provably fits in 32 bits, take one each with 32-bit
  *               indices (a kernel of at most COIL_GPU_SMALL_X points takes one a thread, 128
- *               threads a block: it is latency-bound);
+ *               threads a block: it is latency-bound; a vectorised one of at least
+ *               COIL_GPU_TWO_VEC_X two vectors a thread);
  *   PERSISTENT  a reduction whose r extent is a constant of at most COIL_GPU_PERSISTENT_MAX: one
  *               block per x point keeps the whole row in registers (per_thread elements per
  *               thread), so each r value is loaded and computed once; with rows > 1, a block
@@ -86,6 +87,7 @@ enum { COIL_GPU_POINTWISE, COIL_GPU_PERSISTENT, COIL_GPU_LOOPED, COIL_GPU_TRANSP
 #define COIL_GPU_WARP_ROW_MAX 1024    /* rows up to the first take a thread each (rows = threads = */
 #define COIL_GPU_WARP_ROWS_MIN_X 2048 /* 128), up to the second a warp each (rows = 4) */
 #define COIL_GPU_SMALL_X 16384       /* pointwise kernels of at most this many x points: one a thread */
+#define COIL_GPU_TWO_VEC_X (1 << 23) /* vectorised pointwise kernels of at least this many: two vectors */
 typedef struct coil_gpu_plan {
   int kind;
   unsigned threads;  /* block size: fixed by the code for POINTWISE and PERSISTENT; 0 for LOOPED */

@@ -219,7 +219,7 @@ coil_poi_fused__native_batch_norm_legit_no_training_abs_relu_0(const float *__re
         const int32_t x1 = xindex_rem % (64);
         xindex_rem /= (64);
         const int32_t x0 = xindex_rem;
-        const coil_vec<float, 4> t0 = *(const coil_vec<float, 4> *)&in0[200704*x0 + 3136*x1 + 56*x2 + x3];
+        const coil_vec<float, 4> t0 = *(const coil_vec<float, 4> *)&in0[xindex];
         coil_vec<float, 4> t14;
         const int32_t coil_lane0 = x3;
         #pragma unroll
@@ -241,7 +241,7 @@ coil_poi_fused__native_batch_norm_legit_no_training_abs_relu_0(const float *__re
           const float v13 = (v12 != v12 ? v12 : v12 > 0 ? v12 : (float)0);
           t14.e[l] = v13;
         }
-        *(coil_vec<float, 4> *)&out0[200704*x0 + 3136*x1 + 56*x2 + x3] = t14;
+        *(coil_vec<float, 4> *)&out0[xindex] = t14;
       }
     }
   }

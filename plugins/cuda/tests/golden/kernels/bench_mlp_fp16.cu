@@ -206,16 +206,16 @@ coil_poi_fused_gelu_0(const uint16_t *__restrict__ in0, uint16_t *__restrict__ o
 {
   const int64_t xnumel = (int64_t)1 * (4096) * (4096);
   {
-    const uint32_t xbase = (uint32_t)blockIdx.x * 2048u;
+    const uint32_t xbase = (uint32_t)blockIdx.x * 4096u;
     {
 #pragma unroll
-      for (int j = 0; j < 1; j++) {
+      for (int j = 0; j < 2; j++) {
         const uint32_t xindex = xbase + ((uint32_t)j * 256 + threadIdx.x) * 8;
         uint32_t xindex_rem = xindex;
         const int32_t x1 = xindex_rem % (4096);
         xindex_rem /= (4096);
         const int32_t x0 = xindex_rem;
-        const coil_vec<uint16_t, 8> t1 = *(const coil_vec<uint16_t, 8> *)&in0[4096*x0 + x1];
+        const coil_vec<uint16_t, 8> t1 = *(const coil_vec<uint16_t, 8> *)&in0[xindex];
         coil_vec<uint16_t, 8> t11;
         const int32_t coil_lane0 = x1;
         #pragma unroll
@@ -234,7 +234,7 @@ coil_poi_fused_gelu_0(const uint16_t *__restrict__ in0, uint16_t *__restrict__ o
           const float v10 = coil_rnd_h((float)(v9));
           t11.e[l] = coil_f2h(v10);
         }
-        *(coil_vec<uint16_t, 8> *)&out0[4096*x0 + x1] = t11;
+        *(coil_vec<uint16_t, 8> *)&out0[xindex] = t11;
       }
     }
   }

@@ -275,7 +275,7 @@ coil_red_fused_add__to_copy_pow_mean_0(const uint16_t *__restrict__ in0, const u
       {
         int64_t rbase_rem = rbase;
         const int64_t r0 = rbase_rem;
-        const coil_vec<uint16_t, 8> t18 = *(const coil_vec<uint16_t, 8> *)&in2[r0];
+        const coil_vec<uint16_t, 8> t18 = *(const coil_vec<uint16_t, 8> *)&in2[rbase];
         coil_vec<uint16_t, 8> t22;
         const int64_t coil_lane0 = r0;
         #pragma unroll

@@ -238,16 +238,16 @@ coil_poi_fused_mul_0(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (1048574) * (2048);
   {
-    const uint32_t xbase = (uint32_t)blockIdx.x * 1024u;
+    const uint32_t xbase = (uint32_t)blockIdx.x * 2048u;
     {
 #pragma unroll
-      for (int j = 0; j < 1; j++) {
+      for (int j = 0; j < 2; j++) {
         const uint32_t xindex = xbase + ((uint32_t)j * 256 + threadIdx.x) * 4;
         uint32_t xindex_rem = xindex;
         const int32_t x1 = xindex_rem % (2048);
         xindex_rem /= (2048);
         const int32_t x0 = xindex_rem;
-        const coil_vec<float, 4> t0 = *(const coil_vec<float, 4> *)&in0[2048*x0 + x1];
+        const coil_vec<float, 4> t0 = *(const coil_vec<float, 4> *)&in0[xindex];
         coil_vec<float, 4> t3;
         const int32_t coil_lane0 = x1;
         #pragma unroll
@@ -258,7 +258,7 @@ coil_poi_fused_mul_0(const float *__restrict__ in0, float *__restrict__ out0)
           const float v2 = (v0 * v1);
           t3.e[l] = v2;
         }
-        *(coil_vec<float, 4> *)&out0[2048*x0 + x1] = t3;
+        *(coil_vec<float, 4> *)&out0[xindex] = t3;
       }
     }
   }
@@ -293,28 +293,27 @@ extern "C" __global__ void __launch_bounds__(256)
 coil_poi_fused_mul_1(const float *__restrict__ in0, float *__restrict__ out0)
 {
   const int64_t xnumel = (int64_t)1 * (1048575) * (2048);
-  {
-    const uint32_t xbase = (uint32_t)blockIdx.x * 1024u;
+  for (int64_t xbase = (int64_t)blockIdx.x * 2048; xbase < xnumel; xbase += (int64_t)gridDim.x * 2048) {
     {
 #pragma unroll
-      for (int j = 0; j < 1; j++) {
-        const uint32_t xindex = xbase + ((uint32_t)j * 256 + threadIdx.x) * 4;
-        uint32_t xindex_rem = xindex;
-        const int32_t x1 = xindex_rem % (2048);
+      for (int j = 0; j < 2; j++) {
+        const int64_t xindex = xbase + ((int64_t)j * 256 + threadIdx.x) * 4;
+        int64_t xindex_rem = xindex;
+        const int64_t x1 = xindex_rem % (2048);
         xindex_rem /= (2048);
-        const int32_t x0 = xindex_rem;
-        const coil_vec<float, 4> t0 = *(const coil_vec<float, 4> *)&in0[2048*x0 + x1];
+        const int64_t x0 = xindex_rem;
+        const coil_vec<float, 4> t0 = *(const coil_vec<float, 4> *)&in0[xindex];
         coil_vec<float, 4> t3;
-        const int32_t coil_lane0 = x1;
+        const int64_t coil_lane0 = x1;
         #pragma unroll
         for (int l = 0; l < 4; l++) {
-          const int32_t x1 = coil_lane0 + l;
+          const int64_t x1 = coil_lane0 + l;
           const float v0 = t0.e[l];
           const float v1 = 0x1p+1f;
           const float v2 = (v0 * v1);
           t3.e[l] = v2;
         }
-        *(coil_vec<float, 4> *)&out0[2048*x0 + x1] = t3;
+        *(coil_vec<float, 4> *)&out0[xindex] = t3;
       }
     }
   }

@@ -319,8 +319,8 @@ coil_per_fused_embedding_add_native_layer_norm_0(const int64_t *__restrict__ in0
         int64_t rbase_rem = rbase;
         const int64_t r0 = rbase_rem;
         coil_vec<float, 4> t7;
-        const coil_vec<float, 4> t16 = *(const coil_vec<float, 4> *)&in3[r0];
-        const coil_vec<float, 4> t18 = *(const coil_vec<float, 4> *)&in4[r0];
+        const coil_vec<float, 4> t16 = *(const coil_vec<float, 4> *)&in3[rbase];
+        const coil_vec<float, 4> t18 = *(const coil_vec<float, 4> *)&in4[rbase];
         coil_vec<float, 4> t20;
         const int64_t coil_lane0 = r0;
         #pragma unroll

@@ -306,8 +306,8 @@ coil_red_fused_native_layer_norm_0(const float *__restrict__ in0, const float *_
       {
         int64_t rbase_rem = rbase;
         const int64_t r0 = rbase_rem;
-        const coil_vec<float, 4> t11 = *(const coil_vec<float, 4> *)&in1[r0];
-        const coil_vec<float, 4> t13 = *(const coil_vec<float, 4> *)&in2[r0];
+        const coil_vec<float, 4> t11 = *(const coil_vec<float, 4> *)&in1[rbase];
+        const coil_vec<float, 4> t13 = *(const coil_vec<float, 4> *)&in2[rbase];
         coil_vec<float, 4> t15;
         const int64_t coil_lane0 = r0;
         #pragma unroll

@@ -238,16 +238,16 @@ coil_poi_fused_mul_add_gelu_0(const float *__restrict__ in0, const float *__rest
 {
   const int64_t xnumel = (int64_t)1 * (8192) * (8192);
   {
-    const uint32_t xbase = (uint32_t)blockIdx.x * 1024u;
+    const uint32_t xbase = (uint32_t)blockIdx.x * 2048u;
     {
 #pragma unroll
-      for (int j = 0; j < 1; j++) {
+      for (int j = 0; j < 2; j++) {
         const uint32_t xindex = xbase + ((uint32_t)j * 256 + threadIdx.x) * 4;
         uint32_t xindex_rem = xindex;
         const int32_t x1 = xindex_rem % (8192);
         xindex_rem /= (8192);
         const int32_t x0 = xindex_rem;
-        const coil_vec<float, 4> t1 = *(const coil_vec<float, 4> *)&in0[8192*x0 + x1];
+        const coil_vec<float, 4> t1 = *(const coil_vec<float, 4> *)&in0[xindex];
         const coil_vec<float, 4> t2 = *(const coil_vec<float, 4> *)&in1[x1];
         const coil_vec<float, 4> t4 = *(const coil_vec<float, 4> *)&in2[x1];
         coil_vec<float, 4> t13;
@@ -270,7 +270,7 @@ coil_poi_fused_mul_add_gelu_0(const float *__restrict__ in0, const float *__rest
           const float v12 = (v6 * v11);
           t13.e[l] = v12;
         }
-        *(coil_vec<float, 4> *)&out0[8192*x0 + x1] = t13;
+        *(coil_vec<float, 4> *)&out0[xindex] = t13;
       }
     }
   }
