@@ -5,7 +5,7 @@
 //
 // tools/device/gelu_variants.sh prepends the cuda plugin's whole kernels.cu for the graph (its prelude
 // and coil's kernel, named by -DCOIL_KNAME). Every launcher takes (x, w, b, y, stream):
-//   coil      coil's kernel as generated (256 threads, one 16-byte vector a thread, 64-bit indices)
+//   coil      coil's kernel as generated (its plan's block and tile, -DCOIL_THREADS and -DCOIL_TILE)
 //   i32       the same with 32-bit indices
 //   i32_ld    i32 with x read by a plain ld.global (not the read-only .nc path)
 //   tri       Triton's shape: 128 threads, two 16-byte vectors a thread 512 floats apart, 32-bit
@@ -129,11 +129,63 @@ extern "C" int gv_grid(const float *x, const float *w, const float *b, float *y,
 
 extern "C" int gv_coil(const float *x, const float *w, const float *b, float *y, cudaStream_t s)
 {
-  COIL_KNAME<<<(unsigned)((int64_t)N * N / 1024), 256, 0, s>>>(x, w, b, y);
+  COIL_KNAME<<<(unsigned)((int64_t)N * N / COIL_TILE), COIL_THREADS, 0, s>>>(x, w, b, y);
+  return (int)cudaGetLastError();
+}
+
+/* coil's two-vector plan (256 threads x 2 vectors, its index arithmetic and C loads, not asm) with
+ * the order of its parts changed (2026-12-04: coil's own two-vector kernel ran at 0.95x Inductor, the
+ * hand-written t256x2 at 1.003x; in coil's SASS the first vector's store sits between the second
+ * vector's loads and its math, in t256x2's both stores come last):
+ *   c3def  per vector loads and math, both stores after the loop;
+ *   c3pre  both vectors' loads first, then per vector math and store. */
+template <int ORDER>
+__global__ void __launch_bounds__(256) gelu_c3(const float *__restrict__ in0, const float *__restrict__ in1,
+                                               const float *__restrict__ in2, float *__restrict__ out0)
+{
+  const uint32_t xbase = (uint32_t)blockIdx.x * 2048u;
+  coil_vec<float, 4> o[2], a[2], w[2], c[2];
+  int32_t ox0[2], ox1[2];
+#pragma unroll
+  for (int j = 0; j < 2; j++) {
+    const uint32_t xindex = xbase + ((uint32_t)j * 256 + threadIdx.x) * 4;
+    uint32_t rem = xindex;
+    const int32_t x1 = rem % (8192);
+    rem /= (8192);
+    const int32_t x0 = rem;
+    ox0[j] = x0;
+    ox1[j] = x1;
+    a[j] = *(const coil_vec<float, 4> *)&in0[8192 * x0 + x1];
+    w[j] = *(const coil_vec<float, 4> *)&in1[x1];
+    c[j] = *(const coil_vec<float, 4> *)&in2[x1];
+    if (ORDER == 0) {
+#pragma unroll
+      for (int l = 0; l < 4; l++)
+        o[j].e[l] = gelu(a[j].e[l] * w[j].e[l] + c[j].e[l]);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 2; j++) {
+    if (ORDER == 1) {
+#pragma unroll
+      for (int l = 0; l < 4; l++)
+        o[j].e[l] = gelu(a[j].e[l] * w[j].e[l] + c[j].e[l]);
+    }
+    *(coil_vec<float, 4> *)&out0[8192 * ox0[j] + ox1[j]] = o[j];
+  }
+}
+extern "C" int gv_c3def(const float *x, const float *w, const float *b, float *y, cudaStream_t s)
+{
+  gelu_c3<0><<<(unsigned)((int64_t)N * N / 2048), 256, 0, s>>>(x, w, b, y);
+  return (int)cudaGetLastError();
+}
+extern "C" int gv_c3pre(const float *x, const float *w, const float *b, float *y, cudaStream_t s)
+{
+  gelu_c3<1><<<(unsigned)((int64_t)N * N / 2048), 256, 0, s>>>(x, w, b, y);
   return (int)cudaGetLastError();
 }
 
 extern "C" const char *gv_names(void)
 {
-  return "coil i32 i32_ld tri tri_nc t256x2 cs l2ef grid";
+  return "coil i32 i32_ld tri tri_nc t256x2 cs l2ef grid c3def c3pre";
 }

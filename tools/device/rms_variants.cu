@@ -25,7 +25,10 @@
 // events around the launch alone, the median of 200 after 20 warm-ups, two rounds over all variants;
 // "b2b" is the mean of 50 launches back to back between two events.
 // With --once, each variant runs once on random inputs, unchecked and untimed (for ncu); --normal takes
-// standard normal inputs (as torch.randn and coil bench) instead; --first N keeps the first N variants.
+// standard normal inputs (as torch.randn and coil bench) instead; --first N keeps the first N variants;
+// --ncuflush is --once with a 256 MB write by a kernel before each variant (ncu --cache-control none
+// then sees each variant start on an L2 full of dirty lines, as under do_bench); --tseeds A,B,... times
+// every variant on the inputs of each seed in turn before the table.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -220,8 +223,10 @@ __device__ __forceinline__ float row_sum(float acc, float (*part)[RPB][NW], int 
 /* ---------------- one pass: the row in registers (coil's form) ----------------
  * T threads a row, V f16 per access, COLS/(T*V) accesses per thread per tensor; RED 0: row_sum
  * (one barrier), 1: coil_block_reduce (three barriers, thread 0 folds) and a barrier at the end;
- * MINB: __launch_bounds__'s minimum blocks per SM (8 at T 256 caps registers at 32). */
-template <int T, int V, int M, int MW, int S, int RED, int MINB = 1>
+ * MINB: __launch_bounds__'s minimum blocks per SM (8 at T 256 caps registers at 32); PW 1: w is
+ * loaded with x and r, before the reduction (2026-12-04), not after it; PW 2: that, and every
+ * vector's math before the first store. */
+template <int T, int V, int M, int MW, int S, int RED, int MINB = 1, int PW = 0>
 __global__ void __launch_bounds__(T, MINB) op(const uint16_t *__restrict__ x, const uint16_t *__restrict__ r,
                                         const uint16_t *__restrict__ w, uint16_t *__restrict__ y)
 {
@@ -234,11 +239,14 @@ __global__ void __launch_bounds__(T, MINB) op(const uint16_t *__restrict__ x, co
   for (int row = blockIdx.x; row < ROWS; row += gridDim.x, par ^= 1) {
     const size_t base = (size_t)row * COLS;
     float h[P * V];
+    hv<V> wv[PW ? P : 1];
     float acc = 0;
 #pragma unroll
     for (int j = 0; j < P; j++) {
       const int c = (j * T + threadIdx.x) * V;
       const hv<V> a = ldh<M, V>(x + base + c, pel, pef), b = ldh<M, V>(r + base + c, pel, pef);
+      if constexpr (PW >= 1)
+        wv[j] = ldh<MW, V>(w + c, pel, pef);
 #pragma unroll
       for (int l = 0; l < V; l++) {
         h[j * V + l] = hsum(a, b, l);
@@ -251,10 +259,20 @@ __global__ void __launch_bounds__(T, MINB) op(const uint16_t *__restrict__ x, co
     else
       sum = row_sum<1, NW>(acc, part, par, 0, threadIdx.x >> 5);
     const float s = coil_rsqrtf_ref(sum / 4096.0f + 0x1.0c6f7ap-20f);
+    if constexpr (PW == 2) { /* every vector's math, then the stores */
+      hv<V> ov[P];
 #pragma unroll
-    for (int j = 0; j < P; j++) {
-      const int c = (j * T + threadIdx.x) * V;
-      sth<S, V>(y + base + c, outv<V>(&h[j * V], s, ldh<MW, V>(w + c, pel, pef)), pef);
+      for (int j = 0; j < P; j++)
+        ov[j] = outv<V>(&h[j * V], s, wv[j]);
+#pragma unroll
+      for (int j = 0; j < P; j++)
+        sth<S, V>(y + base + (j * T + threadIdx.x) * V, ov[j], pef);
+    } else {
+#pragma unroll
+      for (int j = 0; j < P; j++) {
+        const int c = (j * T + threadIdx.x) * V;
+        sth<S, V>(y + base + c, outv<V>(&h[j * V], s, PW == 1 ? wv[PW ? j : 0] : ldh<MW, V>(w + c, pel, pef)), pef);
+      }
     }
     if constexpr (RED == 1)
       __syncthreads();
@@ -482,11 +500,16 @@ main(int argc, char **argv)
 {
   const char *coil_cubin = 0, *coil_name = 0, *ind_cubin = 0, *ind_name = 0;
   int coil_threads = 256, ind_threads = 0, ind_grid = 0, ind_smem = 0;
-  bool once = false;
+  bool once = false, ncuflush = false;
+  const char *tseeds = 0;
   int first = 0; /* --first N: only the first N variants (coil's, Inductor's) */
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--once"))
       once = true;
+    else if (!strcmp(argv[i], "--ncuflush"))
+      once = ncuflush = true;
+    else if (!strcmp(argv[i], "--tseeds") && i + 1 < argc)
+      tseeds = argv[++i];
     else if (!strcmp(argv[i], "--normal"))
       normal_inputs = true;
     else if (!strcmp(argv[i], "--first") && i + 1 < argc)
@@ -580,6 +603,10 @@ main(int argc, char **argv)
   add("op T256x16 nc coilred minb8", op<256, 8, M_NC, M_NC, S_PLAIN, 1, 8>, 256);
   add("op T256x16 nc", op<256, 8, M_NC, M_NC, S_PLAIN, 0>, 256);
   add("op T256x16 nc minb8", op<256, 8, M_NC, M_NC, S_PLAIN, 0, 8>, 256);
+  add("op T256x16 nc coilred w first", op<256, 8, M_NC, M_NC, S_PLAIN, 1, 1, 1>, 256);
+  add("op T256x16 nc w first", op<256, 8, M_NC, M_NC, S_PLAIN, 0, 1, 1>, 256);
+  add("op T512x8 nc coilred w first", op<512, 8, M_NC, M_NC, S_PLAIN, 1, 1, 1>, 512);
+  add("op T256x16 nc coilred w first st last", op<256, 8, M_NC, M_NC, S_PLAIN, 1, 1, 2>, 256);
   add("op T512x8 nc", op<512, 8, M_NC, M_NC, S_PLAIN, 0>, 512);
   add("op T512x8 nc coilred", op<512, 8, M_NC, M_NC, S_PLAIN, 1>, 512);
   add("op T512x8 na", op<512, 8, M_NA, M_NC, S_PLAIN, 0>, 512);
@@ -633,8 +660,11 @@ main(int argc, char **argv)
     gen<<<1024, 256>>>(x, n, 7, 2.0f, normal_inputs);
     gen<<<1024, 256>>>(r, n, 8, 2.0f, normal_inputs);
     gen<<<4, 256>>>(w, COLS, 9, 1.5f, normal_inputs);
-    for (auto &a : v)
+    for (auto &a : v) {
+      if (ncuflush) /* a 256 MB write by a kernel first, which leaves L2 dirty as do_bench's zero_() */
+        gen<<<1024, 256>>>((uint16_t *)flush, (128u << 20), 11, 1.0f, false);
       launch(a);
+    }
     CK(cudaDeviceSynchronize());
     return 0;
   }
@@ -675,6 +705,20 @@ main(int argc, char **argv)
     nbad += !a.ok;
     printf("check %-38s seed %u: NaN/unwritten %ld, max %d ulp, rel err %.2e, non-zero x %.4f -> %s\n", a.name.c_str(),
            seed, nan, ulp, a.err, (double)nz / n, a.ok ? "ok" : "FAIL");
+  }
+
+  /* --tseeds A,B,...: the variants timed on the inputs of each seed in turn (is a kernel's time a
+   * function of the input values?), then the table as usual on the last of them */
+  for (const char *q = tseeds; q && *q;) {
+    const uint32_t seed = (uint32_t)strtoul(q, (char **)&q, 10);
+    q += *q == ',';
+    gen<<<1024, 256>>>(x, n, seed, 2.0f, normal_inputs);
+    gen<<<1024, 256>>>(r, n, seed + 1, 2.0f, normal_inputs);
+    gen<<<4, 256>>>(w, COLS, seed + 2, 1.5f, normal_inputs);
+    CK(cudaDeviceSynchronize());
+    for (int round = 0; round < 2; round++)
+      for (auto &a : v)
+        printf("tseed %u round %d %-38s %8.2f us\n", seed, round, a.name.c_str(), bench(a, flush));
   }
 
   /* timing, on the last check's inputs (random, non-zero) */

@@ -116,7 +116,8 @@ grep -q "[1-9][0-9]* bytes spill" "$OUT/ptxas.log" && echo "SPILLS:" && grep "[1
 args=(--coil "$t/art/k0.cubin" "$kn" "${kthreads:-256}")
 [ -n "$ind" ] && args+=(--inductor $ind)
 export OMP_NUM_THREADS=$(nproc)
-"$t/rv" "${args[@]}"
+echo "== every variant, inputs ${RMS_ARGS:-uniform} (RMS_ARGS)"
+"$t/rv" "${args[@]}" $RMS_ARGS
 echo "== coil's and Inductor's kernels again, standard normal inputs"
 "$t/rv" "${args[@]}" --normal --first 3 | grep -v "^check"
 python3 "$t/ind.py" bench 2>/dev/null
@@ -143,6 +144,26 @@ for (i, k), m in d.items():
     print(f"  {i:>3} {k[:60]:60} {g('gpu__time_duration.sum') / 1e3:7.2f} {g('dram__bytes_read.sum') / 1e6:7.1f} {g('dram__bytes_write.sum') / 1e6:6.1f}"
           f" {g('lts__t_sector_hit_rate.pct'):5.1f} {g('sm__warps_active.avg.pct_of_peak_sustained_active'):5.1f} {m.get('launch__registers_per_thread')} {m.get('launch__block_size')}")
 P
+  if [ "${NCU_DIRTY:-0}" = 1 ]; then
+    # each launch after a 256 MB write by a kernel, L2 left as it is (dirty, as under do_bench's
+    # zero_()): what each variant reads and writes in DRAM then, write-backs of the flush included
+    timeout 200 ncu --clock-control none --cache-control none --print-units base \
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct \
+      --csv "$t/rv" "${args[@]}" --ncuflush --normal >"$OUT/ncu_dirty.csv" 2>"$t/ncu2.err" || { echo "ncu rc $?"; tail -5 "$t/ncu2.err"; }
+    echo "ncu, each launch after a 256 MB kernel write, --cache-control none (L2 dirty), normal inputs: us, DRAM MB read / written, L2 hit %"
+    python3 - "$OUT/ncu_dirty.csv" <<'P'
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+if not rows: sys.exit()
+h = rows[0]; ix = {k: h.index(k) for k in ("ID", "Kernel Name", "Metric Name", "Metric Value")}
+d = collections.OrderedDict()
+for r in rows[1:]:
+    d.setdefault((r[ix["ID"]], r[ix["Kernel Name"]]), {})[r[ix["Metric Name"]]] = r[ix["Metric Value"]]
+for (i, k), m in d.items():
+    g = lambda n: float(m.get(n, "nan").replace(",", ""))
+    print(f"  {i:>3} {k[:60]:60} {g('gpu__time_duration.sum') / 1e3:7.2f} {g('dram__bytes_read.sum') / 1e6:7.1f} {g('dram__bytes_write.sum') / 1e6:6.1f} {g('lts__t_sector_hit_rate.pct'):5.1f}")
+P
+  fi
 fi
 command -v cuobjdump >/dev/null && {
   mkdir -p "$t/sass"
