@@ -126,11 +126,10 @@ if [ "${BENCH:-1}" = 1 ]; then
   for i in 1 2; do .deps/coil bench --backend cuda --only rmsnorm_residual_fp16 2>&1 | grep -v "^$"; done
 fi
 
-if [ "${NCU:-1}" = 1 ] && command -v ncu >/dev/null; then
-  timeout 200 ncu --clock-control none \
-    --print-units base --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__block_size,launch__occupancy_limit_registers \
-    --csv "$t/rv" "${args[@]}" --once >"$OUT/ncu.csv" 2>"$t/ncu.err" || { echo "ncu rc $?"; tail -5 "$t/ncu.err"; }
-  python3 - "$OUT/ncu.csv" <<'P'
+# ncu_table CSV [full]: one line a launch (us, DRAM MB read / written, L2 hit %; full: achieved
+# occupancy %, registers and block too)
+ncu_table() {
+  python3 - "$1" "${2:-}" <<'P'
 import csv, sys, collections
 rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
 if not rows: sys.exit()
@@ -138,12 +137,22 @@ h = rows[0]; ix = {k: h.index(k) for k in ("ID", "Kernel Name", "Metric Name", "
 d = collections.OrderedDict()
 for r in rows[1:]:
     d.setdefault((r[ix["ID"]], r[ix["Kernel Name"]]), {})[r[ix["Metric Name"]]] = r[ix["Metric Value"]]
-print("ncu (one launch each, in the harness's order): us, DRAM MB read / written, L2 hit %, achieved occupancy %, regs, block")
 for (i, k), m in d.items():
     g = lambda n: float(m.get(n, "nan").replace(",", ""))
-    print(f"  {i:>3} {k[:60]:60} {g('gpu__time_duration.sum') / 1e3:7.2f} {g('dram__bytes_read.sum') / 1e6:7.1f} {g('dram__bytes_write.sum') / 1e6:6.1f}"
-          f" {g('lts__t_sector_hit_rate.pct'):5.1f} {g('sm__warps_active.avg.pct_of_peak_sustained_active'):5.1f} {m.get('launch__registers_per_thread')} {m.get('launch__block_size')}")
+    line = (f"  {i:>3} {k[:60]:60} {g('gpu__time_duration.sum') / 1e3:7.2f} {g('dram__bytes_read.sum') / 1e6:7.1f}"
+            f" {g('dram__bytes_write.sum') / 1e6:6.1f} {g('lts__t_sector_hit_rate.pct'):5.1f}")
+    if sys.argv[2] == "full":
+        line += f" {g('sm__warps_active.avg.pct_of_peak_sustained_active'):5.1f} {m.get('launch__registers_per_thread')} {m.get('launch__block_size')}"
+    print(line)
 P
+}
+
+if [ "${NCU:-1}" = 1 ] && command -v ncu >/dev/null; then
+  timeout 200 ncu --clock-control none \
+    --print-units base --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__block_size,launch__occupancy_limit_registers \
+    --csv "$t/rv" "${args[@]}" --once >"$OUT/ncu.csv" 2>"$t/ncu.err" || { echo "ncu rc $?"; tail -5 "$t/ncu.err"; }
+  echo "ncu (one launch each, in the harness's order): us, DRAM MB read / written, L2 hit %, achieved occupancy %, regs, block"
+  ncu_table "$OUT/ncu.csv" full
   if [ "${NCU_DIRTY:-0}" = 1 ]; then
     # each launch after a 256 MB write by a kernel, L2 left as it is (dirty, as under do_bench's
     # zero_()): what each variant reads and writes in DRAM then, write-backs of the flush included
@@ -151,18 +160,7 @@ P
       --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct \
       --csv "$t/rv" "${args[@]}" --ncuflush --normal >"$OUT/ncu_dirty.csv" 2>"$t/ncu2.err" || { echo "ncu rc $?"; tail -5 "$t/ncu2.err"; }
     echo "ncu, each launch after a 256 MB kernel write, --cache-control none (L2 dirty), normal inputs: us, DRAM MB read / written, L2 hit %"
-    python3 - "$OUT/ncu_dirty.csv" <<'P'
-import csv, sys, collections
-rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
-if not rows: sys.exit()
-h = rows[0]; ix = {k: h.index(k) for k in ("ID", "Kernel Name", "Metric Name", "Metric Value")}
-d = collections.OrderedDict()
-for r in rows[1:]:
-    d.setdefault((r[ix["ID"]], r[ix["Kernel Name"]]), {})[r[ix["Metric Name"]]] = r[ix["Metric Value"]]
-for (i, k), m in d.items():
-    g = lambda n: float(m.get(n, "nan").replace(",", ""))
-    print(f"  {i:>3} {k[:60]:60} {g('gpu__time_duration.sum') / 1e3:7.2f} {g('dram__bytes_read.sum') / 1e6:7.1f} {g('dram__bytes_write.sum') / 1e6:6.1f} {g('lts__t_sector_hit_rate.pct'):5.1f}")
-P
+    ncu_table "$OUT/ncu_dirty.csv"
   fi
 fi
 command -v cuobjdump >/dev/null && {
