@@ -240,7 +240,7 @@ coil_gpu_plan_kernel(const coil_gpu_dialect *dl, const coil_wir_program *p, cons
       /* large vectorised kernels: two vectors a thread. gelu(x*w+b) 8192^2 f32 on an H200 beside
          Inductor (do_bench, tools/device/gelu_variants.sh, 2026-12-04): 0.995x with one, 1.007x
          with two, once loads and stores at the flat index (gpu_emit.c's flat_index) brought the
-         two-vector kernel from 34 registers (6 blocks an SM) to 31; with 34 it ran at 0.956x */
+         two-vector kernel from 34 registers (6 blocks an SM) to 32; with 34 it ran at 0.956x */
       int v = vector_width(dl, k, k->nx, k->xvars, k->xsize);
       *out = (coil_gpu_plan){COIL_GPU_POINTWISE, 256, 4, v, v > 1 && xn >= COIL_GPU_TWO_VEC_X ? 2 : 1, 0, 0};
     }
