@@ -416,8 +416,8 @@ whole_tiles(const coil_kernel *k, int64_t tile)
 /* Whether index e is the row-major flattening of vars over sizes, the flat index the kernel
  * unravelled them from (then its name is printed instead: the multiply-adds go and, in 32 bits,
  * the signed sum's widening; on an H200 the gelu(x*w+b) kernel's two-vector form went from 34
- * registers to 32, 6 blocks of 256 an SM to 8, tools/device/gelu_variants.sh, 2026-12-04). Sizes
- * inside the innermost variable's stride must be constants; variables of size 1 may be absent. */
+ * registers to 32, 6 blocks of 256 an SM to 8, tools/device/gelu_variants.sh, 2026-12-04). Every
+ * size but the outermost must be a constant; variables of size 1 may be absent from e. */
 static bool
 flat_index(const coil_sym *e, int n, const coil_sym *const *vars, const coil_sym *const *sizes)
 {
