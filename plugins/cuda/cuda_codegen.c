@@ -48,6 +48,26 @@ const coil_gpu_dialect cuda_dialect = {
         "#else\n"
         "static __device__ __forceinline__ uint16_t coil_f2b(float f) { uint32_t u = __float_as_uint(f); if (f != f) return (uint16_t)((u >> 16) | 0x40); return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16); }\n"
         "#endif\n",
-    .helpers = COIL_GPU_OOL_HELPERS, /* sin, cos, tan out of line: NVRTC's time */
+    .helpers = COIL_GPU_OOL_HELPERS /* sin, cos, tan out of line: NVRTC's time */
+        /* a vector load with an L2 evict_last policy (ld.global.L2::cache_hint, sm_80 on) */
+        "template <typename T> static __device__ __forceinline__ T coil_ld_keep(const T *p) {\n"
+        "  T v;\n"
+        "#if __CUDA_ARCH__ >= 800\n"
+        "  uint64_t pol; uint32_t *u = (uint32_t *)&v;\n"
+        "  asm(\"createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\" : \"=l\"(pol));\n"
+        "  if constexpr (sizeof(T) == 16)\n"
+        "    asm volatile(\"ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;\" : \"=r\"(u[0]), \"=r\"(u[1]), \"=r\"(u[2]), \"=r\"(u[3]) : \"l\"(p), \"l\"(pol));\n"
+        "  else if constexpr (sizeof(T) == 8)\n"
+        "    asm volatile(\"ld.global.L2::cache_hint.v2.u32 {%0,%1}, [%2], %3;\" : \"=r\"(u[0]), \"=r\"(u[1]) : \"l\"(p), \"l\"(pol));\n"
+        "  else if constexpr (sizeof(T) == 4)\n"
+        "    asm volatile(\"ld.global.L2::cache_hint.u32 %0, [%1], %2;\" : \"=r\"(u[0]) : \"l\"(p), \"l\"(pol));\n"
+        "  else\n"
+        "    v = *p;\n"
+        "#else\n"
+        "  v = *p;\n"
+        "#endif\n"
+        "  return v;\n"
+        "}\n",
     .c = {coil_gpu_ool_math},
+    .load_keep = "coil_ld_keep(",
 };

@@ -57,6 +57,10 @@ typedef struct coil_gpu_dialect {
    * reductions, scans. */
   const char *head, *half, *helpers;
   coil_c_dialect c; /* math function names (NULL math_fn: libm's) */
+  /* A call prefix, completed by "pointer)", that loads one vector (4, 8 or 16 bytes) and asks the
+   * cache to keep its line before others (an evict_last policy), defined in helpers. The
+   * vectorised PERSISTENT kernels of one row a block load their rows with it; NULL: plain loads. */
+  const char *load_keep;
 } coil_gpu_dialect;
 
 /* How a kernel is laid out on the GPU, decided from the Wrapper IR alone (so compile and load

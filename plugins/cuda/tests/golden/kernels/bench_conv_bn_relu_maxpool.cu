@@ -167,6 +167,24 @@ static __device__ __noinline__ double coil_sin_ool(double x) { return sin(x); }
 static __device__ __noinline__ double coil_cos_ool(double x) { return cos(x); }
 static __device__ __noinline__ float coil_tanf_ool(float x) { return tanf(x); }
 static __device__ __noinline__ double coil_tan_ool(double x) { return tan(x); }
+template <typename T> static __device__ __forceinline__ T coil_ld_keep(const T *p) {
+  T v;
+#if __CUDA_ARCH__ >= 800
+  uint64_t pol; uint32_t *u = (uint32_t *)&v;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+  if constexpr (sizeof(T) == 16)
+    asm volatile("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;" : "=r"(u[0]), "=r"(u[1]), "=r"(u[2]), "=r"(u[3]) : "l"(p), "l"(pol));
+  else if constexpr (sizeof(T) == 8)
+    asm volatile("ld.global.L2::cache_hint.v2.u32 {%0,%1}, [%2], %3;" : "=r"(u[0]), "=r"(u[1]) : "l"(p), "l"(pol));
+  else if constexpr (sizeof(T) == 4)
+    asm volatile("ld.global.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(u[0]) : "l"(p), "l"(pol));
+  else
+    v = *p;
+#else
+  v = *p;
+#endif
+  return v;
+}
 struct coil_op_sum { template <typename T> __device__ T operator()(T a, T b) const { return (T)(a + b); } };
 struct coil_op_prod { template <typename T> __device__ T operator()(T a, T b) const { return (T)(a * b); } };
 struct coil_op_any { __device__ bool operator()(bool a, bool b) const { return a || b; } };
