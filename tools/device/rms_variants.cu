@@ -12,7 +12,10 @@
 //   old-*        two variants of the first experiment (template `rms`, 2026-11-28);
 //   op-*         one pass, the row in registers (coil's form) with a one-barrier reduction;
 //   tp-*         Inductor's form: a looped two-pass reduction (pass 1 sums h^2 over the row in
-//                chunks, pass 2 loads x and r again, from L2 if they stayed there, and stores).
+//                chunks, pass 2 loads x and r again, from L2 if they stayed there, and stores);
+//   opk-*        op with h kept as packed f16 pairs (half the registers of its f32 row);
+//   pa-*, pb-*   persistent, the next rows' loads in flight in shared memory while a row is
+//                reduced and stored (pa: cp.async; pb: cp.async.bulk and an mbarrier a stage).
 // Load modes (pass 1 / pass 2 / w): nc = ld.global.nc; l1el / l1ef = .L1::evict_last / evict_first;
 // l2el / l2ef = .L2::cache_hint with a createpolicy evict_last / evict_first policy; bel / bef = both
 // of the L1 and L2 hints; na = .nc.L1::no_allocate; lu = ld.global.lu; cs = ld.global.cs.
@@ -28,7 +31,8 @@
 // standard normal inputs (as torch.randn and coil bench) instead; --first N keeps the first N variants;
 // --ncuflush is --once with a 256 MB write by a kernel before each variant (ncu --cache-control none
 // then sees each variant start on an L2 full of dirty lines, as under do_bench); --tseeds A,B,... times
-// every variant on the inputs of each seed in turn before the table.
+// every variant on the inputs of each seed in turn before the table; --occ adds coil's and Inductor's
+// cubins launched with unused dynamic shared memory that caps them at 5, 4, 3, 2 blocks an SM.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -330,6 +334,189 @@ __global__ void __launch_bounds__(T) tp(const uint16_t *__restrict__ x, const ui
   }
 }
 
+/* ---------------- one pass, the row kept as packed f16 (2026-12-04, session 43) ----------------
+ * As op, but h (which the graph rounds to f16 anyway) is held as f16 pairs, half the registers of
+ * the f32 row, so that more blocks fit on an SM (more rows' loads in flight). RED as in op. */
+template <int T, int V, int RED, int MINB = 1>
+__global__ void __launch_bounds__(T, MINB) opk(const uint16_t *__restrict__ x, const uint16_t *__restrict__ r,
+                                         const uint16_t *__restrict__ w, uint16_t *__restrict__ y)
+{
+  constexpr int NW = T / 32, P = COLS / (T * V);
+  static_assert(COLS % (T * V) == 0, "shape");
+  __shared__ float part[2][1][NW];
+  __shared__ __align__(16) unsigned char coil_smem[32 * 32];
+  int par = 0;
+  for (int row = blockIdx.x; row < ROWS; row += gridDim.x, par ^= 1) {
+    const size_t base = (size_t)row * COLS;
+    hv<V> hp[P];
+    float acc = 0;
+#pragma unroll
+    for (int j = 0; j < P; j++) {
+      const int c = (j * T + threadIdx.x) * V;
+      const hv<V> a = ldh<M_NC, V>(x + base + c, 0, 0), b = ldh<M_NC, V>(r + base + c, 0, 0);
+#pragma unroll
+      for (int l = 0; l < V; l += 2) {
+        const uint32_t lo = coil_f2h(coil_h2f(el(a, l)) + coil_h2f(el(b, l)));
+        const uint32_t hi = coil_f2h(coil_h2f(el(a, l + 1)) + coil_h2f(el(b, l + 1)));
+        hp[j].u[l >> 1] = lo | hi << 16;
+        const float fl = coil_h2f((uint16_t)lo), fh = coil_h2f((uint16_t)hi);
+        acc += fl * fl;
+        acc += fh * fh;
+      }
+    }
+    float sum;
+    if constexpr (RED == 1)
+      sum = coil_block_reduce(acc, coil_op_sum(), coil_smem);
+    else
+      sum = row_sum<1, NW>(acc, part, par, 0, threadIdx.x >> 5);
+    const float s = coil_rsqrtf_ref(sum / 4096.0f + 0x1.0c6f7ap-20f);
+#pragma unroll
+    for (int j = 0; j < P; j++) {
+      const int c = (j * T + threadIdx.x) * V;
+      float h[V];
+#pragma unroll
+      for (int l = 0; l < V; l++)
+        h[l] = coil_h2f(el(hp[j], l));
+      sth<S_PLAIN, V>(y + base + c, outv<V>(h, s, ldh<M_NC, V>(w + c, 0, 0)), 0);
+    }
+    if constexpr (RED == 1)
+      __syncthreads();
+  }
+}
+
+/* ---------------- persistent, the next rows' loads in flight (2026-12-04, session 43) ----------------
+ * A block takes rows blockIdx.x, + gridDim.x, ... and keeps the loads of its next S-1 rows in flight
+ * while it reduces and stores the current one, so no block is ever without loads outstanding (the
+ * one-pass kernel has none while it reduces and stores). The rows go to shared memory: S stages of
+ * x's and r's row (16 KB a stage), dynamic shared memory.
+ *   pa: cp.async.cg, 16 bytes a thread per access; each thread reads back only what it copied, so
+ *       a stage needs no barrier, only cp.async.wait_group.
+ *   pb: cp.async.bulk (the TMA's 1-D copy), thread 0 copies each 8 KB row with one instruction,
+ *       completion by an mbarrier per stage; the stage is refilled after the row's reduction barrier
+ *       (every thread has read it by then). */
+__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+template <int T, int S>
+__global__ void __launch_bounds__(T) pa(const uint16_t *__restrict__ x, const uint16_t *__restrict__ r,
+                                        const uint16_t *__restrict__ w, uint16_t *__restrict__ y)
+{
+  constexpr int V = 8, NW = T / 32, P = COLS / (T * V);
+  static_assert(COLS % (T * V) == 0, "shape");
+  extern __shared__ __align__(16) uint4 buf[]; /* [S][2][P][T] */
+  __shared__ float part[2][1][NW];
+  const int tid = threadIdx.x;
+  const int nrows = (ROWS - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x;
+  auto issue = [&](int k) {
+    if (k < nrows) {
+      const size_t base = (size_t)(blockIdx.x + k * gridDim.x) * COLS;
+      uint4 *st = buf + (size_t)(k % S) * 2 * P * T;
+#pragma unroll
+      for (int j = 0; j < P; j++) {
+        const size_t c = base + (size_t)(j * T + tid) * V;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(st + j * T + tid)), "l"(x + c) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(st + (P + j) * T + tid)), "l"(r + c) : "memory");
+      }
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  };
+#pragma unroll
+  for (int k = 0; k < S - 1; k++)
+    issue(k);
+  int par = 0;
+  for (int i = 0; i < nrows; i++, par ^= 1) {
+    issue(i + S - 1);
+    asm volatile("cp.async.wait_group %0;" ::"n"(S - 1) : "memory");
+    const uint4 *st = buf + (size_t)(i % S) * 2 * P * T;
+    const size_t base = (size_t)(blockIdx.x + i * gridDim.x) * COLS;
+    float h[P * V], acc = 0;
+#pragma unroll
+    for (int j = 0; j < P; j++) {
+      hv<V> a, b;
+      memcpy(&a, &st[j * T + tid], 16);
+      memcpy(&b, &st[(P + j) * T + tid], 16);
+#pragma unroll
+      for (int l = 0; l < V; l++) {
+        h[j * V + l] = hsum(a, b, l);
+        acc += h[j * V + l] * h[j * V + l];
+      }
+    }
+    const float sum = row_sum<1, NW>(acc, part, par, 0, tid >> 5);
+    const float s = coil_rsqrtf_ref(sum / 4096.0f + 0x1.0c6f7ap-20f);
+#pragma unroll
+    for (int j = 0; j < P; j++) {
+      const int c = (j * T + tid) * V;
+      sth<S_PLAIN, V>(y + base + c, outv<V>(&h[j * V], s, ldh<M_NC, V>(w + c, 0, 0)), 0);
+    }
+  }
+}
+
+template <int T, int S>
+__global__ void __launch_bounds__(T) pb(const uint16_t *__restrict__ x, const uint16_t *__restrict__ r,
+                                        const uint16_t *__restrict__ w, uint16_t *__restrict__ y)
+{
+  constexpr int V = 8, NW = T / 32, P = COLS / (T * V);
+  static_assert(COLS % (T * V) == 0, "shape");
+  extern __shared__ __align__(128) uint4 buf[]; /* [S][2][COLS / 8] */
+  __shared__ __align__(8) uint64_t bar[S];
+  __shared__ float part[2][1][NW];
+  const int tid = threadIdx.x;
+  const int nrows = (ROWS - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x;
+  constexpr uint32_t ROWB = COLS * 2;
+  if (tid == 0) {
+#pragma unroll
+    for (int k = 0; k < S; k++)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&bar[k])) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  auto issue = [&](int k) { /* thread 0 only */
+    if (k >= nrows)
+      return;
+    const size_t base = (size_t)(blockIdx.x + k * gridDim.x) * COLS;
+    uint4 *st = buf + (size_t)(k % S) * 2 * (COLS / 8);
+    const uint32_t b = smem_u32(&bar[k % S]);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(2 * ROWB) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(smem_u32(st)), "l"(x + base), "r"(ROWB), "r"(b) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(smem_u32(st + COLS / 8)), "l"(r + base), "r"(ROWB), "r"(b) : "memory");
+  };
+  if (tid == 0)
+    for (int k = 0; k < S; k++)
+      issue(k);
+  int par = 0;
+  for (int i = 0; i < nrows; i++, par ^= 1) {
+    const uint32_t b = smem_u32(&bar[i % S]), phase = (uint32_t)(i / S) & 1;
+    uint32_t done = 0;
+    while (!done)
+      asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                   : "=r"(done) : "r"(b), "r"(phase) : "memory");
+    const uint4 *st = buf + (size_t)(i % S) * 2 * (COLS / 8);
+    const size_t base = (size_t)(blockIdx.x + i * gridDim.x) * COLS;
+    float h[P * V], acc = 0;
+#pragma unroll
+    for (int j = 0; j < P; j++) {
+      hv<V> a, bb;
+      memcpy(&a, &st[j * T + tid], 16);
+      memcpy(&bb, &st[COLS / 8 + j * T + tid], 16);
+#pragma unroll
+      for (int l = 0; l < V; l++) {
+        h[j * V + l] = hsum(a, bb, l);
+        acc += h[j * V + l] * h[j * V + l];
+      }
+    }
+    const float sum = row_sum<1, NW>(acc, part, par, 0, tid >> 5); /* its barrier: the stage is read */
+    if (tid == 0)
+      issue(i + S);
+    const float s = coil_rsqrtf_ref(sum / 4096.0f + 0x1.0c6f7ap-20f);
+#pragma unroll
+    for (int j = 0; j < P; j++) {
+      const int c = (j * T + tid) * V;
+      sth<S_PLAIN, V>(y + base + c, outv<V>(&h[j * V], s, ldh<M_NC, V>(w + c, 0, 0)), 0);
+    }
+  }
+}
+
 /* ---------------- inputs ---------------- */
 __device__ __forceinline__ uint32_t hash32(uint32_t h)
 {
@@ -414,7 +601,7 @@ static uint16_t *gy;
 static void launch(const var &v, cudaStream_t st = 0)
 {
   if (v.f) {
-    v.f<<<v.grid, v.threads, 0, st>>>(gx, gr, gw, gy);
+    v.f<<<v.grid, v.threads, v.smem, st>>>(gx, gr, gw, gy);
     CK(cudaGetLastError());
     return;
   }
@@ -500,7 +687,7 @@ main(int argc, char **argv)
 {
   const char *coil_cubin = 0, *coil_name = 0, *ind_cubin = 0, *ind_name = 0;
   int coil_threads = 256, ind_threads = 0, ind_grid = 0, ind_smem = 0;
-  bool once = false, ncuflush = false;
+  bool once = false, ncuflush = false, occ = false;
   const char *tseeds = 0;
   int first = 0; /* --first N: only the first N variants (coil's, Inductor's) */
   for (int i = 1; i < argc; i++) {
@@ -510,6 +697,8 @@ main(int argc, char **argv)
       once = ncuflush = true;
     else if (!strcmp(argv[i], "--tseeds") && i + 1 < argc)
       tseeds = argv[++i];
+    else if (!strcmp(argv[i], "--occ"))
+      occ = true;
     else if (!strcmp(argv[i], "--normal"))
       normal_inputs = true;
     else if (!strcmp(argv[i], "--first") && i + 1 < argc)
@@ -564,9 +753,11 @@ main(int argc, char **argv)
   }
 
   std::vector<var> v;
-  auto add = [&](const char *name, kfn f, int threads, int rpb = 1, int grid = 0) {
+  auto add = [&](const char *name, kfn f, int threads, int rpb = 1, int grid = 0, size_t smem = 0) {
     var a = {};
-    a.name = name; a.f = f; a.threads = threads; a.rpb = rpb; a.grid = grid;
+    a.name = name; a.f = f; a.threads = threads; a.rpb = rpb; a.grid = grid; a.smem = smem;
+    if (smem > 0) /* static shared memory counts against the 48 KB too */
+      CK(cudaFuncSetAttribute((const void *)f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     v.push_back(a);
   };
   auto addd = [&](const char *name, CUfunction f, int threads, size_t smem, int grid, bool ind) {
@@ -596,6 +787,63 @@ main(int argc, char **argv)
     CUfunction f = load_cubin(ind_cubin, ind_name);
     if (f) addd("inductor (Triton cubin)", f, ind_threads, ind_smem, ind_grid, true);
   }
+  /* persistent with the next rows in flight (session 43): grid -1 = every block resident at once */
+  /* --occ: coil's and Inductor's cubins again with dynamic shared memory they do not use, which caps
+   * the blocks an SM holds (is the resident work, and so the last wave's tail, what separates them?) */
+  if (occ) {
+    const int smem_sm = prop.sharedMemPerMultiprocessor;
+    for (int nb : {5, 4, 3, 2})
+      for (int k = 0; k < 2; k++) {
+        const var *b = nullptr;
+        for (auto &q : v)
+          if (q.cf && (k == 0 ? !q.ind_numerics : q.ind_numerics))
+            b = &q;
+        if (!b)
+          continue;
+        var a = *b;
+        const size_t sm = (size_t)(smem_sm / nb - 1024 - (k ? 64 : 0)) & ~(size_t)1023;
+        a.smem = sm + b->smem;
+        a.name = (k ? "inductor" : "coil-cubin") + std::string(" at most ") + std::to_string(nb) + " blocks/SM";
+        int st = 0;
+        cuFuncGetAttribute(&st, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, a.cf);
+        const CUresult e = cuFuncSetAttribute(a.cf, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)a.smem);
+        printf("%s: %zu B dynamic + %d B static shared memory (SM %d, block opt-in %zu)%s\n", a.name.c_str(), a.smem, st,
+               smem_sm, prop.sharedMemPerBlockOptin, e ? ": refused, left out" : "");
+        if (!e)
+          v.push_back(a);
+      }
+  }
+  /* coil's form with Inductor's cache hints and the others (session 43) */
+  add("op T256x16 bel coilred", op<256, 8, M_BEL, M_BEL, S_PLAIN, 1>, 256);
+  add("op T256x16 l1el coilred", op<256, 8, M_L1EL, M_L1EL, S_PLAIN, 1>, 256);
+  add("op T256x16 l2el coilred", op<256, 8, M_L2EL, M_L2EL, S_PLAIN, 1>, 256);
+  add("op T256x16 plain coilred", op<256, 8, M_PLAIN, M_PLAIN, S_PLAIN, 1>, 256);
+  add("op T256x16 l2ef coilred", op<256, 8, M_L2EF, M_NC, S_PLAIN, 1>, 256);
+  add("op T256x16 nc st.cs coilred", op<256, 8, M_NC, M_NC, S_CS, 1>, 256);
+  add("op T256x16 nc st l2ef coilred", op<256, 8, M_NC, M_NC, S_L2EF, 1>, 256);
+  add("op T256x16 l1ef coilred", op<256, 8, M_L1EF, M_NC, S_PLAIN, 1>, 256);
+  add("opk T256x16 packed h coilred", opk<256, 8, 1>, 256);
+  add("opk T256x16 packed h", opk<256, 8, 0>, 256);
+  add("opk T256x16 packed h minb8", opk<256, 8, 0, 8>, 256);
+  add("opk T256x16 packed h coilred minb8", opk<256, 8, 1, 8>, 256);
+  add("opk T128x32 packed h", opk<128, 8, 0>, 128);
+  add("opk T128x32 packed h coilred", opk<128, 8, 1>, 128);
+  add("opk T128x32 packed h minb16", opk<128, 8, 0, 16>, 128);
+  add("opk T512x8 packed h", opk<512, 8, 0>, 512);
+  add("opk T64x64 packed h", opk<64, 8, 0>, 64);
+  add("pa T256 S2 cp.async resident", pa<256, 2>, 256, 1, -1, 2 * 16384);
+  add("pa T256 S3 cp.async resident", pa<256, 3>, 256, 1, -1, 3 * 16384);
+  add("pa T256 S4 cp.async resident", pa<256, 4>, 256, 1, -1, 4 * 16384);
+  add("pa T512 S3 cp.async resident", pa<512, 3>, 512, 1, -1, 3 * 16384);
+  add("pa T256 S3 cp.async grid 1024", pa<256, 3>, 256, 1, 1024, 3 * 16384);
+  add("pa T256 S3 cp.async grid 512", pa<256, 3>, 256, 1, 512, 3 * 16384);
+  add("pb T256 S2 bulk resident", pb<256, 2>, 256, 1, -1, 2 * 16384);
+  add("pb T256 S3 bulk resident", pb<256, 3>, 256, 1, -1, 3 * 16384);
+  add("pb T256 S4 bulk resident", pb<256, 4>, 256, 1, -1, 4 * 16384);
+  add("pb T512 S3 bulk resident", pb<512, 3>, 512, 1, -1, 3 * 16384);
+  add("pb T128 S3 bulk resident", pb<128, 3>, 128, 1, -1, 3 * 16384);
+  add("pb T256 S3 bulk grid 1024", pb<256, 3>, 256, 1, 1024, 3 * 16384);
+  add("pb T256 S3 bulk grid 512", pb<256, 3>, 256, 1, 512, 3 * 16384);
   add("old T256 ld.nc", rms<256, 2>, 256);
   add("old T512 L2 evict_first x,r", rms<512, 3>, 512);
   /* one pass */
@@ -645,7 +893,7 @@ main(int argc, char **argv)
       cudaFuncAttributes at;
       CK(cudaFuncGetAttributes(&at, (const void *)a.f));
       a.regs = at.numRegs;
-      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&a.occ_blocks, a.f, a.threads, 0));
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&a.occ_blocks, a.f, a.threads, a.smem));
     } else {
       CU(cuFuncGetAttribute(&a.regs, CU_FUNC_ATTRIBUTE_NUM_REGS, a.cf));
       CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&a.occ_blocks, a.cf, a.threads, a.smem));
