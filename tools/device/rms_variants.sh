@@ -118,6 +118,12 @@ args=(--coil "$t/art/k0.cubin" "$kn" "${kthreads:-256}")
 export OMP_NUM_THREADS=$(nproc)
 echo "== every variant, inputs ${RMS_ARGS:-uniform} (RMS_ARGS)"
 "$t/rv" "${args[@]}" $RMS_ARGS
+# RMS_MORE="ARGS;ARGS...": the first three variants again under each set of extra arguments
+IFS=';' read -ra more <<<"${RMS_MORE:-}"
+for m in "${more[@]}"; do
+  echo "== coil's and Inductor's kernels again: $m"
+  "$t/rv" "${args[@]}" --first 3 $m | grep -v "^check"
+done
 echo "== coil's and Inductor's kernels again, standard normal inputs"
 "$t/rv" "${args[@]}" --normal --first 3 | grep -v "^check"
 python3 "$t/ind.py" bench 2>/dev/null
