@@ -121,7 +121,7 @@ echo "== every variant, inputs ${RMS_ARGS:-uniform} (RMS_ARGS)"
 # RMS_MORE="ARGS;ARGS...": the first three variants again under each set of extra arguments
 IFS=';' read -ra more <<<"${RMS_MORE:-}"
 for m in "${more[@]}"; do
-  echo "== coil's and Inductor's kernels again: $m"
+  echo "== coil's and Inductor's kernels again: $m ($(date -u +%T))"
   "$t/rv" "${args[@]}" --first 3 $m | grep -v "^check"
 done
 echo "== coil's and Inductor's kernels again, standard normal inputs"
