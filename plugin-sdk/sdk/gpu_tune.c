@@ -362,17 +362,24 @@ coil_gpu_tune_worker_main(int argc, char **argv, const coil_gpu_tune_runtime *rt
       r = rt->launch(fn, grid[c], block[c], params);
     if (!r)
       r = rt->sync();
-    float t[5];
-    for (int k = 0; k < 5 && !r; k++) {
-      r = rt->time(fn, grid[c], block[c], params, 10, &t[k]);
-      t[k] /= 10;
+    /* each launch after a flush, alone between its events (do_bench's method); without a flush,
+     * batches of 10 back to back */
+    enum { FLUSHED = 21, BATCHES = 5, BATCH = 10 };
+    float t[FLUSHED];
+    const int runs = rt->flush ? FLUSHED : BATCHES;
+    for (int k = 0; k < runs && !r; k++) {
+      if (rt->flush && (r = rt->flush()))
+        break;
+      r = rt->time(fn, grid[c], block[c], params, rt->flush ? 1 : BATCH, &t[k]);
+      if (!rt->flush)
+        t[k] /= BATCH;
     }
     if (r) { /* a failed launch poisons the context: report and stop; the parent restarts us */
       printf("failed %d GPU error %d\n", c, r);
       return 1;
     }
-    qsort(t, 5, sizeof *t, cmp_float);
-    printf("result %d %.6f\n", c, t[2]);
+    qsort(t, (size_t)runs, sizeof *t, cmp_float);
+    printf("result %d %.6f\n", c, t[runs / 2]);
     fflush(stdout);
   }
   return 0;

@@ -22,6 +22,8 @@
 static const cuda_driver *cu;
 static CUmodule mod;
 static CUevent e0, e1;
+static CUdeviceptr flush_buf;                   /* written before each timed run */
+#define FLUSH_BYTES ((size_t)256 << 20) /* as triton's do_bench: more than any GPU's L2 */
 
 static const char *
 init(const char *path)
@@ -83,12 +85,21 @@ time_launches(void *fn, unsigned grid, unsigned block, void **params, int launch
   return r ? r : cu->EventElapsedTime(ms, e0, e1);
 }
 
+/* The L2 flush before a timed launch, on the legacy stream the launches take; its buffer is
+ * allocated on first use. A different byte each time, so no write can be elided. */
+static int
+flush(void)
+{
+  static unsigned char byte;
+  int r = flush_buf ? 0 : cu->MemAlloc(&flush_buf, FLUSH_BYTES);
+  return r ? r : cu->MemsetD8Async(flush_buf, byte++, FLUSH_BYTES, NULL);
+}
+
 /* ---- whole artifacts ---- */
 
 #define MAXT 4096 /* inputs and outputs: a model's params are inputs */
 #define MAXA 32   /* artifacts: cuda_tune.c times at most 16 */
-#define RUNS 41                     /* timed runs of an artifact: the median is its time */
-#define FLUSH_BYTES ((size_t)256 << 20) /* written before each run, as triton's do_bench */
+#define RUNS 41 /* timed runs of an artifact: the median is its time */
 
 typedef struct {
   coil_plugin_tensor t;
@@ -233,8 +244,7 @@ graphs_main(FILE *f, const char *plugin_path, int first)
     printf("nogpu cannot open the plugin %s: %s\n", plugin_path, so ? why_not : dlerror());
     return 1;
   }
-  CUdeviceptr flush = 0;
-  if (cu->MemAlloc(&flush, FLUSH_BYTES)) {
+  if (!flush_buf && cu->MemAlloc(&flush_buf, FLUSH_BYTES)) {
     printf("nogpu cannot allocate the L2 flush's %d MiB\n", (int)(FLUSH_BYTES >> 20));
     return 1;
   }
@@ -262,7 +272,7 @@ graphs_main(FILE *f, const char *plugin_path, int first)
     int r = e ? 0 : cu->StreamSynchronize(NULL);
     float t[RUNS];
     for (int k = 0; k < RUNS && !e && !r; k++) { /* each run after an L2 flush, alone between its events */
-      if (!(r = cu->MemsetD8Async(flush, (unsigned char)k, FLUSH_BYTES, NULL)))
+      if (!(r = cu->MemsetD8Async(flush_buf, (unsigned char)k, FLUSH_BYTES, NULL)))
         r = cu->EventRecord(e0, NULL);
       e = r ? NULL : api->run(a, &ra);
       if (!e && !r && !(r = cu->EventRecord(e1, NULL)) && !(r = cu->EventSynchronize(e1)))
@@ -298,6 +308,6 @@ main(int argc, char **argv)
     fclose(f);
   static const coil_gpu_tune_runtime rt = {.name = "coil-cuda-tune", .init = init, .function = function,
                                            .alloc_fill = alloc_fill, .launch = launch, .sync = sync,
-                                           .time = time_launches};
+                                           .time = time_launches, .flush = flush};
   return coil_gpu_tune_worker_main(argc, argv, &rt);
 }

@@ -14,6 +14,8 @@
 static const hip_runtime *rt;
 static hipModule_t mod;
 static hipEvent_t e0, e1;
+static void *flush_buf;                         /* written before each timed launch */
+#define FLUSH_BYTES ((size_t)256 << 20) /* as triton's do_bench: more than any GPU's L2 */
 
 static const char *
 init(const char *path)
@@ -78,11 +80,21 @@ time_launches(void *fn, unsigned grid, unsigned block, void **params, int launch
   return r ? r : rt->EventElapsedTime(ms, e0, e1);
 }
 
+/* The cache flush before a timed launch, on the null stream the launches take; its buffer is
+ * allocated on first use. A different byte each time, so no write can be elided. */
+static int
+flush(void)
+{
+  static unsigned char byte;
+  int r = flush_buf ? 0 : rt->Malloc(&flush_buf, FLUSH_BYTES);
+  return r ? r : rt->MemsetD8Async(flush_buf, byte++, FLUSH_BYTES, NULL);
+}
+
 int
 main(int argc, char **argv)
 {
   static const coil_gpu_tune_runtime trt = {.name = "coil-hip-tune", .init = init, .function = function,
                                             .alloc_fill = alloc_fill, .launch = launch, .sync = sync,
-                                            .time = time_launches};
+                                            .time = time_launches, .flush = flush};
   return coil_gpu_tune_worker_main(argc, argv, &trt);
 }

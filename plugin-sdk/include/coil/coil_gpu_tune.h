@@ -15,8 +15,11 @@
  *   param BYTES f|i            one per kernel param, in order: a device buffer of BYTES filled
  *                              with a nonzero float pattern (f) or zeros (i: indices in range)
  *   cand NAME GRID BLOCK       one per candidate
- * The worker prints, from candidate FIRST on, `result I MS` (median milliseconds per launch over
- * 5 batches of 10 after 3 warm-up launches), `failed I WHY`, or `nogpu WHY`. */
+ * The worker prints, from candidate FIRST on, `result I MS`, `failed I WHY`, or `nogpu WHY`. MS is
+ * measured as triton's do_bench and coil bench measure: after 3 warm-up launches, the median of
+ * 21 launches, each after the runtime's cache flush and alone between two events; a runtime with
+ * no flush gets the median per launch of 5 batches of 10 back to back, which reads a kernel whose
+ * buffers fit in L2 from L2 and can rank plans otherwise than a flushed run does. */
 #ifndef COIL_GPU_TUNE_H
 #define COIL_GPU_TUNE_H
 
@@ -67,6 +70,10 @@ typedef struct coil_gpu_tune_runtime {
   int (*sync)(void);
   /* milliseconds for `launches` back-to-back launches, between two events */
   int (*time)(void *fn, unsigned grid, unsigned block, void **params, int launches, float *ms);
+  /* optional: queues a write of more memory than the GPU's caches hold (256 MiB, as do_bench) on
+   * the stream the launches take, so that the next launch reads its buffers from memory; NULL:
+   * no flush, launches timed in batches */
+  int (*flush)(void);
 } coil_gpu_tune_runtime;
 
 /* The worker's main: coil-X-tune SPEC FIRST. Exit status 0 when every candidate from FIRST on
